@@ -1,0 +1,125 @@
+"""`hql.hashbag.v1`: the reference's 256-bucket hashed bag of words (reference §12.2).
+
+The algorithm is fixed for conformance (scores match the original to 4 decimals):
+words are runs of Unicode alphanumerics longer than one UTF-8 byte, lowercased,
+hashed with 64-bit FNV-1a modulo 256, weighted 1 + ln(count), L2-normalised and
+compared by cosine. Card vectors are cached by content digest, so a query costs
+one matrix-vector product.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+MODEL = "hql.hashbag.v1"
+METRIC = "cosine"
+BUCKETS = 256
+
+_FNV_OFFSET = 0xCBF29CE484222325
+_FNV_PRIME = 0x100000001B3
+_MASK64 = 0xFFFFFFFFFFFFFFFF
+# `\w` minus the underscore is exactly "Unicode alphanumeric" in Python's re.
+_WORD = re.compile(r"[^\W_]+")
+
+
+class TextCard(Protocol):
+    """What the hashbag needs of a card."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def digest(self) -> str: ...
+
+
+CardT = TypeVar("CardT", bound=TextCard)
+
+
+@lru_cache(maxsize=1 << 16)
+def bucket(word: str) -> int:
+    """64-bit FNV-1a of the word's UTF-8 bytes, modulo 256."""
+    value = _FNV_OFFSET
+    for byte in word.encode("utf-8"):
+        value = ((value ^ byte) * _FNV_PRIME) & _MASK64
+    return value % BUCKETS
+
+
+def words(text: str) -> list[str]:
+    """Lowercased alphanumeric runs longer than one UTF-8 byte."""
+    found = []
+    for match in _WORD.findall(text):
+        word = match.lower()
+        if len(word) > 1 or not word.isascii():
+            found.append(word)
+    return found
+
+
+def embed(text: str) -> list[float]:
+    """The unit-length 256-bucket vector of a text (all zeros for a text without words)."""
+    counts = Counter(bucket(word) for word in words(text))
+    vector = [0.0] * BUCKETS
+    for index, count in counts.items():
+        vector[index] = 1.0 + math.log(count)
+    norm = math.sqrt(sum(weight * weight for weight in vector))
+    if norm > 0.0:
+        vector = [weight / norm for weight in vector]
+    return vector
+
+
+class HashbagIndex:
+    """Card vectors cached by content digest; one instance may serve many queries."""
+
+    def __init__(self) -> None:
+        self._vectors: dict[str, list[float]] = {}
+        self._matrix_key: tuple[str, ...] = ()
+        self._matrix: npt.NDArray[np.float64] | None = None
+
+    def rank(self, cards: Sequence[CardT], query: str) -> list[tuple[CardT, float]]:
+        """Cards scoring above 0 for the query, best first, ties by card name."""
+        import numpy as np
+
+        query_vector = np.asarray(embed(query), dtype=np.float64)
+        if not cards or not query_vector.any():
+            return []
+        scores = self._card_matrix(cards) @ query_vector
+        kept = np.flatnonzero(scores > 0.0)
+        ranked = sorted(
+            ((cards[int(i)], float(scores[i])) for i in kept),
+            key=lambda pair: (-pair[1], pair[0].name),
+        )
+        return ranked
+
+    def _card_matrix(self, cards: Sequence[TextCard]) -> npt.NDArray[np.float64]:
+        import numpy as np
+
+        key = tuple(card.digest for card in cards)
+        if self._matrix is None or key != self._matrix_key:
+            rows = [self._vector(card) for card in cards]
+            self._matrix = np.asarray(rows, dtype=np.float64)
+            self._matrix_key = key
+        return self._matrix
+
+    def _vector(self, card: TextCard) -> list[float]:
+        vector = self._vectors.get(card.digest)
+        if vector is None:
+            vector = embed(card.text)
+            self._vectors[card.digest] = vector
+        return vector
+
+
+_shared_index = HashbagIndex()
+
+
+def rank(cards: Sequence[CardT], query: str) -> list[tuple[CardT, float]]:
+    """Rank cards with the process-wide vector cache (see `HashbagIndex.rank`)."""
+    return _shared_index.rank(cards, query)
