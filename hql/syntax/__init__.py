@@ -1,0 +1,1 @@
+"""Turning program text into a syntax tree: tokens, layout, grammar, tree."""

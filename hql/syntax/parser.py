@@ -1,0 +1,314 @@
+"""Parsing: tokens to a syntax tree, with Lark's LALR(1) parser over our own lexer.
+
+Lark never sees characters: `tokens.tokenize` has already applied the layout
+rules. Lark's own errors are turned into plain-words syntax reports here.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import lark
+from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
+
+from hql import messages
+from hql.diagnostics import HqlError, syntax
+from hql.source import Span
+from hql.syntax import tree as t
+from hql.syntax.tokens import DESCRIPTIONS, Token, tokenize
+
+MAX_ADDITIONS = 255
+EXPRESSION_STARTS = {"INT", "FLOAT", "STRING", "DOCREF", "IDENT", "TRUE", "FALSE", "LSQB", "LBRACE"}
+
+
+def grammar_text() -> str:
+    try:
+        return resources.files("hql.grammar").joinpath("hql.lark").read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError):
+        return (Path(__file__).resolve().parents[2] / "grammar" / "hql.lark").read_text(encoding="utf-8")
+
+
+class _TokenStream(lark.lexer.Lexer):
+    """Feeds Lark the tokens that `tokenize` produced; `parse` hands them over in `data`."""
+
+    def __init__(self, lexer_conf: Any) -> None:
+        pass
+
+    def lex(self, data: Any, *args: Any) -> Iterator[lark.Token]:  # type: ignore[override]
+        for token in data:
+            yield lark.Token(token.kind, token, start_pos=token.span.start, end_pos=token.span.end)
+
+
+@cache
+def _parser() -> lark.Lark:
+    return lark.Lark(grammar_text(), parser="lalr", lexer=_TokenStream, maybe_placeholders=False)
+
+
+def parse(text: str) -> t.Program:
+    """Parse a whole program; raises HqlError carrying a syntax report."""
+    tokens = tokenize(text)
+    end = len(text.encode("utf-8"))
+    if not tokens:
+        raise HqlError(syntax(messages.expected_expression(), Span(end, end)))
+    try:
+        parsed = _parser().parse(tokens)  # type: ignore[arg-type]
+    except UnexpectedToken as error:
+        raise HqlError(_syntax_report(error, end)) from None
+    except UnexpectedInput as error:  # pragma: no cover - other Lark failures
+        raise HqlError(syntax(messages.expected_expression(), Span(end, end))) from None
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20000))
+    try:
+        program = _Builder().transform(parsed)
+    except VisitError as error:
+        if isinstance(error.orig_exc, HqlError):
+            raise error.orig_exc from None
+        raise
+    finally:
+        sys.setrecursionlimit(limit)
+    assert isinstance(program, t.Program)
+    return program
+
+
+def _syntax_report(error: UnexpectedToken, end: int) -> Any:
+    token = error.token
+    expected = set(error.expected)
+    if token.type == "$END":
+        span, found = Span(end, end), DESCRIPTIONS["$END"]
+    else:
+        ours: Token = token.value
+        span, found = ours.span, _describe_found(ours)
+    ends_statement = "NEWLINE" in expected or "$END" in expected
+    if ends_statement and token.type != "$END":
+        return syntax(messages.expected_end_of_statement(found), span)
+    if expected & EXPRESSION_STARTS:
+        return syntax(messages.expected_expression(found if token.type != "$END" else None), span)
+    wanted = sorted(DESCRIPTIONS.get(name, name) for name in expected)
+    return syntax(messages.expected_one_of(wanted, found), span)
+
+
+def _describe_found(token: Token) -> str:
+    if token.kind == "NEWLINE":
+        return DESCRIPTIONS["NEWLINE"]
+    return f"`{token.text}`"
+
+
+def _span(item: Any) -> Span:
+    if isinstance(item, lark.Token):
+        return item.value.span  # type: ignore[no-any-return]
+    return item.span  # type: ignore[no-any-return]
+
+
+def _value(token: lark.Token) -> Any:
+    return token.value.value
+
+
+def _text(token: lark.Token) -> str:
+    return token.value.text  # type: ignore[no-any-return]
+
+
+def _joined(items: list[Any]) -> Span:
+    spans = [_span(item) for item in items]
+    return Span(spans[0].start, spans[-1].end)
+
+
+def _no_punctuation(items: list[Any]) -> list[Any]:
+    return [item for item in items if not isinstance(item, lark.Token) or item.type not in _PUNCT]
+
+
+_PUNCT = {"COMMA", "LPAR", "RPAR", "LBRACE", "RBRACE", "LSQB", "RSQB", "LT", "GT", "COLON", "EQ", "FATARROW", "LAMBDA_LPAR", "PIPE", "PLUS", "QMARK"}
+
+
+class _Builder(lark.Transformer):  # type: ignore[type-arg]
+    """Lark parse tree to our syntax tree."""
+
+    # statements
+
+    def start(self, items: list[Any]) -> t.Program:
+        statements = [item for item in items if not isinstance(item, lark.Token)]
+        program = [s if isinstance(s, t.Statement) else t.ExprStatement(s.span, s) for s in statements]
+        return t.Program(_joined(program), tuple(program))
+
+    def import_stmt(self, items: list[Any]) -> t.Import:
+        keyword, name = items
+        return t.Import(_joined(items), _text(name), _span(name))
+
+    def annotation(self, items: list[Any]) -> t.TypeExpr:
+        return items[1]  # type: ignore[no-any-return]
+
+    def binding(self, items: list[Any]) -> t.Binding:
+        name = items[0]
+        annotation = items[1] if isinstance(items[1], t.TypeExpr) else None
+        value = items[-1]
+        return t.Binding(_joined(items), _text(name), _span(name), annotation, value)
+
+    # expressions
+
+    def pipeline(self, items: list[Any]) -> t.Expr:
+        links = [item for item in items if not (isinstance(item, lark.Token) and item.type == "PIPE")]
+        result: t.Expr = links[0]
+        for link in links[1:]:
+            result = t.Pipe(Span(result.span.start, link.span.end), result, _as_stage(link))
+        return result
+
+    def edge(self, items: list[Any]) -> t.EdgeLit:
+        source, _, target, *rest = items
+        return t.EdgeLit(_joined(items), source, target, rest[0] if rest else None)
+
+    def equal(self, items: list[Any]) -> t.Equality:
+        return t.Equality(_joined(items), False, items[0], items[2])
+
+    def not_equal(self, items: list[Any]) -> t.Equality:
+        return t.Equality(_joined(items), True, items[0], items[2])
+
+    def add(self, items: list[Any]) -> t.Expr:
+        operands = _no_punctuation(items)
+        if len(operands) - 1 > MAX_ADDITIONS:
+            raise HqlError(syntax(messages.too_many_additions(), operands[MAX_ADDITIONS + 1].span))
+        result: t.Expr = operands[0]
+        for operand in operands[1:]:
+            result = t.Add(Span(result.span.start, operand.span.end), result, operand)
+        return result
+
+    def field(self, items: list[Any]) -> t.Field:
+        receiver, _, name = items
+        return t.Field(_joined(items), receiver, _text(name), _span(name))
+
+    def call(self, items: list[Any]) -> t.Call:
+        callee, (args, span) = items
+        return t.Call(Span(callee.span.start, span.end), callee, args)
+
+    def arguments(self, items: list[Any]) -> tuple[tuple[t.Argument, ...], Span]:
+        args = tuple(
+            arg if isinstance(arg, t.Argument) else t.Argument(arg.span, None, arg)
+            for arg in _no_punctuation(items)
+        )
+        return args, _joined(items)
+
+    def named_argument(self, items: list[Any]) -> t.Argument:
+        name, _, value = items
+        return t.Argument(_joined(items), _text(name), value)
+
+    def integer(self, items: list[Any]) -> t.IntLit:
+        return t.IntLit(_span(items[0]), _value(items[0]))
+
+    def float(self, items: list[Any]) -> t.FloatLit:
+        return t.FloatLit(_span(items[0]), _value(items[0]))
+
+    def true(self, items: list[Any]) -> t.BoolLit:
+        return t.BoolLit(_span(items[0]), True)
+
+    def false(self, items: list[Any]) -> t.BoolLit:
+        return t.BoolLit(_span(items[0]), False)
+
+    def string(self, items: list[Any]) -> t.StringLit:
+        return t.StringLit(_span(items[0]), _value(items[0]))
+
+    def docref(self, items: list[Any]) -> t.DocRef:
+        return t.DocRef(_span(items[0]), _value(items[0]))
+
+    def name(self, items: list[Any]) -> t.Name:
+        return t.Name(_span(items[0]), _text(items[0]))
+
+    def paren(self, items: list[Any]) -> t.Expr:
+        return items[1]  # type: ignore[no-any-return]
+
+    def type_call(self, items: list[Any]) -> t.TypeCall:
+        name = items[0]
+        args, span = items[-1]
+        types = tuple(item for item in items if isinstance(item, t.TypeExpr))
+        return t.TypeCall(Span(_span(name).start, span.end), _text(name), types, args)
+
+    def lambda_(self, items: list[Any]) -> t.Lambda:
+        names = [_text(item) for item in items if isinstance(item, lark.Token) and item.type == "IDENT"]
+        body = items[-1]
+        if len(set(names)) != len(names):
+            raise HqlError(syntax(messages.lambda_params_distinct(), _joined(items[:-1])))
+        return t.Lambda(_joined(items), tuple(names), body)
+
+    def data(self, items: list[Any]) -> t.DataLit:
+        return t.DataLit(_joined(items), tuple(_no_punctuation(items)))
+
+    def data_entry(self, items: list[Any]) -> t.DataEntry:
+        key, _, value = items
+        return t.DataEntry(_joined(items), str(_value(key)), value)
+
+    def list(self, items: list[Any]) -> t.ListLit:
+        return t.ListLit(_joined(items), tuple(_no_punctuation(items)))
+
+    def set(self, items: list[Any]) -> t.SetLit:
+        return t.SetLit(_joined(items), tuple(_no_punctuation(items)))
+
+    # types and declarations
+
+    def type(self, items: list[Any]) -> t.TypeExpr:
+        args = tuple(item for item in items if isinstance(item, t.TypeExpr))
+        return t.TypeExpr(_joined(items), _text(items[0]), args)
+
+    def type_params(self, items: list[Any]) -> tuple[str, ...]:
+        return tuple(_text(item) for item in items if item.type == "IDENT")
+
+    def supertypes(self, items: list[Any]) -> tuple[t.TypeExpr, ...]:
+        return tuple(item for item in items if isinstance(item, t.TypeExpr))
+
+    def record(self, items: list[Any]) -> tuple[t.FieldDecl, ...]:
+        return tuple(item for item in items if isinstance(item, t.FieldDecl))
+
+    def field_decl(self, items: list[Any]) -> t.FieldDecl:
+        optional = any(isinstance(item, lark.Token) and item.type == "QMARK" for item in items)
+        return t.FieldDecl(_joined(items), _text(items[0]), optional, items[-1])
+
+    def bound(self, items: list[Any]) -> tuple[str, t.TypeExpr]:
+        return _text(items[0]), items[-1]
+
+    def bounds(self, items: list[Any]) -> tuple[tuple[str, t.TypeExpr], ...]:
+        return tuple(item for item in items if isinstance(item, tuple))
+
+    def record_declaration(self, items: list[Any]) -> t.Declaration:
+        return self._declaration(items, union=())
+
+    def union_declaration(self, items: list[Any]) -> t.Declaration:
+        members = tuple(item for item in items if isinstance(item, t.TypeExpr))
+        return self._declaration(items, union=members)
+
+    def _declaration(self, items: list[Any], union: tuple[t.TypeExpr, ...]) -> t.Declaration:
+        tokens = [item for item in items if isinstance(item, lark.Token)]
+        name = next(token for token in tokens if token.type == "IDENT")
+        params: tuple[str, ...] = ()
+        supertypes: tuple[t.TypeExpr, ...] = ()
+        fields: tuple[t.FieldDecl, ...] = ()
+        bounds: tuple[tuple[str, t.TypeExpr], ...] = ()
+        for item in items:
+            if isinstance(item, tuple) and item and isinstance(item[0], str):
+                params = item
+            elif isinstance(item, tuple) and item and isinstance(item[0], t.TypeExpr) and not union:
+                supertypes = item
+            elif isinstance(item, tuple) and item and isinstance(item[0], t.FieldDecl):
+                fields = item
+            elif isinstance(item, tuple) and item and isinstance(item[0], tuple):
+                bounds = item
+        abstract = any(token.type == "ABSTRACT" for token in tokens)
+        span = _joined([item for item in items if not isinstance(item, tuple)])
+        return t.Declaration(span, _text(name), _span(name), params, abstract, supertypes, fields, union, bounds)
+
+
+# Lark calls rules by name; `lambda` is a Python keyword.
+setattr(_Builder, "lambda", _Builder.lambda_)
+
+
+def _as_stage(expr: t.Expr) -> t.Stage:
+    """The expression after `|` must name a step: `name`, `ext.name`, optionally called."""
+    args: tuple[t.Argument, ...] | None = None
+    target = expr
+    if isinstance(expr, t.Call):
+        args, target = expr.args, expr.callee
+    if isinstance(target, t.Name):
+        return t.Stage(expr.span, None, target.name, target.span, args)
+    if isinstance(target, t.Field) and isinstance(target.receiver, t.Name):
+        return t.Stage(expr.span, target.receiver.name, target.name, target.name_span, args)
+    raise HqlError(syntax(messages.expected_step(), expr.span))
