@@ -1,0 +1,340 @@
+"""The text analyser: one module turns text into words and terms, for ranking and explaining.
+
+Pipeline (product §4.1), in this order:
+
+1. NFKC (full-width letters become ASCII, half-width kana full-width), case folding.
+2. Accent folding for Latin, Greek and Cyrillic: the combining marks of U+0300–U+036F are
+   removed after canonical decomposition; kana keep their (semi-)voiced marks, which are
+   U+3099/U+309A and so untouched; Indic and Thai vowel signs are untouched too.
+3. Numbers and currency: `R$ 20,00` becomes `20`, `1.234,50` becomes `1234.5`, so a price
+   meets its plain number.
+4. Word segmentation: ICU's BreakIterator (dictionaries for Chinese, Japanese, Thai, Lao,
+   Khmer, Myanmar) for texts holding those scripts; other texts take a regular expression
+   with the same word rules (UAX #29 letters, digits and combining marks), which is several
+   times faster than stepping through ICU boundaries from Python. Apostrophes and
+   underscores separate words in both paths (`l'homme` → `l`, `homme`).
+5. Synonyms (vault groups, then the built-in ones) are found on the full word sequence,
+   phrases included; then stop words, the vault's `[search] ignore` and single ASCII letters
+   are dropped (and reported as ignored).
+6. Terms: every kept word; `pref:` + the first 5 letters of an alphabetic word of 5 or more
+   letters (a language-neutral stem); `bi:` + each character bigram of a run of Chinese,
+   Japanese or Korean words; `syn:` + the group name of each synonym found.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from hql import messages
+from hql.text.stopwords import all_stop_words
+from hql.text.synonyms import BUILTIN_GROUPS
+
+VERSION = "hql.analyzer.1"
+PREFIX_LENGTH = 5
+PREFIX_MARK = "pref:"
+BIGRAM_MARK = "bi:"
+SYNONYM_MARK = "syn:"
+
+_LATIN_GREEK_CYRILLIC_MARKS = re.compile("[\u0300-\u036f]+")
+_SEPARATORS = re.compile("[_'\u2019\u02bc`\u00b4]")
+_CURRENCY_PREFIX = re.compile(r"\b(?:r|us|u\.s\.|a|au|c|ca|nz|hk|s|mx|ar|cl|col)\$")
+_GROUPED_NUMBER = re.compile(r"\d+(?:[.,]\d+)+")
+# Scripts written without spaces between words: ICU's dictionaries segment them.
+_DICTIONARY_SCRIPTS = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff]"
+)
+# Chinese, Japanese and Korean characters: their runs also give character bigrams.
+_CJK_CHAR = re.compile(
+    "[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003ffff]"
+)
+# A whole space-separated word of letters only, capturing its first PREFIX_LENGTH letters.
+_ALPHABETIC_WORD_PREFIX = re.compile(rf"(?:^| )([^\W\d_]{{{PREFIX_LENGTH}}})[^\W\d_]*(?= |$)")
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_ICU_WORD_STATUS = 100  # UBRK_WORD_NUMBER; letters, kana and ideographs are above it
+
+
+class SearchConfigError(ValueError):
+    """A `[search]` section that cannot be used; the message says what to fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """What the analyser made of one text."""
+
+    words: tuple[str, ...]
+    terms: tuple[str, ...]
+    ignored: tuple[str, ...]
+    synonyms: tuple[tuple[str, str], ...]  # (word or phrase as found, group name)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "words": list(self.words),
+            "terms": list(self.terms),
+            "ignored": list(self.ignored),
+            "synonyms": [{"found": found, "group": group} for found, group in self.synonyms],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _SynonymTable:
+    """Synonym members keyed by their first word; phrases are word tuples."""
+
+    by_first_word: Mapping[str, tuple[tuple[tuple[str, ...], str], ...]]
+
+    @classmethod
+    def build(cls, groups: Iterable[Sequence[str]], fold: Any) -> _SynonymTable:
+        table: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+        for group in groups:
+            folded = [tuple(fold(member)) for member in group]
+            folded = [member for member in folded if member]
+            if not folded:
+                continue
+            name = " ".join(folded[0])
+            for member in folded:
+                table.setdefault(member[0], []).append((member, name))
+        # Longest phrase first, so "opening hours" wins over "opening".
+        return cls(
+            {
+                first: tuple(sorted(entries, key=lambda entry: -len(entry[0])))
+                for first, entries in table.items()
+            }
+        )
+
+    def find(self, words: Sequence[str]) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = []
+        position = 0
+        while position < len(words):
+            step = 1
+            for member, group in self.by_first_word.get(words[position], ()):
+                if tuple(words[position : position + len(member)]) == member:
+                    found.append((" ".join(member), group))
+                    step = len(member)  # a phrase's words are not matched again
+                    break
+            position += step
+        return found
+
+
+@dataclass
+class Analyzer:
+    """Turns text into words and terms; build one per vault with `from_config`."""
+
+    ignore: frozenset[str] = frozenset()
+    synonym_groups: tuple[tuple[str, ...], ...] = ()
+    builtin_synonyms: bool = True
+    version: str = VERSION
+    _stop: frozenset[str] = field(init=False, repr=False)
+    _synonyms: _SynonymTable = field(init=False, repr=False)
+    _synonym_starts: frozenset[str] = field(init=False, repr=False)
+    _cache: dict[str, Analysis] = field(init=False, repr=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Single ASCII letters ("l'", "s", "t") carry nothing; they are ignored like stop words.
+        letters = set("abcdefghijklmnopqrstuvwxyz")
+        self._stop = (
+            frozenset(fold_word(word) for word in all_stop_words())
+            | letters
+            | {fold_word(word) for word in self.ignore}
+        )
+        groups: list[Sequence[str]] = list(self.synonym_groups)
+        if self.builtin_synonyms:
+            groups.extend(BUILTIN_GROUPS)
+        self._synonyms = _SynonymTable.build(groups, segment)
+        self._synonym_starts = frozenset(self._synonyms.by_first_word)
+
+    @classmethod
+    def from_config(cls, search_section: Mapping[str, Any] | None) -> Analyzer:
+        """An analyser for a vault's `[search]` table (None: the defaults)."""
+        section = dict(search_section or {})
+        ignore = _string_list(section.get("ignore", []), "ignore")
+        groups = section.get("synonyms", [])
+        if not isinstance(groups, list):
+            raise SearchConfigError(messages.search_synonyms_not_groups())
+        synonym_groups = tuple(
+            tuple(_string_list(group, "synonyms")) if isinstance(group, list) else _bad_group()
+            for group in groups
+        )
+        builtin = section.get("builtin_synonyms", True)
+        if not isinstance(builtin, bool):
+            raise SearchConfigError(messages.search_builtin_synonyms_not_bool())
+        return cls(frozenset(ignore), synonym_groups, builtin)
+
+    @property
+    def fingerprint(self) -> str:
+        """Changes whenever the same text could analyse differently (version or config)."""
+        config = {
+            "version": self.version,
+            "ignore": sorted(self.ignore),
+            "synonyms": [list(group) for group in self.synonym_groups],
+            "builtin": self.builtin_synonyms,
+            "unicode": unicodedata.unidata_version,
+        }
+        digest = hashlib.sha256(json.dumps(config, ensure_ascii=False).encode()).hexdigest()
+        return f"{self.version}+{digest[:16]}"
+
+    def analyze(self, text: str) -> Analysis:
+        """Words, terms, ignored words and synonyms of a text (cached per text)."""
+        cached = self._cache.get(text)
+        if cached is None:
+            cached = self._analyze(text)
+            if len(self._cache) >= 1 << 16:
+                self._cache.clear()
+            self._cache[text] = cached
+        return cached
+
+    def terms(self, text: str) -> tuple[str, ...]:
+        return self.analyze(text).terms
+
+    def _analyze(self, text: str) -> Analysis:
+        all_words = segment(text)
+        synonyms = (
+            self._synonyms.find(all_words) if not self._synonym_starts.isdisjoint(all_words) else []
+        )
+        stop = self._stop
+        words: list[str] = []
+        ignored: list[str] = []
+        for word in all_words:
+            (ignored if word in stop else words).append(word)
+        terms = list(words)
+        terms.extend(_prefix_terms(words))
+        if not text.isascii() and _CJK_CHAR.search(text):
+            terms.extend(_bigram_terms(all_words, stop))
+        terms.extend(SYNONYM_MARK + group for _, group in synonyms)
+        return Analysis(tuple(words), tuple(terms), tuple(ignored), tuple(synonyms))
+
+
+def _prefix_terms(words: Sequence[str]) -> list[str]:
+    """`pref:` + 5 letters for alphabetic words of 5+ letters, in spaced scripts only."""
+    joined = " ".join(words)
+    prefixes = _ALPHABETIC_WORD_PREFIX.findall(joined)
+    if not joined.isascii():
+        prefixes = [
+            p for p in prefixes if not _CJK_CHAR.match(p) and not _DICTIONARY_SCRIPTS.match(p)
+        ]
+    return [PREFIX_MARK + prefix for prefix in prefixes]
+
+
+def _bigram_terms(words: Sequence[str], stop: frozenset[str]) -> list[str]:
+    """Bigrams over runs of consecutive CJK words; a stop word or other word ends a run."""
+    bigrams: list[str] = []
+    run: list[str] = []
+    for word in [*words, ""]:
+        if word and word not in stop and _CJK_CHAR.match(word) and _is_all_cjk(word):
+            run.append(word)
+            continue
+        if run:
+            joined = "".join(run)
+            bigrams.extend(BIGRAM_MARK + joined[i : i + 2] for i in range(len(joined) - 1))
+            run = []
+    return bigrams
+
+
+def _is_all_cjk(word: str) -> bool:
+    return all(_CJK_CHAR.match(char) for char in word)
+
+
+def _string_list(value: Any, key: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise SearchConfigError(messages.search_not_a_word_list(key))
+    return list(value)
+
+
+def _bad_group() -> tuple[str, ...]:
+    raise SearchConfigError(messages.search_synonyms_not_groups())
+
+
+# --- normalisation and segmentation -------------------------------------------------
+
+
+def normalize(text: str) -> str:
+    """NFKC, case folding, accent folding and number normalisation (steps 1–3)."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    if not text.isascii():
+        decomposed = unicodedata.normalize("NFD", text)
+        text = unicodedata.normalize("NFC", _LATIN_GREEK_CYRILLIC_MARKS.sub("", decomposed))
+    if "$" in text:
+        text = _CURRENCY_PREFIX.sub(" ", text)
+    if "." in text or "," in text:
+        text = _GROUPED_NUMBER.sub(_plain_number, text)
+    return _SEPARATORS.sub(" ", text)
+
+
+def _plain_number(match: re.Match[str]) -> str:
+    """`20,00` → `20`; `1.234,50` → `1234.5`; `1,000` → `1000`; `3.14` stays."""
+    number = match.group(0)
+    separators = [char for char in number if char in ".,"]
+    groups = re.split("[.,]", number)
+    if len(set(separators)) == 2 or (len(separators) > 1 and separators[-1] != separators[0]):
+        whole, fraction = "".join(groups[:-1]), groups[-1]
+    elif len(separators) > 1 or len(groups[-1]) == 3:
+        whole, fraction = "".join(groups), ""  # digit grouping only
+    else:
+        whole, fraction = groups[0], groups[1]
+    fraction = fraction.rstrip("0")
+    return f"{whole}.{fraction}" if fraction else whole
+
+
+def segment(text: str) -> list[str]:
+    """The normalised words of a text, in order (before stop words and synonyms)."""
+    normalized = normalize(text)
+    if _DICTIONARY_SCRIPTS.search(normalized):
+        return _icu_words(normalized)
+    return _WORDS.findall(normalized)
+
+
+def fold_word(word: str) -> str:
+    """A single word as the analyser would write it (for word lists)."""
+    return " ".join(segment(word))
+
+
+# Word characters: \w plus the combining marks of scripts written with spaces (Arabic,
+# Hebrew, Syriac, Indic, ...) that \w leaves out; a short explicit class keeps the
+# regular expression as fast as plain \w. Dandas (U+0964/5) are punctuation.
+_WORD_CLASS = (
+    "\\w\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670"
+    "\u06d6-\u06ed\u0711\u0730-\u074a\u0900-\u0963\u0966-\u0dff\u1ab0-\u1aff"
+    "\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+)
+_WORDS = re.compile(f"[{_WORD_CLASS}]+(?:\\.[{_WORD_CLASS}]+)*")
+
+
+class _IcuWords:
+    """One reused ICU word BreakIterator (creating one costs far more than using it)."""
+
+    def __init__(self) -> None:
+        import icu
+
+        self._icu = icu
+        self._iterator = icu.BreakIterator.createWordInstance(icu.Locale.getRoot())
+
+    def __call__(self, text: str) -> list[str]:
+        # ICU counts UTF-16 units; slice a UnicodeString when the text leaves the BMP.
+        source: Any = self._icu.UnicodeString(text) if _ASTRAL.search(text) else text
+        iterator = self._iterator
+        iterator.setText(source)
+        words = []
+        start = iterator.first()
+        for end in iterator:
+            if iterator.getRuleStatus() >= _ICU_WORD_STATUS:
+                words.append(str(source[start:end]))
+            start = end
+        return words
+
+
+@lru_cache(maxsize=1)
+def _icu() -> _IcuWords:
+    return _IcuWords()
+
+
+def _icu_words(text: str) -> list[str]:
+    # ICU joins letters across "." (as the regex path does) and keeps "_" and
+    # apostrophes out (normalize replaced them), so both paths agree on Latin words.
+    return [word for word in _icu()(text) if word != "_"]
