@@ -154,10 +154,10 @@ def annotation_unterminated(offset: int) -> str:
     return document_skipped(f"unterminated reference annotation at body byte {offset}")
 
 
-def relation_unverified(name: str) -> str:
-    # The reference's wording, to the byte.
+def relation_unverified() -> str:
+    # The reference's wording, to the byte; the warning prints it after the card's name.
     return (
-        f"{name}: declares knowledge.type: Relation but its endpoints do not resolve; "
+        "declares knowledge.type: Relation but its endpoints do not resolve; "
         "kept as a ConceptCard"
     )
 

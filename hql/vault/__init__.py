@@ -1,0 +1,34 @@
+"""The vault library: a directory of Markdown cards loaded into cards, edges and warnings.
+
+    vault = Vault.open("vaults/web-auth")
+    vault.card("oauth").title, vault.uplinks("oauth"), vault.warnings
+
+Layers, lower never importing higher: yamldata (YAML text to Data) ->
+document (one file's text to header, body, links) -> loader (finding and
+reading files, the cache) -> assembly (names, kinds, edges) -> store (Vault).
+"""
+
+from hql.vault.config import VaultConfig, load_config
+from hql.vault.model import (
+    CONCEPT_CARD,
+    RELATION_CARD,
+    Card,
+    Edge,
+    Link,
+    LoadWarning,
+    VaultError,
+)
+from hql.vault.store import Vault
+
+__all__ = [
+    "CONCEPT_CARD",
+    "RELATION_CARD",
+    "Card",
+    "Edge",
+    "Link",
+    "LoadWarning",
+    "Vault",
+    "VaultConfig",
+    "VaultError",
+    "load_config",
+]

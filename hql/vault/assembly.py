@@ -1,0 +1,174 @@
+"""Read documents to cards and edges: names, titles, derived entries, kinds (§9.1–§9.4).
+
+Everything here depends on the whole vault (a name depends on other stems, a
+kind on other names), so it runs on every load; the per-file work before it
+is what the cache saves.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from hql import messages
+from hql.vault.loader import ReadDocument
+from hql.vault.model import CONCEPT_CARD, RELATION_CARD, Card, Edge, Link, LoadWarning
+
+
+def assign_names(documents: list[ReadDocument], warnings: list[LoadWarning]) -> list[str]:
+    """Stem, or the vault-relative path without extension when stems clash."""
+    stems = [_stem(item.found.relpath) for item in documents]
+    counts = Counter(stems)
+    names = [
+        _without_extension(item.found.relpath) if counts[stem] > 1 else stem
+        for item, stem in zip(documents, stems, strict=True)
+    ]
+    # `x.md` beside `x.hmd` clash even by path; only the full path tells them apart.
+    repeated = Counter(names)
+    for index, item in enumerate(documents):
+        if repeated[names[index]] > 1:
+            warnings.append(LoadWarning(item.found.path, messages.name_clash(names[index])))
+            names[index] = item.found.relpath
+    return names
+
+
+def build_cards(
+    documents: list[ReadDocument],
+    names: list[str],
+    extension_metadata: Mapping[str, Mapping[str, Any]],
+    warnings: list[LoadWarning],
+) -> list[Card]:
+    known = set(names)
+    cards = [
+        _build_card(item, name, known, extension_metadata, warnings)
+        for item, name in zip(documents, names, strict=True)
+    ]
+    cards.sort(key=lambda card: card.name)
+    return cards
+
+
+def _build_card(
+    item: ReadDocument,
+    name: str,
+    known: set[str],
+    extension_metadata: Mapping[str, Mapping[str, Any]],
+    warnings: list[LoadWarning],
+) -> Card:
+    parsed = item.parsed
+    authored = parsed.authored
+    authored_title = authored.get("title")
+    title = authored_title if isinstance(authored_title, str) else parsed.heading
+
+    header = dict(authored)
+    header["name"] = name
+    header["path"] = item.found.path
+    header["format"] = item.found.format
+    if title is not None:
+        header["title"] = title
+    header = dict(sorted(header.items()))
+
+    authored_metadata = authored.get("metadata")
+    metadata = _copy(authored_metadata) if isinstance(authored_metadata, dict) else {}
+    kind = CONCEPT_CARD
+    if _get(metadata, "knowledge", "type") == "Relation":
+        if _endpoints_resolve(metadata, known):
+            kind = RELATION_CARD
+        else:
+            warnings.append(
+                LoadWarning(item.found.path, messages.relation_unverified(), subject=name)
+            )
+            _insert(metadata, ("knowledge", "unverified"), messages.RELATION_UNVERIFIED_NOTE)
+    for extension, entries in extension_metadata.items():
+        for key, value in entries.items():
+            _insert(metadata, (extension, key), _copy(value))
+
+    return Card(
+        name=name,
+        path=item.found.path,
+        relpath=item.found.relpath,
+        format=item.found.format,
+        title=title if title is not None else name,
+        header=header,
+        authored=authored,
+        metadata=metadata,
+        kind=kind,
+        body=parsed.body,
+        links=tuple(Link(target, annotation) for target, annotation in parsed.links),
+        size=item.size,
+        mtime_ns=item.mtime_ns,
+    )
+
+
+def _endpoints_resolve(metadata: dict[str, Any], known: set[str]) -> bool:
+    source = _get(metadata, "knowledge", "relation", "source")
+    target = _get(metadata, "knowledge", "relation", "target")
+    return isinstance(source, str) and isinstance(target, str) and {source, target} <= known
+
+
+def build_edges(cards: list[Card]) -> list[Edge]:
+    """Link edges merged by (source, target) and sorted, then one edge per relation card."""
+    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    for card in cards:
+        for link in card.links:
+            data = merged.setdefault((card.name, link.target), {})
+            data.update(link.annotation)
+    edges = [
+        Edge(source, target, dict(sorted(data.items())))
+        for (source, target), data in sorted(merged.items())
+    ]
+    for card in cards:  # already in name order
+        endpoints = card.endpoints if card.kind == RELATION_CARD else None
+        if endpoints is not None:
+            edges.append(Edge(endpoints[0], endpoints[1], {"card": card.name}))
+    return edges
+
+
+def _stem(relpath: str) -> str:
+    filename = relpath.rsplit("/", 1)[-1]
+    return _without_extension(filename)
+
+
+def _without_extension(path: str) -> str:
+    slash = path.rfind("/")
+    dot = path.rfind(".")
+    return path[:dot] if dot > slash + 1 else path
+
+
+def _get(data: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _insert(data: dict[str, Any], keys: tuple[str, ...], value: Any) -> None:
+    """Set a nested entry, creating maps on the way; a non-map on the way blocks it.
+
+    (The reference does the same: a contribution never replaces authored data
+    of another shape.) Maps stay key-sorted.
+    """
+    head, *rest = keys
+    if not rest:
+        data[head] = value
+    else:
+        child = data.get(head)
+        if child is None and head not in data:
+            child = data[head] = {}
+        if not isinstance(child, dict):
+            return
+        _insert(child, tuple(rest), value)
+    if list(data) != sorted(data):
+        items = sorted(data.items())
+        data.clear()
+        data.update(items)
+
+
+def _copy(value: Any) -> Any:
+    """A private copy of a Data tree, so contributions never touch the authored header."""
+    if isinstance(value, dict):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy(item) for item in value]
+    return value

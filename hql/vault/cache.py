@@ -1,0 +1,113 @@
+"""The load cache: parsed documents kept under `<root>/.hql/`, keyed by file.
+
+An entry is trusted only while its file has the same size and mtime_ns as
+when it was parsed; anything else is parsed again. The cache is the user's
+own file but still input: whatever fails while reading it (missing, corrupt,
+truncated, another Python's marshal format, wrong shapes) means "start
+empty", silently. If `.hql/` cannot be written, loading simply does not cache.
+
+Format: marshal of (MAGIC, python version, {relpath: (size, mtime_ns, payload)}),
+payload being `("ok", authored, body, heading, links)` or `("refused", message)`.
+marshal is fast, handles exactly the plain data a Data tree is, and executes
+nothing when read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+CACHE_FILE = "vault-cache.marshal"
+_MAGIC = "hql.vault-cache.v1"
+_PYTHON = tuple(sys.version_info[:2])
+
+Payload = tuple[Any, ...]
+Entry = tuple[int, int, Payload]
+
+
+class LoadCache:
+    """Entries read from disk, plus what this load parsed afresh."""
+
+    def __init__(self, state_dir: Path | None) -> None:
+        self._file = state_dir / CACHE_FILE if state_dir is not None else None
+        self._old: dict[str, Entry] = self._read() if self._file is not None else {}
+        self._new: dict[str, Entry] = {}
+        self._changed = False
+
+    def lookup(self, relpath: str, size: int, mtime_ns: int) -> Payload | None:
+        entry = self._old.get(relpath)
+        if entry is None or entry[0] != size or entry[1] != mtime_ns:
+            return None
+        self._new[relpath] = entry
+        return entry[2]
+
+    def store(self, relpath: str, size: int, mtime_ns: int, payload: Payload) -> None:
+        self._new[relpath] = (size, mtime_ns, payload)
+        self._changed = True
+
+    def save(self) -> None:
+        """Write the entries of this load, if anything changed; failure is silent."""
+        if self._file is None:
+            return
+        if not self._changed and self._new.keys() == self._old.keys():
+            return
+        with contextlib.suppress(OSError, ValueError):
+            self._write(self._file)
+
+    def _read(self) -> dict[str, Entry]:
+        assert self._file is not None
+        try:
+            with open(self._file, "rb") as handle:
+                magic, python, entries = marshal.load(handle)
+        except Exception:  # noqa: BLE001 - any failure of the cache means "rebuild"
+            return {}
+        if magic != _MAGIC or python != _PYTHON or not isinstance(entries, dict):
+            return {}
+        return {key: entry for key, entry in entries.items() if _well_formed(key, entry)}
+
+    def _write(self, file: Path) -> None:
+        file.parent.mkdir(exist_ok=True)
+        data = marshal.dumps((_MAGIC, _PYTHON, self._new))
+        descriptor, temporary = tempfile.mkstemp(prefix=".vault-cache.", dir=file.parent)
+        try:
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(data)
+            os.replace(temporary, file)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+
+
+def _well_formed(key: object, entry: object) -> bool:
+    if not isinstance(key, str) or not isinstance(entry, tuple) or len(entry) != 3:
+        return False
+    size, mtime_ns, payload = entry
+    if not isinstance(size, int) or not isinstance(mtime_ns, int):
+        return False
+    if not isinstance(payload, tuple) or not payload:
+        return False
+    if payload[0] == "ok":
+        return (
+            len(payload) == 5
+            and isinstance(payload[1], dict)
+            and isinstance(payload[2], str)
+            and (payload[3] is None or isinstance(payload[3], str))
+            and isinstance(payload[4], list)
+            and all(_well_formed_link(link) for link in payload[4])
+        )
+    return payload[0] == "refused" and len(payload) == 2 and isinstance(payload[1], str)
+
+
+def _well_formed_link(link: object) -> bool:
+    return (
+        isinstance(link, tuple)
+        and len(link) == 2
+        and isinstance(link[0], str)
+        and isinstance(link[1], dict)
+    )

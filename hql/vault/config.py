@@ -1,0 +1,92 @@
+"""The vault's `hql.toml` (reference §13): read with tomllib, never fatal.
+
+A missing file means defaults. A file that cannot be read or parsed, or an
+entry of the wrong shape, means defaults for what it affects plus a warning
+that says why, so a typo never stops a vault from loading.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hql import messages
+from hql.vault.model import LoadWarning
+
+CONFIG_FILE = "hql.toml"
+
+
+@dataclass(frozen=True)
+class VaultConfig:
+    report_mode: str | None = None  # [report] mode
+    imports: tuple[str, ...] = ()  # [extensions] import
+    prelude: bool = True  # [extensions] prelude
+    raw: dict[str, Any] = field(default_factory=dict)  # the whole parsed file
+    path: Path | None = None  # the hql.toml, if there is one
+
+    def section(self, name: str) -> dict[str, Any]:
+        """A top-level table such as `semantics` or `search`; {} when absent or not a table."""
+        value = self.raw.get(name)
+        return value if isinstance(value, dict) else {}
+
+
+def load_config(root: Path) -> tuple[VaultConfig, list[LoadWarning]]:
+    path = root / CONFIG_FILE
+    shown = str(path)
+    try:
+        raw_bytes = path.read_bytes()
+    except FileNotFoundError:
+        return VaultConfig(), []
+    except IsADirectoryError:
+        return VaultConfig(), [LoadWarning(shown, messages.config_unreadable("it is a directory"))]
+    except OSError as error:
+        reason = error.strerror or str(error)
+        return VaultConfig(), [LoadWarning(shown, messages.config_unreadable(reason))]
+    try:
+        raw = tomllib.loads(raw_bytes.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        reason = f"not valid UTF-8 at byte {error.start}"
+        return VaultConfig(path=path), [LoadWarning(shown, messages.config_unparsable(reason))]
+    except tomllib.TOMLDecodeError as error:
+        return VaultConfig(path=path), [LoadWarning(shown, messages.config_unparsable(str(error)))]
+    return _interpret(raw, path)
+
+
+def _interpret(raw: dict[str, Any], path: Path) -> tuple[VaultConfig, list[LoadWarning]]:
+    warnings: list[LoadWarning] = []
+
+    def bad(key: str, expected: str) -> None:
+        warnings.append(LoadWarning(str(path), messages.config_bad_entry(key, expected)))
+
+    report = _table(raw, "report", bad)
+    extensions = _table(raw, "extensions", bad)
+
+    mode = report.get("mode")
+    if mode is not None and not isinstance(mode, str):
+        bad("report.mode", "a string")
+        mode = None
+
+    imports: tuple[str, ...] = ()
+    declared = extensions.get("import", [])
+    if isinstance(declared, list) and all(isinstance(item, str) for item in declared):
+        imports = tuple(declared)
+    else:
+        bad("extensions.import", "a list of extension names")
+
+    prelude = extensions.get("prelude", True)
+    if not isinstance(prelude, bool):
+        bad("extensions.prelude", "true or false")
+        prelude = True
+
+    config = VaultConfig(report_mode=mode, imports=imports, prelude=prelude, raw=raw, path=path)
+    return config, warnings
+
+
+def _table(raw: dict[str, Any], name: str, bad: Any) -> dict[str, Any]:
+    value = raw.get(name, {})
+    if isinstance(value, dict):
+        return value
+    bad(name, "a table")
+    return {}

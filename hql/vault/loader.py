@@ -1,0 +1,158 @@
+"""Finding and reading the documents below a vault root (reference §9.1).
+
+Every way a file can be hostile ends here as a LoadWarning naming it: it
+cannot be read, it vanished, it is not a regular file, it is too large, it is
+not UTF-8, its header or annotations are refused. Directory symlinks are
+followed once: a directory already loaded is not entered again, so a
+symlink loop terminates.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from hql import messages
+from hql.vault import document, yamldata
+from hql.vault.cache import LoadCache, Payload
+from hql.vault.model import LoadWarning
+
+# A card larger than this is refused unread: one file must not cost the whole load.
+MAX_CARD_BYTES = 8 * 1024 * 1024
+
+FORMATS = {".hmd": "Hmd", ".md": "Markdown", ".markdown": "Markdown"}
+
+
+@dataclass(frozen=True, slots=True)
+class FoundFile:
+    relpath: str  # vault-relative, "/"-separated
+    path: str  # root as given, joined with relpath
+    format: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReadDocument:
+    found: FoundFile
+    size: int
+    mtime_ns: int
+    parsed: document.ParsedDocument
+
+
+def discover(root: str, warnings: list[LoadWarning]) -> list[FoundFile]:
+    """Every document below root, sorted by path component-wise (as the reference does)."""
+    found = list(_walk(root, "", set(), warnings))
+    found.sort(key=lambda item: item.relpath.split("/"))
+    return found
+
+
+def _walk(
+    directory: str, prefix: str, visited: set[tuple[int, int]], warnings: list[LoadWarning]
+) -> Iterator[FoundFile]:
+    try:
+        identity = os.stat(directory)
+        key = (identity.st_dev, identity.st_ino)
+        if key in visited:
+            warnings.append(LoadWarning("", messages.directory_loop(directory)))
+            return
+        visited.add(key)
+        with os.scandir(directory) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
+    except OSError as error:
+        warnings.append(LoadWarning(directory, messages.directory_unreadable(_reason(error))))
+        return
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        relpath = prefix + entry.name
+        if _is_dir(entry):
+            yield from _walk(entry.path, relpath + "/", visited, warnings)
+            continue
+        format_name = FORMATS.get(os.path.splitext(entry.name)[1])
+        if format_name is not None:
+            yield FoundFile(relpath, entry.path, format_name)
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def read_all(
+    found: list[FoundFile], cache: LoadCache, warnings: list[LoadWarning]
+) -> list[ReadDocument]:
+    documents = []
+    for item in found:
+        result = _read_one(item, cache)
+        if isinstance(result, str):
+            warnings.append(LoadWarning(item.path, result))
+        else:
+            documents.append(result)
+    return documents
+
+
+def _read_one(item: FoundFile, cache: LoadCache) -> ReadDocument | str:
+    """The parsed document, or the warning message that skips it."""
+    try:
+        status = os.stat(item.path)
+    except FileNotFoundError:
+        return messages.file_vanished()
+    except OSError as error:
+        return messages.file_unreadable(_reason(error))
+    if not stat.S_ISREG(status.st_mode):
+        return messages.file_not_regular()
+    if status.st_size > MAX_CARD_BYTES:
+        return messages.file_too_large(status.st_size, MAX_CARD_BYTES)
+    payload = cache.lookup(item.relpath, status.st_size, status.st_mtime_ns)
+    if payload is None:
+        loaded = _read_and_parse(item)
+        if isinstance(loaded, str):
+            return loaded
+        size, mtime_ns, payload = loaded
+        cache.store(item.relpath, size, mtime_ns, payload)
+    else:
+        size, mtime_ns = status.st_size, status.st_mtime_ns
+    if payload[0] == "refused":
+        return str(payload[1])
+    _, authored, body, heading, links = payload
+    parsed = document.ParsedDocument(authored, body, heading, links)
+    return ReadDocument(item, size, mtime_ns, parsed)
+
+
+def _read_and_parse(item: FoundFile) -> tuple[int, int, Payload] | str:
+    """Read (size and mtime from the open file, so they describe what was read) and parse."""
+    try:
+        with open(item.path, "rb") as handle:
+            status = os.fstat(handle.fileno())
+            if not stat.S_ISREG(status.st_mode):
+                return messages.file_not_regular()
+            data = handle.read(MAX_CARD_BYTES + 1)
+    except FileNotFoundError:
+        return messages.file_vanished()
+    except OSError as error:
+        return messages.file_unreadable(_reason(error))
+    if len(data) > MAX_CARD_BYTES:
+        return messages.file_too_large(len(data), MAX_CARD_BYTES)
+    return status.st_size, status.st_mtime_ns, _parse(data)
+
+
+def _parse(data: bytes) -> Payload:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return ("refused", messages.file_not_utf8(error.start))
+    text = text.removeprefix("\ufeff")  # a byte-order mark is an encoding detail, not content
+    try:
+        parsed = document.parse(text)
+    except document.DocumentRefused as refusal:
+        return ("refused", str(refusal))
+    except RecursionError:
+        return ("refused", messages.header_refused(messages.yaml_too_deep(yamldata.MAX_DEPTH)))
+    return ("ok", parsed.authored, parsed.body, parsed.heading, parsed.links)
+
+
+def _reason(error: OSError) -> str:
+    return (error.strerror or str(error)).lower()

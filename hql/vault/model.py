@@ -1,0 +1,207 @@
+"""What a vault is made of: cards, the links their bodies write, edges, warnings.
+
+Data (headers, metadata, annotations, edge data) is a plain tree of dict
+(str keys, sorted), list, str, int, float, bool and None. Cards are
+immutable after load: the language shares them between values and threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from hql import messages
+
+CONCEPT_CARD = "ConceptCard"
+RELATION_CARD = "RelationCard"
+
+# Header keys the loader derives; authored keys of these names are overwritten.
+DERIVED_KEYS = frozenset({"name", "path", "format", "title"})
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A `[[target]]` reference in a body, with its YAML flow annotation ({} if none)."""
+
+    target: str
+    annotation: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A vault edge: a merged link, or the edge a verified relation card stands for."""
+
+    source: str
+    target: str
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LoadWarning:
+    """Something loading wanted to say without refusing to load."""
+
+    path: str  # the file it concerns; "" for a vault-wide warning
+    message: str
+    subject: str | None = None  # what the printed form names, when not the path (a card name)
+
+    def __str__(self) -> str:
+        shown = self.path if self.subject is None else self.subject
+        return messages.load_warning(shown, self.message)
+
+
+class VaultError(Exception):
+    """The vault itself cannot be opened (a host error, not a load warning)."""
+
+
+class Card:
+    """One document of the vault and the knowledge layer assembled over it.
+
+    Identity and equality are by path. `text` and `digest` are computed on
+    first use: most programs never rank, so most loads never need them.
+    """
+
+    __slots__ = (
+        "name",
+        "path",
+        "relpath",
+        "format",
+        "title",
+        "header",
+        "authored",
+        "metadata",
+        "kind",
+        "body",
+        "links",
+        "size",
+        "mtime_ns",
+        "_text",
+        "_digest",
+    )
+
+    name: str
+    path: str
+    relpath: str
+    format: str
+    title: str
+    header: dict[str, Any]
+    authored: dict[str, Any]
+    metadata: dict[str, Any]
+    kind: str
+    body: str
+    links: tuple[Link, ...]
+    size: int
+    mtime_ns: int
+    _text: str | None
+    _digest: str | None
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        path: str,
+        relpath: str,
+        format: str,
+        title: str,
+        header: dict[str, Any],
+        authored: dict[str, Any],
+        metadata: dict[str, Any],
+        kind: str,
+        body: str,
+        links: tuple[Link, ...],
+        size: int = 0,
+        mtime_ns: int = 0,
+    ) -> None:
+        setter = object.__setattr__
+        setter(self, "name", name)
+        setter(self, "path", path)
+        setter(self, "relpath", relpath)
+        setter(self, "format", format)
+        setter(self, "title", title)
+        setter(self, "header", header)
+        setter(self, "authored", authored)
+        setter(self, "metadata", metadata)
+        setter(self, "kind", kind)
+        setter(self, "body", body)
+        setter(self, "links", links)
+        setter(self, "size", size)
+        setter(self, "mtime_ns", mtime_ns)
+        setter(self, "_text", None)
+        setter(self, "_digest", None)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a Card is immutable; cannot set `{name}`")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"a Card is immutable; cannot delete `{name}`")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Card) and other.path == self.path
+
+    def __hash__(self) -> int:
+        return hash(self.path)
+
+    def __repr__(self) -> str:
+        return f"Card({self.name!r}, {self.kind})"
+
+    @property
+    def is_relation(self) -> bool:
+        return self.kind == RELATION_CARD
+
+    @property
+    def endpoints(self) -> tuple[str, str] | None:
+        """(source, target) named by `metadata.knowledge.relation`, when both are strings."""
+        relation = _path(self.metadata, ("knowledge", "relation"))
+        if not isinstance(relation, dict):
+            return None
+        source, target = relation.get("source"), relation.get("target")
+        if isinstance(source, str) and isinstance(target, str):
+            return source, target
+        return None
+
+    @property
+    def text(self) -> str:
+        """The retrieval text (reference §12.2 step 1)."""
+        cached = self._text
+        if cached is None:
+            cached = retrieval_text(self.title, self.authored, self.body)
+            object.__setattr__(self, "_text", cached)
+        return cached
+
+    @property
+    def digest(self) -> str:
+        """sha256 of `text`, lowercase hex: what an index compares to find stale cards."""
+        cached = self._digest
+        if cached is None:
+            cached = hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+            object.__setattr__(self, "_digest", cached)
+        return cached
+
+
+def retrieval_text(title: str, authored: dict[str, Any], body: str) -> str:
+    """Title, every string of the authored header (sorted keys, depth-first), body."""
+    parts = [title]
+    for key in sorted(authored):
+        if key not in DERIVED_KEYS:
+            _collect_strings(authored[key], parts)
+    parts.append(body)
+    return " ".join(parts)
+
+
+def _collect_strings(value: Any, into: list[str]) -> None:
+    if isinstance(value, str):
+        into.append(value)
+    elif isinstance(value, list):
+        for item in value:
+            _collect_strings(item, into)
+    elif isinstance(value, dict):
+        for key in sorted(value):
+            _collect_strings(value[key], into)
+
+
+def _path(data: Any, keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data

@@ -1,0 +1,116 @@
+"""`Vault`: a loaded directory of cards, their edges, warnings and configuration."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hql import messages
+from hql.vault import assembly, loader
+from hql.vault.cache import LoadCache
+from hql.vault.config import VaultConfig, load_config
+from hql.vault.model import Card, Edge, LoadWarning, VaultError
+
+STATE_DIR = ".hql"
+
+
+class Vault:
+    """Immutable after `open`; safe to share between threads."""
+
+    root: Path
+    cards: tuple[Card, ...]
+    edges: tuple[Edge, ...]
+    warnings: tuple[LoadWarning, ...]
+    config: VaultConfig
+    state_dir: Path
+
+    def __init__(
+        self,
+        root: Path,
+        cards: tuple[Card, ...],
+        edges: tuple[Edge, ...],
+        warnings: tuple[LoadWarning, ...],
+        config: VaultConfig,
+    ) -> None:
+        self.root = root
+        self.cards = cards
+        self.edges = edges
+        self.warnings = warnings
+        self.config = config
+        self.state_dir = root / STATE_DIR
+        self._by_name = {card.name: card for card in cards}
+        self._uplinks = _index(edges, lambda edge: edge.source)
+        self._downlinks = _index(edges, lambda edge: edge.target)
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        extension_metadata: Mapping[str, Mapping[str, Any]] | None = None,
+        use_cache: bool = True,
+    ) -> Vault:
+        """Load every document below `path`; raises VaultError if it is not a directory.
+
+        `extension_metadata` maps an extension's name to the entries it
+        contributes to every card's metadata, under that name (reference §9.3).
+        """
+        shown = os.fspath(path)
+        root = Path(path)
+        _check_root(shown, root)
+        warnings: list[LoadWarning] = []
+        config, config_warnings = load_config(root)
+        found = loader.discover(shown, warnings)
+        cache = LoadCache(root / STATE_DIR if use_cache else None)
+        documents = loader.read_all(found, cache, warnings)
+        cache.save()
+        names = assembly.assign_names(documents, warnings)
+        cards = assembly.build_cards(documents, names, extension_metadata or {}, warnings)
+        edges = assembly.build_edges(cards)
+        return cls(root, tuple(cards), tuple(edges), tuple(config_warnings + warnings), config)
+
+    @classmethod
+    def empty(cls) -> Vault:
+        """No vault: what a program run without `--vault` sees."""
+        return cls(Path(""), (), (), (), VaultConfig())
+
+    def card(self, name: str) -> Card | None:
+        return self._by_name.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __len__(self) -> int:
+        return len(self.cards)
+
+    def uplinks(self, name: str) -> tuple[Edge, ...]:
+        """Edges leaving `name`, in vault edge order."""
+        return self._uplinks.get(name, ())
+
+    def downlinks(self, name: str) -> tuple[Edge, ...]:
+        """Edges entering `name`, in vault edge order."""
+        return self._downlinks.get(name, ())
+
+    def __repr__(self) -> str:
+        return f"Vault({os.fspath(self.root)!r}, {messages.plural(len(self.cards), 'card')})"
+
+
+def _check_root(shown: str, root: Path) -> None:
+    try:
+        if root.is_dir():
+            return
+        exists = root.exists()
+    except OSError as error:
+        raise VaultError(messages.vault_unreadable_directory(shown, str(error))) from None
+    if exists:
+        raise VaultError(messages.vault_not_a_directory(shown))
+    raise VaultError(messages.vault_no_such_directory(shown))
+
+
+def _index(edges: tuple[Edge, ...], key: Any) -> dict[str, tuple[Edge, ...]]:
+    grouped: dict[str, list[Edge]] = {}
+    for edge in edges:
+        grouped.setdefault(key(edge), []).append(edge)
+    return {name: tuple(group) for name, group in grouped.items()}

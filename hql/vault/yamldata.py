@@ -1,0 +1,255 @@
+"""YAML text to Data, with the strictness of the reference's era C loader.
+
+Data is the open tree of headers, metadata and annotations: plain dicts (keys
+sorted, as the reference keeps them), lists, str, int, float, bool and None.
+
+PyYAML parses (with libyaml when available); this module decides what the
+tree may hold. Scalars resolve by the YAML 1.2 core schema, as the
+reference's parser does (`yes` stays a string, `1e3` is a float, a date is
+a string because Data has no date). Refused, each with a `YamlRefused`
+naming the problem: a non-mapping header, duplicate keys, non-string keys,
+tags outside the core schema, `.inf`/`.nan`, integers beyond signed 64 bits,
+more than one document. Anchors, aliases and merge keys work, but a tree
+whose aliases expand beyond `MAX_NODES` nodes or `MAX_DEPTH` levels is
+refused, so a "billion laughs" header costs milliseconds, not memory.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from hql import messages
+
+MAX_NODES = 100_000
+MAX_DEPTH = 64
+
+_BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+_TAG = "tag:yaml.org,2002:"
+_STR, _INT, _FLOAT, _BOOL, _NULL = (_TAG + t for t in ("str", "int", "float", "bool", "null"))
+_MAP, _SEQ, _MERGE = _TAG + "map", _TAG + "seq", _TAG + "merge"
+_CORE_TAGS = frozenset({_STR, _INT, _FLOAT, _BOOL, _NULL, _MAP, _SEQ, _MERGE})
+
+_INT_PATTERN = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+_FLOAT_PATTERN = re.compile(
+    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+)
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
+class YamlRefused(Exception):
+    """A YAML text the loader will not turn into Data; the message says why."""
+
+
+class _CoreSchemaLoader(_BaseLoader):
+    """Resolves plain scalars by the YAML 1.2 core schema instead of PyYAML's 1.1."""
+
+    yaml_implicit_resolvers: dict[str | None, list[tuple[str, re.Pattern[str]]]] = {}
+
+
+def _add_resolver(tag: str, pattern: re.Pattern[str], first: str) -> None:
+    _CoreSchemaLoader.add_implicit_resolver(tag, pattern, list(first))
+
+
+_add_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), "tTfF")
+_add_resolver(_INT, _INT_PATTERN, "-+0123456789")
+_add_resolver(_FLOAT, _FLOAT_PATTERN, "-+0123456789.")
+_add_resolver(_NULL, re.compile(r"^(?:~|null|Null|NULL|)$"), "~nN")
+_CoreSchemaLoader.add_implicit_resolver(_NULL, re.compile(r"^$"), [""])
+_add_resolver(_MERGE, re.compile(r"^<<$"), "<")
+
+
+def load(text: str) -> Any:
+    """Parse one YAML document into Data; an empty document is None."""
+    loader = _CoreSchemaLoader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as error:
+        raise YamlRefused(_describe_marked(error)) from None
+    except yaml.YAMLError as error:
+        raise YamlRefused(messages.yaml_invalid(str(error))) from None
+    finally:
+        loader.dispose()
+    if node is None:
+        return None
+    _check_expanded_size(node)
+    return _convert(node, {})
+
+
+def load_mapping(text: str) -> dict[str, Any]:
+    """Parse a YAML document that must be a mapping; an empty one is `{}`."""
+    value = load(text)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise YamlRefused(messages.yaml_not_a_mapping(_shape(value)))
+    return value
+
+
+def _describe_marked(error: yaml.MarkedYAMLError) -> str:
+    problem = error.problem or error.context or "invalid YAML"
+    mark = error.problem_mark or error.context_mark
+    if mark is None:
+        return messages.yaml_invalid(problem)
+    return messages.yaml_invalid_at(problem, mark.line + 1, mark.column + 1)
+
+
+def _check_expanded_size(root: Node) -> None:
+    """Count the nodes the tree would have once every alias is expanded.
+
+    Aliases share node objects, so sizes are memoised per node; a node met
+    again while it is still being counted is a recursive alias.
+    """
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: Node, depth: int) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if depth > MAX_DEPTH:
+            raise YamlRefused(messages.yaml_too_deep(MAX_DEPTH))
+        if key in active:
+            raise YamlRefused(messages.yaml_recursive_alias())
+        active.add(key)
+        total = 1
+        if isinstance(node, SequenceNode):
+            for child in node.value:
+                total += size(child, depth + 1)
+                _check_total(total)
+        elif isinstance(node, MappingNode):
+            for key_node, value_node in node.value:
+                total += size(key_node, depth + 1) + size(value_node, depth + 1)
+                _check_total(total)
+        active.discard(key)
+        sizes[key] = total
+        return total
+
+    size(root, 0)
+
+
+def _check_total(total: int) -> None:
+    if total > MAX_NODES:
+        raise YamlRefused(messages.yaml_too_large(MAX_NODES))
+
+
+def _convert(node: Node, memo: dict[int, Any]) -> Any:
+    """Node graph to Data; aliased nodes convert once and are shared (read-only)."""
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    tag = node.tag
+    if tag not in _CORE_TAGS:
+        raise YamlRefused(messages.yaml_tag_refused(tag))
+    value: Any
+    if isinstance(node, ScalarNode):
+        value = _scalar(tag, node.value)
+    elif isinstance(node, SequenceNode):
+        _expect(tag, _SEQ)
+        value = [_convert(child, memo) for child in node.value]
+    elif isinstance(node, MappingNode):
+        _expect(tag, _MAP)
+        value = _mapping(node, memo)
+    else:  # pragma: no cover - PyYAML has no other node kinds
+        raise YamlRefused(messages.yaml_invalid(f"unexpected node {node!r}"))
+    memo[key] = value
+    return value
+
+
+def _expect(tag: str, wanted: str) -> None:
+    if tag != wanted:
+        raise YamlRefused(messages.yaml_tag_refused(tag))
+
+
+def _mapping(node: MappingNode, memo: dict[int, Any]) -> dict[str, Any]:
+    own: dict[str, Any] = {}
+    merged: dict[str, Any] = {}
+    for key_node, value_node in node.value:
+        if key_node.tag == _MERGE:
+            _merge_into(merged, value_node, memo)
+            continue
+        name = _convert(key_node, memo)
+        if not isinstance(name, str):
+            raise YamlRefused(messages.yaml_key_not_string(_shape(name)))
+        if name in own:
+            raise YamlRefused(messages.yaml_duplicate_key(name))
+        own[name] = _convert(value_node, memo)
+    merged.update(own)
+    return dict(sorted(merged.items()))
+
+
+def _merge_into(merged: dict[str, Any], value_node: Node, memo: dict[int, Any]) -> None:
+    """`<<: *base` or `<<: [*a, *b]`; earlier sources win, as YAML's merge says."""
+    sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+    for source in sources:
+        value = _convert(source, memo)
+        if not isinstance(value, dict):
+            raise YamlRefused(messages.yaml_merge_not_mapping())
+        for name, item in value.items():
+            merged.setdefault(name, item)
+
+
+def _scalar(tag: str, text: str) -> Any:
+    if tag == _STR:
+        return text
+    if tag == _NULL:
+        if text not in ("", "~", "null", "Null", "NULL"):
+            raise YamlRefused(messages.yaml_bad_scalar(text, "null"))
+        return None
+    if tag == _BOOL:
+        lowered = text.lower()
+        if lowered not in ("true", "false"):
+            raise YamlRefused(messages.yaml_bad_scalar(text, "bool"))
+        return lowered == "true"
+    if tag == _INT:
+        return _integer(text)
+    if tag == _FLOAT:
+        return _float(text)
+    raise YamlRefused(messages.yaml_tag_refused(tag))
+
+
+def _integer(text: str) -> int:
+    if not _INT_PATTERN.match(text):
+        raise YamlRefused(messages.yaml_bad_scalar(text, "int"))
+    if text.startswith("0o"):
+        value = int(text[2:], 8)
+    elif text.startswith("0x"):
+        value = int(text[2:], 16)
+    else:
+        value = int(text, 10)
+    if not _I64_MIN <= value <= _I64_MAX:
+        raise YamlRefused(messages.yaml_int_out_of_range(text))
+    return value
+
+
+def _float(text: str) -> float:
+    if not _FLOAT_PATTERN.match(text):
+        raise YamlRefused(messages.yaml_bad_scalar(text, "float"))
+    if "inf" in text.lower() or "nan" in text.lower():
+        raise YamlRefused(messages.yaml_not_finite(text))
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise YamlRefused(messages.yaml_not_finite(text))
+    return value
+
+
+def _shape(value: Any) -> str:
+    """The reference's shape words: empty, bool, int, float, string, list, map."""
+    if value is None:
+        return "empty"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    return "map"
