@@ -248,6 +248,40 @@ def graph_bad_element(kind: str) -> str:
 
 # --- search: analyser, lexical, bm25, fusion, relevant ----------------------
 
+def search_not_a_word_list(key: str) -> str:
+    return f"`[search] {key}` must be a list of words, like `{key} = [\"word\", \"another\"]`"
+
+
+def search_synonyms_not_groups() -> str:
+    return (
+        "`[search] synonyms` must be a list of groups of words, "
+        'like `synonyms = [["price", "cost"], ["hours", "opening times"]]`'
+    )
+
+
+def search_builtin_synonyms_not_bool() -> str:
+    return "`[search] builtin_synonyms` must be `true` or `false`"
+
+
+def search_index_unreadable(path: str, reason: str) -> str:
+    return f"the search index `{path}` could not be read ({reason}), so it was rebuilt"
+
+
+def search_index_unwritable(path: str, reason: str) -> str:
+    return f"the search index `{path}` could not be saved ({reason}); searching still works"
+
+
+def search_bad_fusion_k(k: object) -> str:
+    return f"`fuse` needs `k` to be a positive number, not {k}"
+
+
+def search_bad_fusion_weights(weights: int, rankings: int) -> str:
+    return f"`fuse` got {plural(weights, 'weight')} for {plural(rankings, 'ranking')}: give one per ranking"
+
+
+def search_bad_relevant_min(value: object) -> str:
+    return f"`relevant(min = …)` needs a number, not {value}"
+
 # --- semantic index: reader, producer, embedders ---------------------------
 
 _REBUILD = "rerun `hql index build`"
@@ -306,6 +340,25 @@ def index_unknown_metric(metric: object) -> str:
 
 def index_wrong_vector_length(name: str, size: int, dimensions: int) -> str:
     return f"`{name}` has a {size}-byte vector where {dimensions} were declared"
+
+
+def index_vector_not_finite(name: str) -> str:
+    return f"`{name}` has a vector holding NaN or infinity: {_REBUILD}"
+
+
+def index_query_wrong_length(query: str, size: int, dimensions: int) -> str:
+    return f"the query `{query}` has a {size}-byte vector where {dimensions} were declared"
+
+
+def index_embedder_mismatch(embedder: str, index_model: str) -> str:
+    return (
+        f"the embedder is `{embedder}` and the index was built with `{index_model}`, "
+        f"so their vectors cannot be compared: {_REBUILD}"
+    )
+
+
+def index_query_not_stored(query: str, reason: str) -> str:
+    return f"the vector for `{query}` was used but could not be kept in the index ({reason})"
 
 
 def index_query_missing(query: str) -> str:
@@ -431,6 +484,16 @@ def index_verify_extra(names: list[str]) -> str:
     return f"{plural(len(names), 'card')} in the index but not in the vault: " + ", ".join(
         f"`{n}`" for n in names
     )
+
+
+def index_verify_wrong_length(names: list[str]) -> str:
+    return f"{plural(len(names), 'card')} with a vector of the wrong length: " + ", ".join(
+        f"`{n}`" for n in names
+    )
+
+
+def index_needs_vault() -> str:
+    return "`hql index` needs a vault: pass `--vault DIR` or run it inside one"
 
 
 def index_interrupted() -> str:

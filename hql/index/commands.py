@@ -1,0 +1,152 @@
+"""`hql index build | verify | inspect`: functions returning (exit code, text), and their argparse wiring."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hql import messages
+from hql.index.embedders import Embedder
+from hql.index.errors import SemanticIndexError
+from hql.index.producer import (
+    InspectResult,
+    VerifyResult,
+    build_index,
+    index_path_of,
+    inspect_index,
+    verify_index,
+)
+from hql.index.reader import VaultLike
+
+EXIT_OK = 0
+EXIT_PROBLEM = 1
+EXIT_INTERRUPTED = 130
+
+
+def build_command(
+    vault: VaultLike,
+    queries: Sequence[str] = (),
+    built_at: str | None = None,
+    embedder: Embedder | None = None,
+) -> tuple[int, str]:
+    try:
+        result = build_index(vault, queries=queries, embedder=embedder, built_at=built_at)
+    except SemanticIndexError as error:
+        return EXIT_PROBLEM, error.message
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED, messages.index_interrupted()
+    summary = messages.index_build_summary(
+        result.embedded, result.reused, result.removed, result.queries, _shown(vault, result.path)
+    )
+    return EXIT_OK, "\n".join([*result.notes, summary])
+
+
+def verify_command(vault: VaultLike) -> tuple[int, str]:
+    try:
+        result = verify_index(vault)
+    except SemanticIndexError as error:
+        return EXIT_PROBLEM, error.message
+    if result.ok:
+        return EXIT_OK, messages.index_verify_ok(result.cards, result.queries)
+    return EXIT_PROBLEM, "\n".join(_verify_lines(result))
+
+
+def _verify_lines(result: VerifyResult) -> list[str]:
+    lines = []
+    if result.stale:
+        lines.append(messages.index_verify_stale(result.stale))
+    if result.missing:
+        lines.append(messages.index_verify_missing(result.missing))
+    if result.extra:
+        lines.append(messages.index_verify_extra(result.extra))
+    if result.wrong_length:
+        lines.append(messages.index_verify_wrong_length(result.wrong_length))
+    return lines
+
+
+def inspect_command(vault: VaultLike | None, index: str | Path | None = None) -> tuple[int, str]:
+    try:
+        path = Path(index) if index is not None else index_path_of(_require(vault))
+        result = inspect_index(path)
+    except SemanticIndexError as error:
+        return EXIT_PROBLEM, error.message
+    return EXIT_OK, format_inspection(result)
+
+
+def format_inspection(result: InspectResult) -> str:
+    model, meta = result.model, result.meta
+    rows = [
+        ("index", str(result.path)),
+        ("schema", str(meta.schema_version)),
+        ("vault", meta.vault),
+        ("built at", meta.built_at),
+        ("built by", meta.tool_version),
+        ("model", model.id),
+        ("revision", model.revision),
+        ("dimensions", str(model.dimensions)),
+        ("metric", model.metric + (", normalised" if model.normalized else "")),
+        ("cards", str(result.cards)),
+        ("queries", str(len(result.queries))),
+    ]
+    width = max(len(label) for label, _ in rows)
+    lines = [f"{label.ljust(width)}  {value}" for label, value in rows]
+    lines.extend(f"  {query}" for query in result.queries)
+    return "\n".join(lines)
+
+
+def add_index_commands(subparsers: Any) -> argparse.ArgumentParser:
+    """Add `index build|verify|inspect` to an argparse CLI's subparsers."""
+    index = subparsers.add_parser(
+        "index", help="build, verify or inspect the vault's semantic index"
+    )
+    actions = index.add_subparsers(dest="index_command", metavar="ACTION", required=True)
+    build = actions.add_parser("build", help="embed changed cards (and queries) into the index")
+    build.add_argument(
+        "--query",
+        action="append",
+        default=[],
+        metavar="Q",
+        help="also store this question's vector (repeatable)",
+    )
+    build.add_argument(
+        "--built-at", metavar="ISO", help="timestamp to record, for byte-identical rebuilds"
+    )
+    actions.add_parser(
+        "verify", help="exit 1 when cards are stale, missing, extra or of the wrong length"
+    )
+    inspect = actions.add_parser("inspect", help="print the model, counts and queries of an index")
+    inspect.add_argument("--index", metavar="PATH", help="an index file (default: the vault's)")
+    return index
+
+
+def run_index_command(args: argparse.Namespace, vault: VaultLike | None) -> int:
+    """Run the parsed `index` command; output on stdout, problems on stderr."""
+    action = args.index_command
+    if vault is None and action != "inspect":
+        print(messages.index_needs_vault(), file=sys.stderr)
+        return EXIT_PROBLEM
+    if action == "build":
+        code, text = build_command(_require(vault), args.query, args.built_at)
+    elif action == "verify":
+        code, text = verify_command(_require(vault))
+    else:
+        code, text = inspect_command(vault, getattr(args, "index", None))
+    print(text, file=sys.stdout if code == EXIT_OK else sys.stderr)
+    return code
+
+
+def _require(vault: VaultLike | None) -> VaultLike:
+    if vault is None:
+        raise SemanticIndexError(messages.index_needs_vault())
+    return vault
+
+
+def _shown(vault: VaultLike, path: Path) -> str:
+    """The index path as the user configured it: relative to the vault when inside it."""
+    try:
+        return path.relative_to(Path(vault.root)).as_posix()
+    except ValueError:
+        return str(path)

@@ -1,0 +1,196 @@
+"""`[semantics]` and `[semantics.embedder]` of hql.toml, validated into frozen records.
+
+[semantics]
+index = ".hql/index.sqlite"     # vault-relative; absolute paths and `..` refused
+embed_queries = false           # embed unknown questions at run time
+on_unavailable = "fail"         # or "lexical" when the embedder cannot be reached
+
+[semantics.embedder]
+provider = "http"               # or "local"
+endpoint = "http://127.0.0.1:11434/v1/embeddings"
+model = "bge-m3"
+revision = "..."
+api_key_env = "OPENAI_API_KEY"  # the NAME of an environment variable, never the key
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Literal
+
+from hql import messages
+from hql.index.errors import EmbedderError, SemanticIndexError
+
+OnUnavailable = Literal["fail", "lexical"]
+
+SEMANTICS_KEYS = ("index", "embed_queries", "on_unavailable", "embedder")
+EMBEDDER_KEYS = (
+    "provider",
+    "model",
+    "revision",
+    "endpoint",
+    "api_key_env",
+    "dimensions",
+    "batch_size",
+    "timeout",
+)
+DEFAULT_BATCH_SIZE = 32
+DEFAULT_TIMEOUT_SECONDS = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedderConfig:
+    provider: Literal["http", "local"]
+    model: str
+    revision: str | None = None
+    endpoint: str | None = None
+    api_key_env: str | None = None
+    dimensions: int | None = None
+    batch_size: int = DEFAULT_BATCH_SIZE
+    timeout: float = DEFAULT_TIMEOUT_SECONDS
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticsConfig:
+    index: str | None = None
+    embed_queries: bool = False
+    on_unavailable: OnUnavailable = "fail"
+    embedder: EmbedderConfig | None = None
+
+    def require_index(self) -> str:
+        if self.index is None:
+            raise SemanticIndexError(messages.semantic_needs_index())
+        return self.index
+
+    def require_embedder(self) -> EmbedderConfig:
+        if self.embedder is None:
+            raise EmbedderError(messages.embedder_not_configured())
+        return self.embedder
+
+
+def load_semantics_config(raw: Mapping[str, object] | None) -> SemanticsConfig:
+    """Read `[semantics]` from the parsed hql.toml (absent table: everything off)."""
+    section = (raw or {}).get("semantics")
+    if section is None:
+        return SemanticsConfig()
+    table = _table("semantics", section)
+    _refuse_unknown_keys("semantics", table, SEMANTICS_KEYS)
+    index = _optional_str(table, "semantics.index")
+    embed_queries = table.get("embed_queries", False)
+    if not isinstance(embed_queries, bool):
+        raise SemanticIndexError(
+            messages.semantics_config_bad_value(
+                "semantics.embed_queries", "true or false", embed_queries
+            )
+        )
+    on_unavailable = table.get("on_unavailable", "fail")
+    if on_unavailable not in ("fail", "lexical"):
+        raise SemanticIndexError(
+            messages.semantics_config_bad_value(
+                "semantics.on_unavailable", '"fail" or "lexical"', on_unavailable
+            )
+        )
+    embedder = table.get("embedder")
+    return SemanticsConfig(
+        index=index,
+        embed_queries=embed_queries,
+        on_unavailable="lexical" if on_unavailable == "lexical" else "fail",
+        embedder=None if embedder is None else load_embedder_config(embedder),
+    )
+
+
+def load_embedder_config(section: object) -> EmbedderConfig:
+    table = _table("semantics.embedder", section)
+    # Checked first, and the value is never echoed: it may be a real secret.
+    if "api_key" in table:
+        raise EmbedderError(messages.embedder_literal_api_key())
+    _refuse_unknown_keys("semantics.embedder", table, EMBEDDER_KEYS)
+    provider = table.get("provider")
+    if provider not in ("http", "local"):
+        raise EmbedderError(messages.embedder_unknown_provider(provider))
+    model = _optional_str(table, "semantics.embedder.model", key="model")
+    if model is None:
+        raise EmbedderError(messages.embedder_missing_key(str(provider), "model"))
+    revision = _optional_str(table, "semantics.embedder.revision", key="revision")
+    endpoint = _optional_str(table, "semantics.embedder.endpoint", key="endpoint")
+    if provider == "http":
+        for key, value in (("endpoint", endpoint), ("revision", revision)):
+            if value is None:
+                raise EmbedderError(messages.embedder_missing_key("http", key))
+    return EmbedderConfig(
+        provider="http" if provider == "http" else "local",
+        model=model,
+        revision=revision,
+        endpoint=endpoint,
+        api_key_env=_optional_str(table, "semantics.embedder.api_key_env", key="api_key_env"),
+        dimensions=_optional_positive_int(table, "dimensions", maximum=8192),
+        batch_size=_optional_positive_int(table, "batch_size") or DEFAULT_BATCH_SIZE,
+        timeout=_timeout(table),
+    )
+
+
+def resolve_index_path(vault_root: Path, configured: str) -> Path:
+    """The index file inside the vault; refuses absolute paths and `..` components."""
+    if _escapes_vault(configured):
+        raise SemanticIndexError(messages.index_outside_vault(configured))
+    return vault_root / configured
+
+
+def _escapes_vault(configured: str) -> bool:
+    for flavour in (PurePosixPath(configured), PureWindowsPath(configured)):
+        if flavour.is_absolute() or flavour.anchor or ".." in flavour.parts:
+            return True
+    return False
+
+
+def _table(name: str, value: object) -> Mapping[str, object]:
+    if not isinstance(value, Mapping):
+        raise SemanticIndexError(messages.semantics_config_not_table(name))
+    return value
+
+
+def _refuse_unknown_keys(section: str, table: Mapping[str, object], known: tuple[str, ...]) -> None:
+    for key in table:
+        if key not in known:
+            raise SemanticIndexError(
+                messages.semantics_config_unknown_key(section, str(key), list(known))
+            )
+
+
+def _optional_str(table: Mapping[str, object], label: str, key: str | None = None) -> str | None:
+    value = table.get(key or label.rsplit(".", 1)[-1])
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise SemanticIndexError(
+            messages.semantics_config_bad_value(label, "a non-empty string", value)
+        )
+    return value
+
+
+def _optional_positive_int(
+    table: Mapping[str, object], key: str, maximum: int | None = None
+) -> int | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    in_range = isinstance(value, int) and not isinstance(value, bool) and value > 0
+    if not in_range or (maximum is not None and value > maximum):  # type: ignore[operator]
+        expected = "a positive integer" + (f" up to {maximum}" if maximum else "")
+        raise SemanticIndexError(
+            messages.semantics_config_bad_value(f"semantics.embedder.{key}", expected, value)
+        )
+    return value  # type: ignore[return-value]
+
+
+def _timeout(table: Mapping[str, object]) -> float:
+    value = table.get("timeout", DEFAULT_TIMEOUT_SECONDS)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise SemanticIndexError(
+            messages.semantics_config_bad_value(
+                "semantics.embedder.timeout", "a positive number of seconds", value
+            )
+        )
+    return float(value)

@@ -1,0 +1,451 @@
+"""Reading a schema v1 index and ranking cards against a question (reference §12.3).
+
+The vectors of one index revision (file identity, mtime, size) are read once
+into a float32 matrix and kept in a process-wide cache, so a question costs
+one matrix-vector product and a top-k, not a database read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Protocol
+
+from hql import messages
+from hql.index import schema
+from hql.index.config import load_semantics_config, resolve_index_path
+from hql.index.embedders import Embedder, make_embedder
+from hql.index.errors import EmbedderUnavailable, SemanticIndexError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class CardLike(Protocol):
+    """What ranking needs from a card: its name and the digest of its text."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def digest(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticRetrieval:
+    """How a ranking was made; shared by all of its hits."""
+
+    query: str
+    index: str
+    model: str
+    revision: str
+    metric: str
+    approximate: bool = False
+    query_embedded_now: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticRanking:
+    """Cards best first (score, then name), the warnings of the scan, and the retrieval."""
+
+    hits: list[tuple[str, float]]
+    warnings: list[str]
+    retrieval: SemanticRetrieval
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    """One revision of an index file, in memory. Rows are in card-name order."""
+
+    stamp: tuple[int, int, int]
+    model: schema.ModelRow
+    meta: schema.MetaRow
+    names: tuple[str, ...]
+    row_of: dict[str, int]
+    hashes: tuple[str, ...]
+    matrix: np.ndarray
+    queries: dict[str, np.ndarray]
+
+
+@dataclass(slots=True)
+class _Alignment:
+    """Which index rows the ranked cards use; cached for the last card collection seen."""
+
+    rows: np.ndarray | None  # None: every row, in order
+    stale: list[str] = field(default_factory=list)
+    absent: int = 0
+
+
+_CACHE: dict[Path, _Loaded] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    status = path.stat()
+    return (status.st_ino, status.st_mtime_ns, status.st_size)
+
+
+class SemanticIndex:
+    """A checked, in-memory view of one index file for one vault."""
+
+    def __init__(self, path: Path, loaded: _Loaded) -> None:
+        self.path = path
+        self._loaded = loaded
+        self._alignment_key: object = None
+        self._alignment: _Alignment | None = None
+
+    @classmethod
+    def open(cls, path: Path | str, vault_root: Path | str) -> SemanticIndex:
+        """Open (or reuse from the cache) the index at `path` and check it belongs to the vault."""
+        path = Path(path)
+        loaded = _load_cached(path)
+        check_vault(loaded.meta.vault, Path(vault_root))
+        return cls(path, loaded)
+
+    @property
+    def model(self) -> str:
+        return self._loaded.model.id
+
+    @property
+    def revision(self) -> str:
+        return self._loaded.model.revision
+
+    @property
+    def metric(self) -> str:
+        return self._loaded.model.metric
+
+    @property
+    def dimensions(self) -> int:
+        return self._loaded.model.dimensions
+
+    @property
+    def card_names(self) -> tuple[str, ...]:
+        return self._loaded.names
+
+    def query_vector(self, text: str) -> np.ndarray | None:
+        return self._loaded.queries.get(text)
+
+    def retrieval(self, query: str, embedded_now: bool = False) -> SemanticRetrieval:
+        return SemanticRetrieval(
+            query=query,
+            index=str(self.path),
+            model=self.model,
+            revision=self.revision,
+            metric=self.metric,
+            query_embedded_now=embedded_now,
+        )
+
+    def search(self, vector: np.ndarray, k: int | None = None) -> list[tuple[str, float]]:
+        """Every indexed card (or the best `k`) against a unit vector, best first."""
+        scores = self._loaded.matrix @ vector
+        return self._hits(scores, None, k)
+
+    def rank(
+        self, vector: np.ndarray, cards: Sequence[CardLike], k: int | None = None
+    ) -> tuple[list[tuple[str, float]], list[str]]:
+        """Rank `cards` (the step's input) by the dot product; warnings for stale and absent cards."""
+        alignment = self._align(cards)
+        scores = self._loaded.matrix @ vector
+        if alignment.rows is not None:
+            scores = scores[alignment.rows]
+        warnings = [messages.index_card_stale(name) for name in alignment.stale]
+        if alignment.absent:
+            warnings.append(messages.index_cards_absent(alignment.absent))
+        return self._hits(scores, alignment.rows, k), warnings
+
+    def add_query(self, text: str, vector: np.ndarray) -> str | None:
+        """Keep a query vector embedded at run time; returns a warning when it cannot be kept."""
+        blob = schema.vector_to_blob(vector)
+        with _CACHE_LOCK:
+            before = self._loaded.stamp
+            try:
+                connection = sqlite3.connect(self.path)
+                try:
+                    with connection:
+                        connection.execute(
+                            "INSERT OR REPLACE INTO query (text, embedding) VALUES (?, ?)",
+                            (text, blob),
+                        )
+                finally:
+                    connection.close()
+            except sqlite3.Error as error:
+                return messages.index_query_not_stored(text, str(error))
+            self._loaded = self._after_query_write(before, text, vector)
+        return None
+
+    def _after_query_write(
+        self, before: tuple[int, int, int], text: str, vector: np.ndarray
+    ) -> _Loaded:
+        """Our own write need not invalidate the matrix, unless someone else changed the file too."""
+        queries = {**self._loaded.queries, text: vector}
+        updated = dataclasses.replace(self._loaded, stamp=_stamp(self.path), queries=queries)
+        cached = _CACHE.get(self.path.resolve())
+        if cached is not None and cached.stamp == before:
+            _CACHE[self.path.resolve()] = updated
+        return updated
+
+    def _align(self, cards: Sequence[CardLike]) -> _Alignment:
+        if self._alignment is not None and self._alignment_key is cards:
+            return self._alignment
+        alignment = _align(self._loaded, cards)
+        # Holding `cards` keeps its identity from being reused by another object.
+        self._alignment_key, self._alignment = cards, alignment
+        return alignment
+
+    def _hits(
+        self, scores: np.ndarray, rows: np.ndarray | None, k: int | None
+    ) -> list[tuple[str, float]]:
+        positions = _top_positions(scores, k)
+        names = self._loaded.names
+        picked = positions if rows is None else rows[positions]
+        values = scores[positions].tolist()
+        return [(names[row], value) for row, value in zip(picked.tolist(), values, strict=True)]
+
+
+def _top_positions(scores: np.ndarray, k: int | None) -> np.ndarray:
+    """Positions by score descending, ties by position (= card name order); exact at the k boundary."""
+    import numpy as np
+
+    count = len(scores)
+    if k is not None and k <= 0:
+        return np.zeros(0, dtype=np.intp)
+    if k is None or k >= count:
+        candidates = np.arange(count)
+    else:
+        partition = np.argpartition(-scores, k - 1)[:k]
+        candidates = np.flatnonzero(scores >= scores[partition].min())
+    order = np.lexsort((candidates, -scores[candidates]))
+    return candidates[order][:k] if k is not None else candidates[order]
+
+
+def _align(loaded: _Loaded, cards: Sequence[CardLike]) -> _Alignment:
+    import numpy as np
+
+    row_of, hashes = loaded.row_of, loaded.hashes
+    rows: list[int] = []
+    stale: list[str] = []
+    absent = 0
+    for card in cards:
+        row = row_of.get(card.name)
+        if row is None:
+            absent += 1
+            continue
+        rows.append(row)
+        if hashes[row] != card.digest:
+            stale.append(card.name)
+    rows.sort()
+    stale.sort()
+    if len(rows) == len(loaded.names):
+        return _Alignment(None, stale, absent)
+    return _Alignment(np.asarray(rows, dtype=np.intp), stale, absent)
+
+
+def check_vault(built_for: str, vault_root: Path) -> None:
+    """Same path, or the same final component (indexes travel with their vault)."""
+    root = vault_root.resolve()
+    recorded = built_for.replace("\\", "/")
+    if recorded in (str(vault_root), str(root), root.as_posix()):
+        return
+    if PurePosixPath(recorded.rstrip("/") or "/").name == root.name:
+        return
+    raise SemanticIndexError(messages.index_other_vault(built_for, str(vault_root)))
+
+
+def _load_cached(path: Path) -> _Loaded:
+    key = path.resolve()
+    try:
+        stamp = _stamp(key)
+    except FileNotFoundError:
+        raise SemanticIndexError(messages.index_missing(str(path))) from None
+    except OSError as error:
+        raise SemanticIndexError(
+            messages.index_unreadable(str(path), error.strerror or str(error))
+        ) from None
+    with _CACHE_LOCK:
+        cached = _CACHE.get(key)
+        if cached is not None and cached.stamp == stamp:
+            return cached
+        loaded = _load(path, stamp)
+        _CACHE[key] = loaded
+        return loaded
+
+
+def clear_cache() -> None:
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+def _load(path: Path, stamp: tuple[int, int, int]) -> _Loaded:
+    if not path.is_file():
+        raise SemanticIndexError(messages.index_unreadable(str(path), "not a file"))
+    try:
+        connection = schema.connect_readonly(path)
+    except sqlite3.Error:
+        raise SemanticIndexError(messages.index_not_a_database(str(path))) from None
+    try:
+        return _read(connection, path, stamp)
+    except sqlite3.DatabaseError:
+        raise SemanticIndexError(messages.index_not_a_database(str(path))) from None
+    except sqlite3.Error as error:
+        raise SemanticIndexError(messages.index_unreadable(str(path), str(error))) from None
+    finally:
+        connection.close()
+
+
+def _read(connection: sqlite3.Connection, path: Path, stamp: tuple[int, int, int]) -> _Loaded:
+    missing = schema.missing_tables(connection)
+    if missing:
+        raise SemanticIndexError(messages.index_missing_table(str(path), missing[0]))
+    meta = read_meta(connection)
+    model = read_model(connection)
+    names, hashes, matrix = _read_cards(connection, model.dimensions)
+    return _Loaded(
+        stamp=stamp,
+        model=model,
+        meta=meta,
+        names=names,
+        row_of={name: row for row, name in enumerate(names)},
+        hashes=hashes,
+        matrix=matrix,
+        queries=_read_queries(connection, model.dimensions),
+    )
+
+
+def read_meta(connection: sqlite3.Connection) -> schema.MetaRow:
+    rows = connection.execute(
+        "SELECT schema_version, vault, built_at, tool_version FROM index_meta"
+    ).fetchall()
+    version = rows[0][0] if rows else None
+    if len(rows) != 1 or version != schema.SCHEMA_VERSION:
+        raise SemanticIndexError(messages.index_unknown_schema(version))
+    _, vault, built_at, tool_version = rows[0]
+    return schema.MetaRow(version, str(vault or ""), str(built_at or ""), str(tool_version or ""))
+
+
+def read_model(connection: sqlite3.Connection) -> schema.ModelRow:
+    rows = connection.execute(
+        "SELECT id, revision, dimensions, metric, normalized FROM model"
+    ).fetchall()
+    if len(rows) != 1:
+        raise SemanticIndexError(messages.index_bad_model_rows(len(rows)))
+    model_id, revision, dimensions, metric, normalized = rows[0]
+    valid_width = isinstance(dimensions, int) and 0 < dimensions <= schema.MAX_DIMENSIONS
+    if not valid_width:
+        raise SemanticIndexError(messages.index_bad_dimensions(dimensions))
+    if metric not in schema.KNOWN_METRICS:
+        raise SemanticIndexError(messages.index_unknown_metric(metric))
+    if normalized != 1:
+        raise SemanticIndexError(messages.index_not_normalized())
+    return schema.ModelRow(str(model_id), str(revision or ""), dimensions, metric, 1)
+
+
+def _read_cards(
+    connection: sqlite3.Connection, dimensions: int
+) -> tuple[tuple[str, ...], tuple[str, ...], np.ndarray]:
+    import numpy as np
+
+    width = dimensions * 4
+    names: list[str] = []
+    hashes: list[str] = []
+    blobs: list[bytes] = []
+    query = "SELECT name, content_hash, embedding FROM card ORDER BY name"
+    for name, content_hash, blob in connection.execute(query):
+        if not isinstance(blob, bytes) or len(blob) != width:
+            size = len(blob) if isinstance(blob, bytes | str) else 0
+            raise SemanticIndexError(
+                messages.index_wrong_vector_length(str(name), size, dimensions)
+            )
+        names.append(str(name))
+        hashes.append(str(content_hash or ""))
+        blobs.append(blob)
+    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(names), dimensions)
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    if not np.isfinite(matrix).all():
+        bad = int(np.flatnonzero(~np.isfinite(matrix).all(axis=1))[0])
+        raise SemanticIndexError(messages.index_vector_not_finite(names[bad]))
+    return tuple(names), tuple(hashes), matrix
+
+
+def _read_queries(connection: sqlite3.Connection, dimensions: int) -> dict[str, np.ndarray]:
+    queries: dict[str, np.ndarray] = {}
+    for text, blob in connection.execute("SELECT text, embedding FROM query"):
+        if not isinstance(blob, bytes) or len(blob) != dimensions * 4:
+            size = len(blob) if isinstance(blob, bytes | str) else 0
+            raise SemanticIndexError(messages.index_query_wrong_length(str(text), size, dimensions))
+        queries[str(text)] = schema.blob_to_vector(blob)
+    return queries
+
+
+# --- the `semantic` step's entry point -------------------------------------------
+
+
+class VaultLike(Protocol):
+    root: Path
+    cards: Sequence[Any]
+    config: Any
+
+
+def open_vault_index(vault: VaultLike) -> SemanticIndex:
+    """The index `[semantics] index` names, opened and checked against the vault."""
+    config = load_semantics_config(raw_config(vault))
+    path = resolve_index_path(Path(vault.root), config.require_index())
+    return SemanticIndex.open(path, vault.root)
+
+
+def semantic_ranking(
+    vault: VaultLike,
+    query: str,
+    cards: Sequence[CardLike] | None = None,
+    k: int | None = None,
+    embedder: Embedder | None = None,
+) -> SemanticRanking:
+    """Rank `cards` (default: the whole vault) against `query` with the vault's index.
+
+    Raises `SemanticIndexError` for every refusal. When the question must be
+    embedded now and the embedder cannot be reached, raises `EmbedderUnavailable`
+    whose `on_unavailable` attribute says what the vault asked for (`"fail"` or
+    `"lexical"`), so the language step can fall back.
+    """
+    config = load_semantics_config(raw_config(vault))
+    index = SemanticIndex.open(
+        resolve_index_path(Path(vault.root), config.require_index()), vault.root
+    )
+    warnings: list[str] = []
+    vector = index.query_vector(query)
+    embedded_now = vector is None
+    if vector is None:
+        if not (config.embed_queries and config.embedder is not None):
+            raise SemanticIndexError(messages.index_query_missing(query))
+        try:
+            vector = _embed_query(index, query, embedder or make_embedder(config.embedder))
+        except EmbedderUnavailable as error:
+            error.on_unavailable = config.on_unavailable  # type: ignore[attr-defined]
+            raise
+        stored = index.add_query(query, vector)
+        warnings.extend([stored] if stored else [])
+    hits, scan_warnings = index.rank(vector, vault.cards if cards is None else cards, k)
+    return SemanticRanking(hits, scan_warnings + warnings, index.retrieval(query, embedded_now))
+
+
+def _embed_query(index: SemanticIndex, query: str, embedder: Embedder) -> np.ndarray:
+    """A run-time query vector, only from the very model and revision that built the index."""
+    if (embedder.model_id, embedder.revision) != (index.model, index.revision):
+        raise SemanticIndexError(
+            messages.index_embedder_mismatch(
+                f"{embedder.model_id}@{embedder.revision}", f"{index.model}@{index.revision}"
+            )
+        )
+    vector = embedder.embed_queries([query])[0]
+    if len(vector) != index.dimensions:
+        raise SemanticIndexError(messages.embedder_wrong_dimensions(len(vector), index.dimensions))
+    return vector
+
+
+def raw_config(vault: VaultLike) -> dict[str, Any]:
+    config = getattr(vault, "config", None)
+    raw = getattr(config, "raw", None)
+    return raw if isinstance(raw, dict) else {}

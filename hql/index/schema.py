@@ -1,0 +1,114 @@
+"""Schema v1 of the semantic index, as the original writes and reads it (reference §12.3).
+
+Tables: `model` (one row), `index_meta` (one row), `card` (one row per card,
+its text digest and vector), `query` (question text and vector). Vectors are
+little-endian float32 blobs of exactly `dimensions * 4` bytes.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hql.version import __version__
+
+if TYPE_CHECKING:
+    import numpy as np
+
+SCHEMA_VERSION = 1
+MAX_DIMENSIONS = 8192
+KNOWN_METRICS = ("cosine",)
+TOOL_VERSION = f"hql {__version__}"
+TABLES = ("model", "index_meta", "card", "query")
+
+DDL = (
+    "CREATE TABLE model (id TEXT PRIMARY KEY, revision TEXT, dimensions INTEGER, "
+    "metric TEXT, normalized INTEGER)",
+    "CREATE TABLE index_meta (schema_version INTEGER, vault TEXT, built_at TEXT, "
+    "tool_version TEXT)",
+    "CREATE TABLE card (name TEXT PRIMARY KEY, path TEXT, content_hash TEXT, embedding BLOB)",
+    "CREATE TABLE query (text TEXT PRIMARY KEY, embedding BLOB)",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRow:
+    id: str
+    revision: str
+    dimensions: int
+    metric: str
+    normalized: int
+
+
+@dataclass(frozen=True, slots=True)
+class MetaRow:
+    schema_version: int
+    vault: str
+    built_at: str
+    tool_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class CardRow:
+    name: str
+    path: str
+    content_hash: str
+    embedding: bytes
+
+
+def vector_to_blob(vector: np.ndarray) -> bytes:
+    """One vector as the little-endian float32 blob the schema stores."""
+    import numpy as np
+
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def blob_to_vector(blob: bytes) -> np.ndarray:
+    import numpy as np
+
+    return np.frombuffer(blob, dtype="<f4").astype(np.float32)
+
+
+def connect_readonly(path: Path) -> sqlite3.Connection:
+    """Open an existing index without ever creating or changing it."""
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+
+
+def missing_tables(connection: sqlite3.Connection) -> list[str]:
+    rows = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    present = {str(row[0]) for row in rows}
+    return [table for table in TABLES if table not in present]
+
+
+def create_tables(connection: sqlite3.Connection) -> None:
+    for statement in DDL:
+        connection.execute(statement)
+
+
+def write_index(
+    connection: sqlite3.Connection,
+    model: ModelRow,
+    meta: MetaRow,
+    cards: Iterable[CardRow],
+    queries: Sequence[tuple[str, bytes]],
+) -> None:
+    """Fill an empty database with a complete index, in one transaction."""
+    with connection:
+        create_tables(connection)
+        connection.execute(
+            "INSERT INTO model (id, revision, dimensions, metric, normalized) VALUES (?, ?, ?, ?, ?)",
+            (model.id, model.revision, model.dimensions, model.metric, model.normalized),
+        )
+        connection.execute(
+            "INSERT INTO index_meta (schema_version, vault, built_at, tool_version) "
+            "VALUES (?, ?, ?, ?)",
+            (meta.schema_version, meta.vault, meta.built_at, meta.tool_version),
+        )
+        connection.executemany(
+            "INSERT INTO card (name, path, content_hash, embedding) VALUES (?, ?, ?, ?)",
+            ((c.name, c.path, c.content_hash, c.embedding) for c in cards),
+        )
+        connection.executemany("INSERT INTO query (text, embedding) VALUES (?, ?)", queries)
