@@ -1,0 +1,227 @@
+"""Hostile vaults: each case warns where the reference would, the rest loads, nothing hangs."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hql.graphs import expand, project
+from hql.vault import Vault, loader
+from hql.vault.loader import MAX_CARD_BYTES
+
+
+@contextmanager
+def within(seconds: float) -> Iterator[None]:
+    started = time.perf_counter()
+    yield
+    assert time.perf_counter() - started < seconds
+
+
+def good_card(root: Path) -> None:
+    (root / "good.md").write_text("---\ntitle: Good\n---\nSee [[other]].\n")
+
+
+def open_vault(root: Path) -> Vault:
+    with within(5.0):
+        vault = Vault.open(root, use_cache=False)
+    assert vault.card("good") is not None, "the rest of the vault must load"
+    return vault
+
+
+def only_warning(vault: Vault, filename: str) -> str:
+    assert len(vault.warnings) == 1, [str(w) for w in vault.warnings]
+    warning = vault.warnings[0]
+    assert warning.path.endswith(filename)
+    return warning.message
+
+
+def test_invalid_utf8(tmp_path: Path) -> None:
+    good_card(tmp_path)
+    (tmp_path / "latin1.md").write_bytes(b"# Caf\xe9\n")
+    message = only_warning(open_vault(tmp_path), "latin1.md")
+    assert message == "stream did not contain valid UTF-8 (at byte 5); document skipped"
+
+
+def test_invalid_yaml(tmp_path: Path) -> None:
+    good_card(tmp_path)
+    (tmp_path / "invalid.hmd").write_text("---\ntitle: [unclosed\n---\nbody\n")
+    message = only_warning(open_vault(tmp_path), "invalid.hmd")
+    assert message.startswith("header: invalid YAML at line")
+    assert message.endswith("; document skipped")
+
+
+def test_billion_laughs(tmp_path: Path) -> None:
+    good_card(tmp_path)
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for level in range(1, 10):
+        previous = f"*a{level - 1}"
+        lines.append(f"a{level}: &a{level} [{', '.join([previous] * 9)}]")
+    (tmp_path / "bomb.md").write_text("---\n" + "\n".join(lines) + "\n---\n")
+    message = only_warning(open_vault(tmp_path), "bomb.md")
+    assert message == "header: aliases expand to more than 100000 nodes; document skipped"
+
+
+def test_deep_nesting(tmp_path: Path) -> None:
+    good_card(tmp_path)
+    (tmp_path / "deep.md").write_text("---\na: " + "[" * 5000 + "]" * 5000 + "\n---\n")
+    (tmp_path / "deep2.md").write_text("---\na: " + "[" * 100 + "]" * 100 + "\n---\n")
+    vault = open_vault(tmp_path)
+    assert len(vault.warnings) == 2
+    assert all("document skipped" in w.message for w in vault.warnings)
+
+
+def test_fifty_megabyte_card(tmp_path: Path) -> None:
+    good_card(tmp_path)
+    with open(tmp_path / "huge.md", "wb") as handle:
+        handle.truncate(50 * 1024 * 1024)
+    message = only_warning(open_vault(tmp_path), "huge.md")
+    assert message == (
+        "the file is 52428800 bytes, more than the 8 MiB a card may be; document skipped"
+    )
+
+
+def test_card_just_under_the_cap_loads(tmp_path: Path) -> None:
+    good_card(tmp_path)
+    (tmp_path / "big.md").write_text("# Big\n" + "word " * ((MAX_CARD_BYTES - 100) // 5))
+    vault = open_vault(tmp_path)
+    assert vault.warnings == () and vault.card("big") is not None
+
+
+def test_symlink_loop(tmp_path: Path) -> None:
+    good_card(tmp_path)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "inner.md").write_text("# Inner\n")
+    (tmp_path / "sub" / "loop").symlink_to(tmp_path, target_is_directory=True)
+    (tmp_path / "self.md").symlink_to(tmp_path / "self.md")  # a symlink to itself
+    vault = open_vault(tmp_path)
+    assert sorted(card.name for card in vault.cards) == ["good", "inner"]
+    messages = sorted(str(w) for w in vault.warnings)
+    assert len(messages) == 2
+    assert any("symlink leads back to a directory already loaded" in m for m in messages)
+    assert any(m.startswith(f"{tmp_path / 'self.md'}: ") for m in messages)
+
+
+def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    good_card(tmp_path)
+    (tmp_path / "secret.md").write_text("# Secret\n")
+    real_open = open
+
+    def refusing_open(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(path).endswith("secret.md"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(loader, "open", refusing_open, raising=False)
+    message = only_warning(open_vault(tmp_path), "secret.md")
+    assert message == "cannot be read (permission denied); document skipped"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_file_by_mode(tmp_path: Path) -> None:
+    good_card(tmp_path)
+    (tmp_path / "secret.md").write_text("# Secret\n")
+    (tmp_path / "secret.md").chmod(0)
+    message = only_warning(open_vault(tmp_path), "secret.md")
+    assert message.startswith("cannot be read")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_fifo_named_like_a_card_does_not_block(tmp_path: Path) -> None:
+    good_card(tmp_path)
+    os.mkfifo(tmp_path / "pipe.md")
+    message = only_warning(open_vault(tmp_path), "pipe.md")
+    assert message == "not a regular file; document skipped"
+
+
+def test_directory_named_like_a_card(tmp_path: Path) -> None:
+    good_card(tmp_path)
+    (tmp_path / "folder.md").mkdir()
+    (tmp_path / "folder.md" / "inside.md").write_text("# Inside\n")
+    vault = open_vault(tmp_path)
+    assert vault.warnings == () and vault.card("inside") is not None
+
+
+def test_file_vanishes_during_the_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    good_card(tmp_path)
+    (tmp_path / "ghost.md").write_text("# Ghost\n")
+    discover = loader.discover
+
+    def discover_then_delete(root: str, warnings: list[Any]) -> list[loader.FoundFile]:
+        found = discover(root, warnings)
+        (tmp_path / "ghost.md").unlink()
+        return found
+
+    monkeypatch.setattr(loader, "discover", discover_then_delete)
+    message = only_warning(open_vault(tmp_path), "ghost.md")
+    assert message == "the file vanished while the vault was loading; document skipped"
+
+
+def test_link_cycles_terminate(tmp_path: Path) -> None:
+    good_card(tmp_path)
+    (tmp_path / "other.md").write_text("[[good]] [[other]] [[good]]\n")
+    vault = open_vault(tmp_path)
+    with within(1.0):
+        graph = expand(project(vault.cards, vault), vault, 10**9, "both")
+    assert graph.nodes == ["good", "other"]
+    assert len(graph.induced_edges) == 3
+
+
+def test_ten_thousand_links(tmp_path: Path) -> None:
+    good_card(tmp_path)
+    links = " ".join(f"[[t{index}]] {{n: {index}}}" for index in range(10_000))
+    (tmp_path / "hub.md").write_text(f"# Hub\n{links}\n")
+    vault = open_vault(tmp_path)
+    hub = vault.card("hub")
+    assert hub is not None and len(hub.links) == 10_000
+    assert len(vault.uplinks("hub")) == 10_000
+    with within(3.0):
+        graph = expand(project([hub], vault), vault, 2, "both")
+    assert len(graph.nodes) == 10_001
+
+
+def test_same_stem_in_different_folders(tmp_path: Path) -> None:
+    good_card(tmp_path)
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "note.md").write_text(f"# Note {folder}\n")
+    (tmp_path / "a" / "note.hmd").write_text("# Note a again\n")
+    vault = open_vault(tmp_path)
+    names = sorted(card.name for card in vault.cards)
+    assert names == ["a/note.hmd", "a/note.md", "b/note", "good"]
+    assert len(vault.warnings) == 2  # the two documents only their extension tells apart
+
+
+def test_garbage_documents(tmp_path: Path) -> None:
+    good_card(tmp_path)
+    (tmp_path / "empty.md").write_text("")
+    (tmp_path / "fence-only.md").write_text("---\n---\n")
+    (tmp_path / "nul.md").write_bytes(b"# N\x00L\n[[\x00]]\n")
+    (tmp_path / "scalar-header.md").write_text("---\njust text\n---\n")
+    vault = open_vault(tmp_path)
+    assert {"empty", "fence-only", "nul"} <= {card.name for card in vault.cards}
+    assert [w.path.endswith("scalar-header.md") for w in vault.warnings] == [True]
+
+
+def test_broken_hql_toml_warns_with_the_line(tmp_path: Path) -> None:
+    good_card(tmp_path)
+    (tmp_path / "hql.toml").write_text("[extensions]\nimport = [lexical]\n")
+    vault = open_vault(tmp_path)
+    assert vault.config.imports == () and vault.config.prelude is True
+    message = only_warning(vault, "hql.toml")
+    assert "line 2" in message and message.endswith("using the defaults")
+
+
+def test_badly_shaped_hql_toml_entries(tmp_path: Path) -> None:
+    good_card(tmp_path)
+    (tmp_path / "hql.toml").write_text(
+        '[report]\nmode = 3\n[extensions]\nimport = "lexical"\nprelude = "no"\n'
+    )
+    vault = open_vault(tmp_path)
+    assert vault.config.report_mode is None and vault.config.imports == ()
+    assert len(vault.warnings) == 3
