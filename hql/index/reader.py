@@ -356,9 +356,7 @@ def _read_cards(
     for name, content_hash, blob in connection.execute(query):
         if not isinstance(blob, bytes) or len(blob) != width:
             size = len(blob) if isinstance(blob, bytes | str) else 0
-            raise SemanticIndexError(
-                messages.index_wrong_vector_length(str(name), size, dimensions)
-            )
+            raise SemanticIndexError(messages.index_wrong_vector_length(str(name), size, width))
         names.append(str(name))
         hashes.append(str(content_hash or ""))
         blobs.append(blob)
@@ -375,7 +373,9 @@ def _read_queries(connection: sqlite3.Connection, dimensions: int) -> dict[str, 
     for text, blob in connection.execute("SELECT text, embedding FROM query"):
         if not isinstance(blob, bytes) or len(blob) != dimensions * 4:
             size = len(blob) if isinstance(blob, bytes | str) else 0
-            raise SemanticIndexError(messages.index_query_wrong_length(str(text), size, dimensions))
+            raise SemanticIndexError(
+                messages.index_query_wrong_length(str(text), size, dimensions * 4)
+            )
         queries[str(text)] = schema.blob_to_vector(blob)
     return queries
 

@@ -1,0 +1,252 @@
+"""The schema v1 reader: every refusal and warning, ranking order, and the in-memory cache."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from standin_embedder import BASE_CARDS, standin_vector, write_vault
+
+from hql.index import SemanticIndexError
+from hql.index.commands import build_command
+from hql.index.reader import SemanticIndex, _top_positions, open_vault_index, semantic_ranking
+from hql.vault import Vault
+
+TOML = '[semantics]\nindex = ".hql/index.sqlite"\n'
+QUERY = "penguins swim underwater"
+
+
+class BagEmbedder:
+    """In-process twin of the stand-in server's vectors."""
+
+    model_id, revision = "bag", "1"
+
+    def embed_passages(self, texts):
+        return np.asarray([standin_vector(t) for t in texts], dtype=np.float32) / 3.0
+
+    embed_queries = embed_passages
+
+
+def open_vault(root: Path) -> Vault:
+    return Vault.open(root, use_cache=False)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "zoo"
+    write_vault(root, BASE_CARDS, TOML)
+    code, text = build_command(open_vault(root), queries=[QUERY], embedder=BagEmbedder())
+    assert code == 0, text
+    return root
+
+
+def index_file(root: Path) -> Path:
+    return root / ".hql/index.sqlite"
+
+
+def tamper(root: Path, statement: str) -> None:
+    db = sqlite3.connect(index_file(root))
+    with db:
+        db.execute(statement)
+    db.close()
+
+
+def refusal(root: Path, query: str = QUERY) -> str:
+    with pytest.raises(SemanticIndexError) as caught:
+        semantic_ranking(open_vault(root), query)
+    return caught.value.message
+
+
+def test_ranks_every_card_with_retrieval(root: Path) -> None:
+    ranking = semantic_ranking(open_vault(root), QUERY)
+    names = [name for name, _ in ranking.hits]
+    assert names[0] == "penguin" and sorted(names) == sorted(BASE_CARDS)
+    scores = [score for _, score in ranking.hits]
+    assert scores == sorted(scores, reverse=True) and 0 < scores[0] <= 1.0001
+    assert ranking.warnings == []
+    retrieval = ranking.retrieval
+    assert (retrieval.model, retrieval.revision, retrieval.metric) == ("bag", "1", "cosine")
+    assert retrieval.approximate is False and retrieval.index == str(index_file(root))
+
+
+def test_top_k_matches_the_full_ranking(root: Path) -> None:
+    vault = open_vault(root)
+    full = semantic_ranking(vault, QUERY).hits
+    for k in range(0, 6):
+        assert semantic_ranking(vault, QUERY, k=k).hits == full[:k]
+
+
+def test_ties_break_by_card_name_even_at_the_k_boundary() -> None:
+    scores = np.asarray([0.5, 0.9, 0.5, 0.5, 0.1], dtype=np.float32)
+    assert _top_positions(scores, None).tolist() == [1, 0, 2, 3, 4]
+    assert _top_positions(scores, 2).tolist() == [1, 0]
+    assert _top_positions(scores, 3).tolist() == [1, 0, 2]
+
+
+def test_ranking_a_subset_of_cards(root: Path) -> None:
+    vault = open_vault(root)
+    subset = [card for card in vault.cards if card.name in ("owl", "weaver")]
+    ranking = semantic_ranking(vault, QUERY, cards=subset)
+    assert sorted(name for name, _ in ranking.hits) == ["owl", "weaver"]
+
+
+def test_stale_card_is_ranked_with_a_warning(root: Path) -> None:
+    (root / "owl.md").write_text("---\ntitle: Owl\n---\nOwls swim? No.\n")
+    ranking = semantic_ranking(open_vault(root), QUERY)
+    assert "owl" in [name for name, _ in ranking.hits]
+    assert ranking.warnings == [
+        "`owl` has changed since the index was built, so its score is stale: rerun `hql index build`"
+    ]
+
+
+def test_absent_cards_are_counted_in_one_warning(root: Path) -> None:
+    (root / "heron.md").write_text("Herons.\n")
+    ranking = semantic_ranking(open_vault(root), QUERY)
+    assert "heron" not in [name for name, _ in ranking.hits]
+    assert ranking.warnings == [
+        "1 card is absent from the index and so from this ranking: rerun `hql index build`"
+    ]
+    (root / "egret.md").write_text("Egrets.\n")
+    assert semantic_ranking(open_vault(root), QUERY).warnings == [
+        "2 cards are absent from the index and so from this ranking: rerun `hql index build`"
+    ]
+
+
+def test_no_index_configured(tmp_path: Path) -> None:
+    write_vault(tmp_path / "v", BASE_CARDS, "")
+    assert refusal(tmp_path / "v") == (
+        "`semantic` needs an index: name one with `[semantics] index` in hql.toml, "
+        "and build it with `hql index build`"
+    )
+
+
+@pytest.mark.parametrize(
+    "configured", ["/tmp/index.sqlite", "../index.sqlite", "a/../../x.sqlite", "C:\\x.sqlite"]
+)
+def test_index_outside_the_vault(tmp_path: Path, configured: str) -> None:
+    write_vault(tmp_path / "v", BASE_CARDS, f"[semantics]\nindex = '{configured}'\n")
+    assert refusal(tmp_path / "v") == f"the configured index `{configured}` is outside the vault"
+
+
+def test_missing_index_file(tmp_path: Path) -> None:
+    write_vault(tmp_path / "v", BASE_CARDS, TOML)
+    assert (
+        refusal(tmp_path / "v")
+        == f"there is no index at `{tmp_path / 'v' / '.hql/index.sqlite'}`: build it with `hql index build`"
+    )
+
+
+def test_unknown_schema(root: Path) -> None:
+    tamper(root, "UPDATE index_meta SET schema_version = 2")
+    assert refusal(root) == "unknown index schema: 2, and this reader knows 1"
+
+
+def test_truncated_vector(root: Path) -> None:
+    tamper(root, "UPDATE card SET embedding = substr(embedding, 1, 40) WHERE name = 'owl'")
+    assert refusal(root) == "`owl` has a 40-byte vector where 256 were declared"
+
+
+def test_other_vault(root: Path) -> None:
+    tamper(root, "UPDATE index_meta SET vault = 'somewhere/else'")
+    assert refusal(root) == (
+        f"the index was built for `somewhere/else` and this vault is `{root}`: rerun `hql index build`"
+    )
+
+
+def test_same_final_component_or_same_path_accepted(root: Path) -> None:
+    tamper(root, "UPDATE index_meta SET vault = 'tests/fixtures/zoo'")
+    assert semantic_ranking(open_vault(root), QUERY).hits
+    tamper(root, f"UPDATE index_meta SET vault = '{root.resolve().as_posix()}'")
+    assert semantic_ranking(open_vault(root), QUERY).hits
+
+
+def test_moved_vault_keeps_its_index(root: Path, tmp_path: Path) -> None:
+    moved = tmp_path / "elsewhere" / "zoo"
+    shutil.copytree(root, moved)
+    assert semantic_ranking(open_vault(moved), QUERY).hits[0][0] == "penguin"
+
+
+@pytest.mark.parametrize(
+    ("statement", "message"),
+    [
+        ("UPDATE model SET normalized = 0", "`normalized = 0`"),
+        ("UPDATE model SET metric = 'l2'", "unknown index metric `l2`"),
+        ("UPDATE model SET dimensions = 0", "declares 0 dimensions"),
+        ("UPDATE model SET dimensions = 9000", "declares 9000 dimensions"),
+        ("INSERT INTO model VALUES ('other', 'r', 64, 'cosine', 1)", "2 models"),
+        ("DROP TABLE query", "has no `query` table"),
+        ("UPDATE query SET embedding = x'00'", "has a 1-byte vector where 256 were declared"),
+    ],
+)
+def test_bad_model_rows_and_tables(root: Path, statement: str, message: str) -> None:
+    tamper(root, statement)
+    assert message in refusal(root)
+
+
+def test_not_a_database(root: Path) -> None:
+    index_file(root).write_bytes(b"this is a text file, not SQLite\n" * 100)
+    assert "is not an SQLite index" in refusal(root)
+
+
+def test_truncated_file(root: Path) -> None:
+    data = index_file(root).read_bytes()
+    index_file(root).write_bytes(data[: len(data) // 2])
+    assert "is not an SQLite index" in refusal(root)
+
+
+def test_empty_file(root: Path) -> None:
+    index_file(root).write_bytes(b"")
+    assert "has no `model` table" in refusal(root)
+
+
+def test_matrix_read_once_per_revision(root: Path) -> None:
+    vault = open_vault(root)
+    first = open_vault_index(vault)
+    second = open_vault_index(vault)
+    assert first._loaded is second._loaded
+    build_command(vault, queries=["another"], embedder=BagEmbedder())
+    third = open_vault_index(vault)
+    assert third._loaded is not first._loaded
+    assert third.query_vector("another") is not None
+
+
+def test_index_written_by_hand_in_the_original_layout(tmp_path: Path) -> None:
+    """An index filled the way the original producer does (plain SQL, its vault argument)."""
+    root = tmp_path / "birds"
+    write_vault(root, {"owl": "Owls.", "duck": "Ducks."}, TOML)
+    vault = open_vault(root)
+    (root / ".hql").mkdir()
+    db = sqlite3.connect(root / ".hql/index.sqlite")
+    with db:
+        db.executescript(
+            "CREATE TABLE model (id TEXT PRIMARY KEY, revision TEXT, dimensions INTEGER, metric TEXT, normalized INTEGER);"
+            "CREATE TABLE index_meta (schema_version INTEGER, vault TEXT, built_at TEXT, tool_version TEXT);"
+            "CREATE TABLE card (name TEXT PRIMARY KEY, path TEXT, content_hash TEXT, embedding BLOB);"
+            "CREATE TABLE query (text TEXT PRIMARY KEY, embedding BLOB);"
+        )
+        db.execute("INSERT INTO model VALUES ('m', 'r', 2, 'cosine', 1)")
+        db.execute(
+            "INSERT INTO index_meta VALUES (1, 'tests/fixtures/birds', '2024', 'hql-semantics 0.1.0')"
+        )
+        for card, vector in zip(
+            sorted(vault.cards, key=lambda c: c.name), ([1, 0], [0.6, 0.8]), strict=True
+        ):
+            db.execute(
+                "INSERT INTO card VALUES (?, ?, ?, ?)",
+                (card.name, f"{card.name}.md", card.digest, np.asarray(vector, "<f4").tobytes()),
+            )
+        db.execute("INSERT INTO query VALUES ('q', ?)", (np.asarray([0, 1], "<f4").tobytes(),))
+    db.close()
+    ranking = semantic_ranking(vault, "q")
+    assert [(n, round(s, 4)) for n, s in ranking.hits] == [("owl", 0.8), ("duck", 0.0)]
+
+
+def test_open_directly(root: Path) -> None:
+    index = SemanticIndex.open(index_file(root), root)
+    assert index.dimensions == 64 and index.card_names == ("duck", "owl", "penguin", "weaver")
+    vector = index.query_vector(QUERY)
+    assert vector is not None
+    assert index.search(vector, k=1)[0][0] == "penguin"
