@@ -80,6 +80,268 @@ def expected_step() -> str:
 def lambda_params_distinct() -> str:
     return "lambda parameters must be distinct"
 
+def _maybe(suggestion: str | None) -> str:
+    return f"; did you mean `{suggestion}`?" if suggestion else ""
+
+
+def addition_operands() -> str:
+    return "addition requires two Int or two Float operands"
+
+
+def never_equal(left: object, right: object) -> str:
+    return f"{left} and {right} are never equal"
+
+
+def numeric_overflow() -> str:
+    return "numeric overflow"
+
+
+def unknown_name(name: str, suggestion: str | None) -> str:
+    return f"unknown name `{name}`" + _maybe(suggestion)
+
+
+def unknown_type(name: str) -> str:
+    return f"unknown type `{name}`"
+
+
+def unknown_function(name: str, suggestion: str | None) -> str:
+    return f"`{name}` is not a function" + _maybe(suggestion)
+
+
+def unknown_constructor(name: str) -> str:
+    return f"`{name}` is not a constructor: write `List`, `Set`, `Map`, `OrderedMap` or `SortedMap`"
+
+
+def not_callable() -> str:
+    return "only functions and steps can be called"
+
+
+def reserved_name(name: str) -> str:
+    return f"`{name}` is reserved: it always means every card of the vault"
+
+
+def cards_needs_vault() -> str:
+    return "`cards` needs a vault: pass --vault <directory>"
+
+
+def declared_mismatch(name: str, declared: object, inferred: object) -> str:
+    return f"`{name}` is declared {declared} but its value is {inferred}"
+
+
+def lambda_not_a_value() -> str:
+    return "a lambda may only be written as an argument, such as `filter(c => …)`"
+
+
+def lambda_not_expected(step: str, param: str) -> str:
+    return f"`{param}` of `{step}` is a value, not a lambda"
+
+
+def expects_lambda(step: str, param: str) -> str:
+    return f"`{param}` of `{step}` is a lambda, such as `{step}(x => …)`"
+
+
+def lambda_arity(written: int, step: str, expected: int) -> str:
+    return f"this lambda takes {plural(written, 'parameter')} where `{step}` passes {expected}"
+
+
+def expects_type_name(step: str) -> str:
+    return f"`{step}` takes a type name, such as `{step}(RelationCard)`"
+
+
+def not_data(found: object) -> str:
+    return f"a Data value cannot hold {found}"
+
+
+def no_common_type(first: object, second: object) -> str:
+    return f"collection elements {first} and {second} have no common type"
+
+
+def edge_endpoint(found: object) -> str:
+    return f"an edge joins cards or names, not {found}"
+
+
+def no_such_field(receiver: object, name: str) -> str:
+    return f"{receiver} has no field `{name}`"
+
+
+def presentation_is_final() -> str:
+    return "a presentation is final: only another presenter may follow it"
+
+
+def no_such_extension(name: str) -> str:
+    return f"no extension named `{name}` is registered"
+
+
+def ambiguous_import(first: str, second: str, step: str) -> str:
+    return f"`{first}` and `{second}` both provide `{step}`, so importing both leaves it ambiguous"
+
+
+def extension_hidden(name: str) -> str:
+    return f"`{name}` is bound to a value here, which hides the `{name}` extension"
+
+
+def needs_import(step: str, extension: str) -> str:
+    return f"`{step}` is provided by the `{extension}` extension: write `import {extension}`"
+
+
+def not_in_extension(step: str, extension: str) -> str:
+    return f"the `{extension}` extension has no step `{step}`"
+
+
+def not_a_step(name: str, suggestion: str | None) -> str:
+    return f"`{name}` is not a pipeline step" + _maybe(suggestion)
+
+
+def step_needs_input(name: str) -> str:
+    return f"`{name}` is a pipeline step and needs an input: write `… | {name}(…)`"
+
+
+def direct_call_needs_input(name: str) -> str:
+    return f"`{name}(…)` takes its input as the first argument, such as `{name}(xs)`"
+
+
+def too_many_arguments(step: str, count: int) -> str:
+    return f"`{step}` takes {plural(count, 'positional argument')}"
+
+
+def no_such_argument(step: str, name: str, suggestion: str | None) -> str:
+    return f"`{step}` has no argument named `{name}`" + _maybe(suggestion)
+
+
+def argument_not_nameable(step: str, name: str) -> str:
+    return f"the `{name}` of `{step}` is positional only: write `{step}(…)` without `{name} =`"
+
+
+def argument_twice(step: str, name: str) -> str:
+    return f"`{name}` of `{step}` is given twice"
+
+
+def missing_argument(step: str, name: str) -> str:
+    return f"`{step}` needs `{name}`"
+
+
+def argument_type(step: str, name: str, expected: object, found: object) -> str:
+    return f"`{name}` of `{step}` is {expected}, not {found}"
+
+
+def function_arity(name: str, expected: int, found: int) -> str:
+    return f"`{name}` takes {plural(expected, 'argument')}, not {found}"
+
+
+def type_arity(name: str, expected: int, found: int) -> str:
+    return f"`{name}` takes {plural(expected, 'type argument')}, not {found}"
+
+
+def sorted_map_key(key: object) -> str:
+    return f"a SortedMap needs keys with an order of their own, and {key} has none"
+
+
+def step_needs_collection(step: str, found: object) -> str:
+    return f"`{step}` works on a collection, not {found}"
+
+
+def needs_cards(step: str, found: object) -> str:
+    return f"`{step}` works on cards, hits or collections of them, not {found}"
+
+
+def get_needs_map(found: object) -> str:
+    return f"`get` looks a key up in a map, not in {found}"
+
+
+def wrong_key_type(expected: object, found: object) -> str:
+    return f"this map's keys are {expected}, not {found}"
+
+
+def comparator_result(found: object) -> str:
+    return f"a comparator returns an Ordering (use `compare(a, b)`), not {found}"
+
+
+def sort_key_unorderable(found: object) -> str:
+    return f"a sort key needs an order of its own, and {found} has none"
+
+
+def sort_needs_order(element: object) -> str:
+    return (f"`sort` needs elements with an order of their own, and {element} has none; "
+            "sort with an explicit key first")
+
+
+def take_needs_order(element: object) -> str:
+    return (f"`take` on a set orders it first, and {element} has no order of its own; "
+            "sort with an explicit key first")
+
+
+def filter_result(found: object) -> str:
+    return f"a filter keeps elements for which the lambda is true, and this lambda gives {found}, not Bool"
+
+
+def typed_selects_nothing(element: object, target: object) -> str:
+    return f"no {element} can be a {target}, so this selects nothing"
+
+
+def negative_count() -> str:
+    return "a count cannot be negative"
+
+
+def negative_depth() -> str:
+    return "a depth cannot be negative"
+
+
+def bad_direction(direction: str) -> str:
+    return f"`direction` is `uplinks`, `downlinks` or `both`, not `{direction}`"
+
+
+def downlinks_needs_vault() -> str:
+    return "`downlinks` needs a vault: a document cannot know what points at it"
+
+
+def expand_needs_vault() -> str:
+    return "`expand` needs a vault to traverse"
+
+
+def compare_operands() -> str:
+    return "compare requires two values of the same Orderable type"
+
+
+def constructor_needs_collection(found: object) -> str:
+    return f"a constructor takes a collection, not {found}"
+
+
+def constructor_element(declared: object, found: object) -> str:
+    return f"the elements are {found}, which is not {declared}"
+
+
+def map_lengths(keys: int, values: int) -> str:
+    return f"a map pairs keys and values of equal length, and these have {keys} and {values}"
+
+
+def duplicate_key(key: str) -> str:
+    return f"the key `{key}` occurs twice"
+
+
+def unresolved_reference(name: str) -> str:
+    return f"`[[{name}]]` does not resolve in this vault"
+
+
+def parameter_shadows(name: str) -> str:
+    return f"the type parameter `{name}` shadows a type of that name"
+
+
+def declared_twice(name: str) -> str:
+    return f"`{name}` is declared twice"
+
+
+def field_declared_twice(name: str) -> str:
+    return f"the field `{name}` is declared twice"
+
+
+def contradicts_builtin(name: str, parent: object) -> str:
+    return f"`{name}` is built in and does not narrow {parent}"
+
+
+def uninhabitable(name: str, first: object, second: object) -> str:
+    return f"no value can be both {first} and {second}, so `{name}` is uninhabitable"
+
+
 # --- vault: loading, cards, config -----------------------------------------
 
 
@@ -500,3 +762,44 @@ def index_interrupted() -> str:
     return "the build was interrupted; the previous index is left as it was"
 
 # --- cli, render, repl -------------------------------------------------------
+
+
+def interrupted() -> str:
+    return "interrupted"
+
+
+def cannot_read(path: str, error: Exception) -> str:
+    reason = getattr(error, "strerror", None) or str(error)
+    return f"{path}: {reason}"
+
+
+def repl_banner(version: str) -> str:
+    return f"hql {version}. `:help` for commands, `:quit` to leave."
+
+
+def repl_reset() -> str:
+    return "bindings and imports forgotten"
+
+
+def repl_unknown_command(word: str) -> str:
+    return f"unknown command `{word}`; `:help` lists them"
+
+
+def repl_steps_heading() -> str:
+    return "steps:"
+
+
+def unknown_report_mode(mode: str) -> str:
+    return f"unknown report mode `{mode}`; expected `strict` or `collect`"
+
+
+def config_imports_unknown(name: str) -> str:
+    return f"hql.toml imports `{name}`, but no extension named `{name}` is registered"
+
+
+def too_deep_to_check() -> str:
+    return "the program nests too deeply to check"
+
+
+def too_deep_to_run() -> str:
+    return "the program nests too deeply to run"

@@ -1,0 +1,5 @@
+import sys
+
+from hql.cli import main
+
+sys.exit(main())

@@ -1,0 +1,184 @@
+"""The Python API: run and check HQL programs from other programs.
+
+    import hql
+    vault = hql.Vault.open("vaults/web-auth")
+    outcome = hql.run("cards | count", vault=vault)
+    outcome.value, outcome.type, outcome.reports, outcome.failed, outcome.text()
+
+A `Session` keeps bindings and imports between programs (the REPL uses one).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hql import messages
+from hql.checker import Checker, Plan, Scope
+from hql.diagnostics import HqlError, Report, evaluation, render_all
+from hql.printing import display, dumps, to_json
+from hql.registry import registry
+from hql.source import Source, Span
+from hql.syntax.parser import parse
+from hql.types import Type
+from hql.vault import Vault, VaultError
+
+MODES = {"strict": "strict", "collect": "collect", "all": "collect"}
+
+
+class HostError(Exception):
+    """A failure outside the language: a bad flag, a missing vault. Printed as `hql: <message>`."""
+
+
+@dataclass
+class Outcome:
+    """A program's value, its type, and every report, oldest first."""
+
+    source: Source
+    value: Any = None
+    type: Type | None = None
+    reports: list[Report] = field(default_factory=list)
+    evaluated: bool = False
+
+    @property
+    def failed(self) -> bool:
+        return any(report.failed for report in self.reports)
+
+    def text(self) -> str:
+        """The plain display of the value (the type when the program was only checked)."""
+        if self.failed:
+            return ""
+        if self.evaluated:
+            return display(self.value)
+        return str(self.type) if self.type is not None else ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "origin": self.source.origin,
+            "type": str(self.type) if self.type is not None and not self.failed else None,
+            "value": to_json(self.value) if self.evaluated and not self.failed else None,
+            "reports": [report.to_json() for report in self.reports],
+        }
+
+    def json_text(self) -> str:
+        return dumps(self.to_json())
+
+    def render_reports(self) -> str:
+        return render_all(self.reports, self.source)
+
+
+def extension_metadata() -> dict[str, dict[str, Any]]:
+    return {name: ext.card_metadata for name, ext in registry().extensions.items() if ext.card_metadata}
+
+
+def open_vault(path: str | os.PathLike[str], *, use_cache: bool = True) -> Vault:
+    """Load a vault with every registered extension's card metadata; HostError if it cannot be opened."""
+    try:
+        return Vault.open(Path(path) if not isinstance(path, str) else path,
+                          extension_metadata=extension_metadata(), use_cache=use_cache)
+    except VaultError as error:
+        raise HostError(str(error)) from None
+
+
+def resolve_mode(flag: str | None, vault: Vault | None) -> tuple[str, str]:
+    """The report mode and where it came from: the flag, the vault's hql.toml, $HQL_REPORT, the default."""
+    candidates = [
+        (flag, "this query"),
+        (vault.config.report_mode if vault is not None else None, "the vault's hql.toml"),
+        (os.environ.get("HQL_REPORT") or None, "$HQL_REPORT"),
+    ]
+    for mode, origin in candidates:
+        if mode is not None:
+            if mode not in MODES:
+                raise HostError(messages.unknown_report_mode(mode))
+            return MODES[mode], origin
+    return "strict", "the default"
+
+
+def initial_scope(vault: Vault | None) -> Scope:
+    reg = registry()
+    prelude = vault.config.prelude if vault is not None else True
+    imports = reg.default_imports(prelude)
+    if vault is not None:
+        for name in vault.config.imports:
+            if name not in reg.extensions:
+                raise HostError(messages.config_imports_unknown(name))
+            if name not in imports:
+                imports.append(name)
+    return Scope(imports=imports)
+
+
+class Session:
+    """Bindings, imports and declarations that persist from one program to the next."""
+
+    def __init__(self, vault: Vault | None = None, mode: str | None = None) -> None:
+        self.vault = vault
+        self.mode, self.mode_origin = resolve_mode(mode, vault)
+        self.scope = initial_scope(vault)
+        self.values: dict[str, Any] = {}
+
+    def reset(self) -> None:
+        self.scope = initial_scope(self.vault)
+        self.values = {}
+
+    def check(self, text: str, origin: str = "<expression>") -> tuple[Outcome, Plan | None, Scope]:
+        source = Source(text, origin)
+        outcome = Outcome(source)
+        try:
+            program = parse(text)
+        except HqlError as error:
+            outcome.reports.append(error.report)
+            return outcome, None, self.scope
+        scope = self.scope.copy()
+        checker = Checker(has_vault=self.vault is not None, scope=scope)
+        try:
+            plan, reports = checker.check(program, collect=self.mode == "collect")
+        except RecursionError:
+            outcome.reports.append(evaluation(messages.too_deep_to_check(), Span(0, len(source.data))))
+            return outcome, None, scope
+        outcome.reports.extend(reports)
+        outcome.type = plan.result
+        return outcome, plan, scope
+
+    def run(self, text: str, origin: str = "<expression>", *, evaluate: bool = True) -> Outcome:
+        from hql.interpreter import Interpreter
+
+        outcome, plan, scope = self.check(text, origin)
+        if plan is None or outcome.failed or not evaluate:
+            if plan is not None and not outcome.failed:
+                self.scope = scope
+            return outcome
+        values = dict(self.values)
+        interpreter = Interpreter(plan, self.vault, values)
+        try:
+            outcome.value = interpreter.run()
+            outcome.evaluated = True
+        except HqlError as error:
+            interpreter.reports.append(error.report)
+        except RecursionError:
+            interpreter.reports.append(evaluation(messages.too_deep_to_run(), Span(0, len(outcome.source.data))))
+        outcome.reports.extend(interpreter.reports)
+        if not outcome.failed:
+            self.scope = scope
+            self.values = values
+        return outcome
+
+
+def _vault_of(vault: Vault | str | os.PathLike[str] | None) -> Vault | None:
+    if vault is None or isinstance(vault, Vault):
+        return vault
+    return open_vault(vault)
+
+
+def run(source: str, vault: Vault | str | os.PathLike[str] | None = None, mode: str | None = None,
+        origin: str = "<expression>") -> Outcome:
+    """Parse, check and (when checking found no error) evaluate a program."""
+    return Session(_vault_of(vault), mode).run(source, origin)
+
+
+def check(source: str, vault: Vault | str | os.PathLike[str] | None = None, mode: str | None = None,
+          origin: str = "<expression>") -> Outcome:
+    """Parse and check a program; `Outcome.type` is its type, nothing is evaluated."""
+    return Session(_vault_of(vault), mode).run(source, origin, evaluate=False)

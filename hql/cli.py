@@ -1,0 +1,211 @@
+"""The `hql` command line.
+
+    hql [--vault DIR] [--format text|json] [--report strict|collect] <command> …
+
+Exit codes: 0 success (warnings allowed), 1 a language or host failure, 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+from hql import messages
+from hql.api import HostError, Outcome, Session, open_vault, resolve_mode
+from hql.version import __version__
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def command(name: str) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
+    def register(function: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+        COMMANDS[name] = function
+        return function
+
+    return register
+
+
+def _global_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    default = argparse.SUPPRESS if suppress else None
+    parser.add_argument("--vault", metavar="DIR", default=default, help="the vault to query")
+    parser.add_argument("--format", choices=("text", "json"), default=argparse.SUPPRESS if suppress else "text",
+                        help="how to print the answer (default: text)")
+    parser.add_argument("--report", metavar="MODE", default=default,
+                        help="strict (stop at the first error) or collect (report every statement)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hql", description="HQL, the Hyper Query Language: query a vault of Markdown cards.")
+    parser.add_argument("--version", action="version", version=f"hql {__version__}")
+    _global_options(parser, suppress=False)
+    commands = parser.add_subparsers(dest="command", metavar="<command>")
+    commands.required = True
+
+    def sub(name: str, help_text: str) -> argparse.ArgumentParser:
+        child = commands.add_parser(name, help=help_text, description=help_text)
+        _global_options(child, suppress=True)
+        return child
+
+    sub("eval", "evaluate a program given as an argument").add_argument("program")
+    sub("check", "check a program from a file (or - for stdin) and print its type").add_argument("file")
+    sub("run", "run a program from a file (or - for stdin)").add_argument("file")
+    sub("explain", "show the checked plan, the analysed questions and why each hit scored").add_argument("program")
+    sub("repl", "read and evaluate programs interactively")
+    render = sub("render", "run the hql blocks of a document and write their answers beneath them")
+    render.add_argument("file", nargs="?", help="the document (or - for stdin)")
+    render.add_argument("--write", action="store_true", help="write the rendered document back")
+    render.add_argument("--all", action="store_true", help="render every document of the vault that carries blocks")
+    sub("builtins", "list the registered extensions and their steps")
+    sub("config", "show the report mode and the vault")
+    _add_plugin_commands(commands, sub)
+    return parser
+
+
+def _add_plugin_commands(commands: argparse._SubParsersAction,  # type: ignore[type-arg]
+                         sub: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    """Commands contributed by libraries (index, analyze) when they are present."""
+    try:
+        from hql.index.commands import add_index_commands
+    except ImportError:
+        return
+    add_index_commands(commands)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        handler = COMMANDS.get(args.command)
+        if handler is None:
+            from hql.index.commands import run_index_command
+
+            vault = open_vault(args.vault) if args.vault else None
+            return run_index_command(args, vault)
+        return handler(args)
+    except HostError as error:
+        print(f"hql: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"hql: {messages.interrupted()}", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
+
+
+# --- shared ----------------------------------------------------------------------
+
+
+def session_for(args: argparse.Namespace) -> Session:
+    vault = open_vault(args.vault) if args.vault else None
+    if vault is not None:
+        for item in vault.warnings:
+            print(f"warning: {item}", file=sys.stderr)
+    return Session(vault, args.report)
+
+
+def read_program(path: str) -> tuple[str, str]:
+    """(text, origin) of a program file, or of stdin for `-`."""
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read(), path
+    except (OSError, UnicodeDecodeError) as error:
+        raise HostError(messages.cannot_read(path, error)) from None
+
+
+def emit(outcome: Outcome, args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    if args.format == "json":
+        print(outcome.json_text(), file=out)
+    else:
+        if outcome.reports:
+            print(outcome.render_reports(), file=sys.stderr)
+        if not outcome.failed:
+            print(outcome.text(), file=out)
+    return 1 if outcome.failed else 0
+
+
+# --- commands --------------------------------------------------------------------
+
+
+@command("eval")
+def eval_command(args: argparse.Namespace) -> int:
+    return emit(session_for(args).run(args.program, "<expression>"), args)
+
+
+@command("run")
+def run_command(args: argparse.Namespace) -> int:
+    text, origin = read_program(args.file)
+    return emit(session_for(args).run(text, origin), args)
+
+
+@command("check")
+def check_command(args: argparse.Namespace) -> int:
+    text, origin = read_program(args.file)
+    return emit(session_for(args).run(text, origin, evaluate=False), args)
+
+
+@command("explain")
+def explain_command(args: argparse.Namespace) -> int:
+    from hql.explain import explain
+
+    session = session_for(args)
+    text, report_text, failed = explain(session, args.program, "<expression>")
+    if report_text:
+        print(report_text, file=sys.stderr)
+    if text:
+        print(text)
+    return 1 if failed else 0
+
+
+@command("repl")
+def repl_command(args: argparse.Namespace) -> int:
+    session = session_for(args)
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        try:
+            from hql.repl.app import run_interactive
+        except ImportError:
+            pass
+        else:
+            return run_interactive(session)
+    from hql.repl.lines import run_lines
+
+    return run_lines(session, sys.stdin, sys.stdout, sys.stderr, interactive=sys.stdin.isatty())
+
+
+@command("render")
+def render_command(args: argparse.Namespace) -> int:
+    from hql.render import render_command as render
+
+    return render(args, session_for)
+
+
+@command("builtins")
+def builtins_command(args: argparse.Namespace) -> int:
+    from hql.builtins import describe
+
+    vault = open_vault(args.vault) if args.vault else None
+    print(describe(vault))
+    return 0
+
+
+@command("config")
+def config_command(args: argparse.Namespace) -> int:
+    vault = open_vault(args.vault) if args.vault else None
+    mode, origin = resolve_mode(args.report, vault)
+    print(f"report mode: {mode} (from {origin})")
+    if vault is None:
+        print("vault: none")
+    else:
+        print(f"vault: {vault.root} ({messages.plural(len(vault.cards), 'card')})")
+        for item in vault.warnings:
+            print(f"warning: {item}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

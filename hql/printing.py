@@ -1,0 +1,327 @@
+"""How values print (reference section 8): plain display, JSON projection, tables.
+
+These rules are byte-exact: a `hql#result` block rendered here must match one
+rendered by the original.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from hql.values import (
+    ABSENT,
+    UNIT,
+    Card,
+    Data,
+    Edge,
+    Hit,
+    ListValue,
+    MapValue,
+    Ordering,
+    Presentation,
+    Ranking,
+    SetValue,
+)
+
+
+def is_graph(value: Any) -> bool:
+    from hql.graphs import Graph
+
+    return isinstance(value, Graph)
+
+
+# --- scalars -----------------------------------------------------------------
+
+
+def format_float(value: float) -> str:
+    """Rust's `{:?}` for f64: shortest round-trip digits, always a point or an exponent."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    text = repr(value)
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        return f"{mantissa}e{int(exponent)}"
+    return text if "." in text else text + ".0"
+
+
+def format_score(score: float) -> str:
+    return f"{score:.4f}"
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0"}
+
+
+def quote(text: str) -> str:
+    """A Data string leaf: double-quoted with Rust's escapes."""
+    out = []
+    for char in text:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif not char.isprintable() and char != " ":
+            out.append(f"\\u{{{ord(char):x}}}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+# --- plain display -----------------------------------------------------------
+
+
+def display_data(tree: Any) -> str:
+    if tree is None:
+        return "empty"
+    if isinstance(tree, bool):
+        return "true" if tree else "false"
+    if isinstance(tree, int):
+        return str(tree)
+    if isinstance(tree, float):
+        return format_float(tree)
+    if isinstance(tree, str):
+        return quote(tree)
+    if isinstance(tree, list):
+        return "[" + ", ".join(display_data(item) for item in tree) + "]"
+    if isinstance(tree, dict):
+        entries = (f"{key}: {display_data(tree[key])}" for key in sorted(tree))
+        return "{" + ", ".join(entries) + "}"
+    return display(tree)
+
+
+def display(value: Any) -> str:
+    """The plain display of any value (section 8.1)."""
+    if value is UNIT:
+        return "()"
+    if value is ABSENT:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return format_float(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Data):
+        return display_data(value.tree)
+    if isinstance(value, Card):
+        return value.name
+    if isinstance(value, Edge):
+        return f"{value.source} -> {value.target}"
+    if isinstance(value, Hit):
+        return f"{value.card.name} ({format_score(value.score)})"
+    if isinstance(value, ListValue | SetValue | Ranking):
+        return "[" + ", ".join(display(item) for item in value) + "]"
+    if isinstance(value, Presentation):
+        return value.text
+    if isinstance(value, Ordering):
+        return value.value
+    if isinstance(value, MapValue):
+        entries = ", ".join(f"{display(k)}: {display(v)}" for k, v in value.items())
+        return f"{value.kind} {{{entries}}}"
+    if is_graph(value):
+        return f"graph of {len(value.nodes)} nodes and {len(value.induced_edges)} edges"
+    return str(value)
+
+
+# --- JSON projection ---------------------------------------------------------
+
+
+def card_json(card: Card) -> dict[str, Any]:
+    return {
+        "name": card.name,
+        "kind": card.kind,
+        "title": card.title,
+        "path": card.path,
+        "header": card.header,
+        "metadata": card.metadata,
+    }
+
+
+def edge_json(edge: Edge) -> dict[str, Any]:
+    return {"source": edge.source, "target": edge.target, "data": edge.data}
+
+
+def to_json(value: Any) -> Any:
+    """The JSON projection of a value (section 8.2), as plain Python data."""
+    if value is UNIT or value is ABSENT:
+        return None
+    if isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value
+    if isinstance(value, Data):
+        return value.tree
+    if isinstance(value, Card):
+        return card_json(value)
+    if isinstance(value, Edge):
+        return edge_json(value)
+    if isinstance(value, Hit):
+        return {"card": value.card.name, "score": value.score, "retrieval": value.retrieval.as_tree()}
+    if isinstance(value, Ranking):
+        return {
+            "retrieval": value.retrieval.as_tree(),
+            "hits": [
+                {"card": hit.card.name, "title": hit.card.title, "score": hit.score} for hit in value.hits
+            ],
+        }
+    if isinstance(value, ListValue | SetValue):
+        return [to_json(item) for item in value]
+    if isinstance(value, Presentation):
+        return {"presenter": value.presenter, "text": value.text}
+    if isinstance(value, Ordering):
+        return value.value
+    if isinstance(value, MapValue):
+        entries = [{"key": to_json(k), "value": to_json(v)} for k, v in value.items()]
+        return {"type": value.type_text, "entries": entries}
+    if is_graph(value):
+        return {
+            "nodes": [{"name": name, "presence": value.presence[name].label()} for name in value.nodes],
+            "edges": [edge_json(edge) for edge in value.induced_edges],
+        }
+    return str(value)
+
+
+def dumps(tree: Any) -> str:
+    """Pretty JSON with two-space indentation, as serde_json writes it."""
+    return json.dumps(tree, indent=2, ensure_ascii=False)
+
+
+# --- tables ------------------------------------------------------------------
+
+
+def layout(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Header, a rule of `-` per column, rows; cells padded, joined by two spaces, right-trimmed."""
+    widths = [len(name) for name in header]
+    for row in rows:
+        for index, cell in enumerate(row):
+            widths[index] = max(widths[index], len(cell))
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(cells)).rstrip()
+
+    return "\n".join([line(header), line(["-" * width for width in widths]), *(line(row) for row in rows)])
+
+
+def _card_rows(items: Sequence[Any]) -> list[list[str]]:
+    cards = [item.card if isinstance(item, Hit) else item for item in items]
+    return [[card.name, card.kind, card.title] for card in cards]
+
+
+def table(value: Any) -> str:
+    """The `table` presenter's layout (section 8.3)."""
+    if isinstance(value, Ranking):
+        rows = [
+            [str(rank), format_score(hit.score), hit.card.name, hit.card.title]
+            for rank, hit in enumerate(value.hits, start=1)
+        ]
+        return layout(["rank", "score", "card", "title"], rows)
+    if is_graph(value):
+        nodes = layout(["node", "presence"], [[n, value.presence[n].label()] for n in value.nodes])
+        edges = layout(
+            ["source", "target", "data"],
+            [[e.source, e.target, display_data(e.data)] for e in value.induced_edges],
+        )
+        return nodes + "\n" + edges
+    if isinstance(value, ListValue | SetValue):
+        items = value.items
+        if items and all(isinstance(item, Card | Hit) for item in items):
+            return layout(["card", "kind", "title"], _card_rows(items))
+        return layout(["value"], [[display(item)] for item in items])
+    if isinstance(value, Data) and isinstance(value.tree, dict):
+        tree = value.tree
+        return layout(["key", "value"], [[key, display_data(tree[key])] for key in sorted(tree)])
+    if isinstance(value, MapValue):
+        return layout(["key", "value"], [[display(k), display(v)] for k, v in value.items()])
+    if isinstance(value, Presentation):
+        return value.text
+    return layout(["value"], [[display(value)]])
+
+
+# --- ordering keys (section 8.4) ---------------------------------------------
+
+
+def order_key(value: Any) -> tuple[int, float, str] | None:
+    """(kind, number, text): numbers compare numerically, everything else by text."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return (0, float(value), str(value))
+    if isinstance(value, str):
+        return (1, 0.0, value)
+    if isinstance(value, Card):
+        return (1, 0.0, value.name)
+    if isinstance(value, Hit):
+        return (0, -value.score, value.card.name)
+    return None
+
+
+def compare_values(a: Any, b: Any) -> int:
+    """-1, 0 or 1; values without a key compare equal, so sorting stays stable."""
+    ka, kb = order_key(a), order_key(b)
+    if ka is None or kb is None:
+        return 0
+    if ka[0] == 0 and kb[0] == 0:
+        if ka[1] != kb[1]:
+            return -1 if ka[1] < kb[1] else 1
+        return _compare_text(ka[2], kb[2])
+    return _compare_text(ka[2], kb[2])
+
+
+def _compare_text(a: str, b: str) -> int:
+    ab, bb = a.encode("utf-8"), b.encode("utf-8")
+    return (ab > bb) - (ab < bb)
+
+
+# --- equality ----------------------------------------------------------------
+
+
+def as_data(value: Any) -> Any:
+    """A comparable, type-tagged tree: `1 == 1.0` is false, cards compare by path."""
+    if value is ABSENT or value is UNIT:
+        return ("empty",)
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int):
+        return ("int", value)
+    if isinstance(value, float):
+        return ("float", value)
+    if isinstance(value, str):
+        return ("str", value)
+    if isinstance(value, Data):
+        return _tag_tree(value.tree)
+    if isinstance(value, Card):
+        return ("card", value.path)
+    if isinstance(value, Edge):
+        return ("edge", value.source, value.target)
+    if isinstance(value, Hit):
+        return ("hit", value.card.path, value.score)
+    if isinstance(value, ListValue | Ranking):
+        return ("list", tuple(as_data(item) for item in value))
+    if isinstance(value, SetValue):
+        return ("list", tuple(sorted((as_data(item) for item in value), key=repr)))
+    if isinstance(value, MapValue):
+        return ("map", tuple((as_data(k), as_data(v)) for k, v in value.items()))
+    if isinstance(value, Ordering):
+        return ("str", value.value)
+    return ("other", id(value))
+
+
+def _tag_tree(tree: Any) -> Any:
+    if isinstance(tree, dict):
+        return ("map", tuple((("str", key), _tag_tree(tree[key])) for key in sorted(tree)))
+    if isinstance(tree, list):
+        return ("list", tuple(_tag_tree(item) for item in tree))
+    if tree is None:
+        return ("empty",)
+    return as_data(tree)
+
+
+def values_equal(a: Any, b: Any) -> bool:
+    return bool(as_data(a) == as_data(b))
+
+
+Formatter = Callable[[Any], str]

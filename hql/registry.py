@@ -1,0 +1,139 @@
+"""The registry of extensions and their steps.
+
+A step's signature is data (`StepSpec`) declared next to its implementation;
+this one registry feeds the checker, `hql builtins`, suggestions, REPL
+completion and the generated step reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hql.checker import StepTyping
+    from hql.interpreter import StepCall
+    from hql.types import Type
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "required"
+
+
+REQUIRED: Any = _Required()
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str  # as shown in signatures: "Int", "T => Bool"
+    default: Any = REQUIRED
+    positional: bool = True
+    named: bool = True
+    kind: str = "value"  # "value", "lambda" or "type"
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    name: str
+    extension: str
+    params: tuple[Param, ...]
+    signature: str
+    summary: str
+    example: str
+    check: Callable[[StepTyping], Type]
+    run: Callable[[StepCall], Any]
+    pure: bool = True
+    direct: bool = False  # may also be called as `name(input, …)`
+    variadic: bool = False  # takes any number of positional values (`fuse`)
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.name == name), None)
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """A plain function such as `compare(a, b)` or a constructor such as `Map(keys, values)`."""
+
+    name: str
+    signature: str
+    summary: str
+    example: str
+    check: Callable[..., Type]
+    run: Callable[..., Any]
+
+
+@dataclass
+class Extension:
+    name: str
+    version: str
+    summary: str
+    always: bool = False  # core: available without import
+    prelude: bool = False  # imported unless the vault declines the prelude
+    steps: dict[str, StepSpec] = field(default_factory=dict)
+    # Card metadata the extension contributes under its own name (reference 9.3).
+    card_metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class Registry:
+    def __init__(self) -> None:
+        self.extensions: dict[str, Extension] = {}
+        self.functions: dict[str, FunctionSpec] = {}
+
+    def extension(self, name: str, **kwargs: Any) -> Extension:
+        if name not in self.extensions:
+            self.extensions[name] = Extension(name=name, **kwargs)
+        return self.extensions[name]
+
+    def add(self, spec: StepSpec) -> StepSpec:
+        self.extensions[spec.extension].steps[spec.name] = spec
+        return spec
+
+    def add_function(self, spec: FunctionSpec) -> FunctionSpec:
+        self.functions[spec.name] = spec
+        return spec
+
+    def steps(self) -> Iterator[StepSpec]:
+        for extension in self.extensions.values():
+            yield from extension.steps.values()
+
+    def providers(self, step: str) -> list[Extension]:
+        return [ext for ext in self.extensions.values() if step in ext.steps]
+
+    def default_imports(self, prelude: bool = True) -> list[str]:
+        return [ext.name for ext in self.extensions.values() if ext.always or (prelude and ext.prelude)]
+
+    def step_names(self) -> set[str]:
+        return {spec.name for spec in self.steps()}
+
+
+REGISTRY = Registry()
+
+
+def registry() -> Registry:
+    """The registry with every shipped extension loaded."""
+    import hql.steps  # noqa: F401  (registers the shipped steps)
+
+    return REGISTRY
+
+
+def edit_distance(a: str, b: str) -> int:
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, start=1):
+        current = [i]
+        for j, cb in enumerate(b, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+def closest(name: str, candidates: Iterator[str] | list[str] | set[str], limit: int = 2) -> str | None:
+    """The nearest candidate within `limit` edits, ties broken by name."""
+    scored = sorted((edit_distance(name, c), c) for c in set(candidates) if c != name)
+    return scored[0][1] if scored and scored[0][0] <= limit else None

@@ -1,0 +1,301 @@
+"""Extension `core` (always available): collection steps."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from hql import messages
+from hql import types as ty
+from hql.checker import StepTyping
+from hql.interpreter import StepCall, distinct
+from hql.printing import compare_values, values_equal
+from hql.registry import REGISTRY, Param, StepSpec
+from hql.types import Type
+from hql.values import ABSENT, Card, ListValue, Ordering, Ranking, SetValue, elements
+from hql.version import __version__
+
+REGISTRY.extension("core", version=__version__, summary="collection steps", always=True)
+
+
+def comparable(a: Type, b: Type) -> bool:
+    a, b = ty.strip_option(a), ty.strip_option(b)
+    return a == b or ty.DATA in (a, b) or ty.NEVER in (a, b) or ty.is_subtype(a, b) or ty.is_subtype(b, a)
+
+
+def _check_value_against_elements(call: StepTyping, name: str) -> None:
+    element = call.element()
+    value = call.value(name)
+    if not comparable(element, value):
+        raise call.error(messages.never_equal(element, value), call.arg_span(name))
+
+
+def sized(call: StepTyping) -> None:
+    if call.input.name in ty.MAPS:
+        return
+    call.element()
+
+
+# --- count, size, contains --------------------------------------------------
+
+
+def check_count(call: StepTyping) -> Type:
+    if call.has("value"):
+        _check_value_against_elements(call, "value")
+    else:
+        sized(call)
+    return ty.INT
+
+
+def run_count(call: StepCall) -> int:
+    items = _items(call.input)
+    if "value" in call.args:
+        return sum(1 for item in items if values_equal(item, call.args["value"]))
+    return len(items)
+
+
+def _items(value: Any) -> tuple[Any, ...]:
+    from hql.values import MapValue
+
+    if isinstance(value, MapValue):
+        return value.keys
+    return elements(value)
+
+
+def check_size(call: StepTyping) -> Type:
+    sized(call)
+    return ty.INT
+
+
+def run_size(call: StepCall) -> int:
+    return len(_items(call.input))
+
+
+def check_contains(call: StepTyping) -> Type:
+    _check_value_against_elements(call, "value")
+    return ty.BOOL
+
+
+def run_contains(call: StepCall) -> bool:
+    return any(values_equal(item, call.args["value"]) for item in _items(call.input))
+
+
+# --- get ----------------------------------------------------------------------
+
+
+def check_get(call: StepTyping) -> Type:
+    map_type = ty.strip_option(call.input)
+    if map_type.name not in ty.MAPS:
+        raise call.error(messages.get_needs_map(call.input), call.input_span)
+    key = call.value("key")
+    if not ty.is_subtype(key, map_type.args[0]):
+        raise call.error(messages.wrong_key_type(map_type.args[0], key), call.arg_span("key"))
+    return ty.option(map_type.args[1])
+
+
+def run_get(call: StepCall) -> Any:
+    if call.input is ABSENT:
+        return ABSENT
+    for key, value in call.input.items():
+        if values_equal(key, call.args["key"]):
+            return value
+    return ABSENT
+
+
+# --- sort -----------------------------------------------------------------------
+
+
+def check_sort(call: StepTyping) -> Type:
+    element = call.element()
+    if call.has("by"):
+        arity = call.lambda_arity("by")
+        if arity == 2:
+            result = call.lambda_result("by", [element, element])
+            if result != ty.ORDERING:
+                raise call.error(messages.comparator_result(result), call.arg_span("by"))
+        else:
+            result = call.lambda_result("by", [element])
+            if not ty.is_orderable(ty.strip_option(result)):
+                raise call.error(messages.sort_key_unorderable(result), call.arg_span("by"))
+    elif not ty.is_orderable(element):
+        raise call.error(messages.sort_needs_order(element), call.input_span)
+    return ty.list_of(element)
+
+
+def run_sort(call: StepCall) -> ListValue:
+    items = list(elements(call.input))
+    by = call.args.get("by")
+    if by is None:
+        return ListValue(tuple(sorted(items, key=functools.cmp_to_key(compare_values))))
+    if _arity(call) == 2:
+        return ListValue(tuple(_insertion_sort(items, by)))
+    keys = [(by(item), item) for item in items]
+    keys.sort(key=functools.cmp_to_key(lambda a, b: compare_values(a[0], b[0])))
+    return ListValue(tuple(item for _, item in keys))
+
+
+def _arity(call: StepCall) -> int:
+    argument = call.interpreter.plan.arguments[call.node]["by"]
+    return len(getattr(argument.value, "params", ()))
+
+
+def _insertion_sort(items: list[Any], comparator: Any) -> list[Any]:
+    """The reference's stable insertion sort for comparator lambdas."""
+    result: list[Any] = []
+    for item in items:
+        position = len(result)
+        while position > 0 and comparator(result[position - 1], item) is Ordering.GREATER:
+            position -= 1
+        result.insert(position, item)
+    return result
+
+
+# --- take, filter, map, typed -----------------------------------------------------
+
+
+def check_take(call: StepTyping) -> Type:
+    element = call.element()
+    count = call.value("n")
+    if count != ty.INT:
+        raise call.error(messages.argument_type("take", "n", ty.INT, count), call.arg_span("n"))
+    shape = ty.strip_option(call.input)
+    if shape.name == "Ranking":
+        return shape
+    if shape.name not in ty.SEQUENCES and not ty.is_orderable(element):
+        raise call.error(messages.take_needs_order(element), call.input_span)
+    return ty.list_of(element)
+
+
+def run_take(call: StepCall) -> Any:
+    count = call.args["n"]
+    if count < 0:
+        raise call.fail(messages.negative_count())
+    value = call.input
+    if isinstance(value, Ranking):
+        return Ranking(value.hits[:count], value.retrieval)
+    items = elements(value)
+    if isinstance(value, SetValue):
+        items = tuple(sorted(items, key=functools.cmp_to_key(compare_values)))
+    return ListValue(items[:count])
+
+
+def check_filter(call: StepTyping) -> Type:
+    element = call.element()
+    result = call.lambda_result("by", [element])
+    if ty.strip_option(result) != ty.BOOL:
+        raise call.error(messages.filter_result(result), call.arg_span("by"))
+    return _same_shape(call.input, element)
+
+
+def _same_shape(input_type: Type, element: Type) -> Type:
+    shape = ty.strip_option(input_type)
+    if shape.name == "Ranking":
+        return Type("Ranking", (ty.strip_option(element).arg,)) if element.name == "Hit" else shape
+    if shape.name == "Set":
+        return ty.set_of(element)
+    return ty.list_of(element)
+
+
+def run_filter(call: StepCall) -> Any:
+    keep = call.args["by"]
+    value = call.input
+    kept = tuple(item for item in elements(value) if keep(item) is True)
+    if isinstance(value, Ranking):
+        return Ranking(kept, value.retrieval)
+    if isinstance(value, SetValue):
+        return SetValue(kept)
+    return ListValue(kept)
+
+
+def check_map(call: StepTyping) -> Type:
+    element = call.element()
+    return ty.list_of(call.lambda_result("by", [element]))
+
+
+def run_map(call: StepCall) -> ListValue:
+    function = call.args["by"]
+    return ListValue(tuple(function(item) for item in elements(call.input)))
+
+
+def check_typed(call: StepTyping) -> Type:
+    element = call.element()
+    target = call.type_argument("as")
+    if ty.is_subtype(element, target):
+        narrowed = element
+    elif ty.is_subtype(target, element) or element == ty.DATA:
+        narrowed = target
+    else:
+        raise call.error(messages.typed_selects_nothing(element, target), call.arg_span("as"))
+    return _same_shape(call.input, narrowed) if call.input.name != "Ranking" else call.input
+
+
+def run_typed(call: StepCall) -> Any:
+    target = call.type_argument()
+    value = call.input
+    kept = tuple(item for item in elements(value) if runtime_is(item, target))
+    if isinstance(value, Ranking):
+        return Ranking(kept, value.retrieval)
+    if isinstance(value, SetValue):
+        return SetValue(kept)
+    return ListValue(kept)
+
+
+def runtime_is(value: Any, target: Type) -> bool:
+    """Whether a value's runtime type is a subtype of `target` (cards by their verified kind)."""
+    from hql.values import Data, Hit
+
+    if isinstance(value, Card):
+        return ty.is_subtype(Type(value.kind), target)
+    if isinstance(value, Hit):
+        return target.name == "Hit" and runtime_is(value.card, target.arg)
+    if isinstance(value, bool):
+        return ty.is_subtype(ty.BOOL, target)
+    if isinstance(value, int):
+        return ty.is_subtype(ty.INT, target)
+    if isinstance(value, float):
+        return ty.is_subtype(ty.FLOAT, target)
+    if isinstance(value, str):
+        return ty.is_subtype(ty.STRING, target)
+    if isinstance(value, Data):
+        return target == ty.DATA
+    return False
+
+
+TAKE_N = Param("n", "Int")
+BY_LAMBDA = Param("by", "T => Bool", kind="lambda")
+
+for spec in (
+    StepSpec("size", "core", (), "Collection<T> | size -> Int", "how many elements",
+             "cards | size", check_size, run_size, direct=True),
+    StepSpec("contains", "core", (Param("value", "T", named=False),),
+             "Collection<T> | contains(value: T) -> Bool", "whether a value occurs",
+             "[1, 2] | contains(2)", check_contains, run_contains, direct=True),
+    StepSpec("get", "core", (Param("key", "K", named=False),), "Map<K, V> | get(key: K) -> Option<V>",
+             "look a key up in a map", 'Map(["a"], [1]) | get("a")', check_get, run_get, direct=True),
+    StepSpec("count", "core", (Param("value", "T", default=None, named=False),),
+             "Collection<T> | count(value?: T) -> Int",
+             "how many elements; with a value, how many equal it", "cards | count",
+             check_count, run_count, direct=True),
+    StepSpec("sort", "core", (Param("by", "T => Orderable | (T, T) => Ordering", default=None, kind="lambda"),),
+             "Collection<T> | sort<T>(by?: T => Orderable | (T, T) => Ordering) -> List<T>",
+             "order elements by their own key, a key lambda or a comparator",
+             "cards | sort(by = c => c.title)", check_sort, run_sort, direct=True),
+    StepSpec("take", "core", (TAKE_N,),
+             "Collection<T> | take<T>(n: Int) -> List<T> (Ranking input stays Ranking)",
+             "the first n elements (a set is ordered by its elements' own key first)",
+             "cards | take(5)", check_take, run_take),
+    StepSpec("filter", "core", (BY_LAMBDA,),
+             "Collection<T> | filter<T>(by: T => Bool) -> same collection",
+             "keep the elements for which the lambda is true",
+             'cards | filter(c => c.metadata.status == "todo")', check_filter, run_filter),
+    StepSpec("map", "core", (Param("by", "T => R", kind="lambda"),),
+             "Collection<T> | map<T, R>(by: T => R) -> List<R>", "apply a lambda to every element",
+             "cards | map(c => c.title)", check_map, run_map),
+    StepSpec("typed", "core", (Param("as", "Type", kind="type"),),
+             "Collection<T> | typed<T, U : T>(as: Type U) -> same collection of U",
+             "keep the elements whose runtime type is the named type",
+             "cards | typed(RelationCard)", check_typed, run_typed),
+):
+    REGISTRY.add(spec)
+
+__all__ = ["comparable", "distinct", "runtime_is"]

@@ -1,0 +1,200 @@
+"""Runtime values.
+
+Python scalars stand for themselves: `int` is Int, `float` is Float, `bool` is
+Bool and `str` is a String value (printed raw). Everything the language can
+hold besides those is a class here. A `Data` wraps an open tree of plain
+Python values; its string leaves print quoted, which is what tells
+`[[x]].metadata.status` (`"todo"`) from `[[x]].title` (`Bearer tokens`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from hql.vault.model import Card, Edge
+
+__all__ = [
+    "ABSENT",
+    "UNIT",
+    "Absent",
+    "Card",
+    "Data",
+    "Edge",
+    "Hit",
+    "ListValue",
+    "MapValue",
+    "Ordering",
+    "Presentation",
+    "Ranking",
+    "Retrieval",
+    "SetValue",
+    "Unit",
+]
+
+
+class Unit:
+    """The value of a program that ends in a binding, import or declaration: `()`."""
+
+    _instance: Unit | None = None
+
+    def __new__(cls) -> Unit:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "()"
+
+
+class Absent:
+    """What an `Option<T>` holds when it holds nothing: prints `none`."""
+
+    _instance: Absent | None = None
+
+    def __new__(cls) -> Absent:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "none"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNIT = Unit()
+ABSENT = Absent()
+
+
+@dataclass(frozen=True, slots=True)
+class Data:
+    """An open tree: dict (str keys), list, str, int, float, bool or None (`empty`)."""
+
+    tree: Any
+
+
+class Ordering(enum.Enum):
+    LESS = "Less"
+    EQUAL = "Equal"
+    GREATER = "Greater"
+
+
+@dataclass(frozen=True, slots=True)
+class ListValue:
+    """A List (or Seq): positional."""
+
+    items: tuple[Any, ...]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+@dataclass(frozen=True, slots=True)
+class SetValue:
+    """A Set: distinct elements; its order is never promised."""
+
+    items: tuple[Any, ...]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+@dataclass(frozen=True, slots=True)
+class MapValue:
+    kind: str  # Map, OrderedMap or SortedMap
+    keys: tuple[Any, ...]
+    values: tuple[Any, ...]
+    type_text: str  # e.g. "Map<String, Int>", for the JSON projection
+
+    def items(self) -> Iterator[tuple[Any, Any]]:
+        return iter(zip(self.keys, self.values, strict=True))
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """How a ranking was made; one object shared by every hit of the ranking."""
+
+    query: str
+    index: str
+    model: str
+    revision: str
+    metric: str
+    approximate: bool
+    extra: dict[str, Any] = field(default_factory=dict)  # cutoff, fused inputs, fallback, ...
+
+    def as_tree(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "index": self.index,
+            "model": self.model,
+            "revision": self.revision,
+            "metric": self.metric,
+            "approximate": self.approximate,
+            **self.extra,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    card: Any  # a Card (Hit<Card>) in every shipped step
+    score: float
+    retrieval: Retrieval
+    detail: dict[str, Any] | None = None  # why it scored: matched terms, per-input ranks
+
+    @property
+    def query(self) -> str:
+        return self.retrieval.query
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    hits: tuple[Hit, ...]
+    retrieval: Retrieval
+
+    def __iter__(self) -> Iterator[Hit]:
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    @property
+    def query(self) -> str:
+        return self.retrieval.query
+
+
+@dataclass(frozen=True, slots=True)
+class Presentation:
+    presenter: str
+    text: str
+
+
+def is_collection(value: Any) -> bool:
+    return isinstance(value, ListValue | SetValue | Ranking)
+
+
+def elements(value: Any) -> tuple[Any, ...]:
+    """The elements a step iterates; absence is the empty collection, a Data list its items."""
+    if isinstance(value, ListValue | SetValue):
+        return value.items
+    if isinstance(value, Ranking):
+        return value.hits
+    if value is ABSENT:
+        return ()
+    if isinstance(value, Data):
+        tree = value.tree
+        if tree is None:
+            return ()
+        if isinstance(tree, list):
+            return tuple(Data(item) for item in tree)
+        return (value,)
+    return (value,)
