@@ -56,8 +56,6 @@ _CJK_CHAR = re.compile(
     "[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff"
     "\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003ffff]"
 )
-# A whole space-separated word of letters only, capturing its first PREFIX_LENGTH letters.
-_ALPHABETIC_WORD_PREFIX = re.compile(rf"(?:^| )([^\W\d_]{{{PREFIX_LENGTH}}})[^\W\d_]*(?= |$)")
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 _ICU_WORD_STATUS = 100  # UBRK_WORD_NUMBER; letters, kana and ideographs are above it
 
@@ -190,36 +188,59 @@ class Analyzer:
             self._cache[text] = cached
         return cached
 
-    def terms(self, text: str) -> tuple[str, ...]:
-        return self.analyze(text).terms
+    def terms(self, text: str) -> list[str]:
+        """Only the terms of a text: the indexing path, not cached (the index keeps them)."""
+        return self._terms(*_segment(text))[0]
 
     def _analyze(self, text: str) -> Analysis:
-        all_words = segment(text)
-        synonyms = (
-            self._synonyms.find(all_words) if not self._synonym_starts.isdisjoint(all_words) else []
-        )
+        all_words, has_cjk = _segment(text)
+        terms, synonyms = self._terms(all_words, has_cjk)
         stop = self._stop
-        words: list[str] = []
-        ignored: list[str] = []
-        for word in all_words:
-            (ignored if word in stop else words).append(word)
-        terms = list(words)
-        terms.extend(_prefix_terms(words))
-        if not text.isascii() and _CJK_CHAR.search(text):
-            terms.extend(_bigram_terms(all_words, stop))
-        terms.extend(SYNONYM_MARK + group for _, group in synonyms)
+        words = [word for word in all_words if word not in stop]
+        ignored = [word for word in all_words if word in stop]
         return Analysis(tuple(words), tuple(terms), tuple(ignored), tuple(synonyms))
+
+    def _terms(
+        self, all_words: list[str], has_cjk: bool
+    ) -> tuple[list[str], list[tuple[str, str]]]:
+        stop = self._stop
+        terms = [word for word in all_words if word not in stop]
+        terms.extend(_prefix_terms(terms))
+        if has_cjk:
+            terms.extend(_bigram_terms(all_words, stop))
+        synonyms = []
+        if not self._synonym_starts.isdisjoint(all_words):
+            synonyms = self._synonyms.find(all_words)
+            terms.extend(SYNONYM_MARK + group for _, group in synonyms)
+        return terms, synonyms
 
 
 def _prefix_terms(words: Sequence[str]) -> list[str]:
     """`pref:` + 5 letters for alphabetic words of 5+ letters, in spaced scripts only."""
-    joined = " ".join(words)
-    prefixes = _ALPHABETIC_WORD_PREFIX.findall(joined)
-    if not joined.isascii():
-        prefixes = [
-            p for p in prefixes if not _CJK_CHAR.match(p) and not _DICTIONARY_SCRIPTS.match(p)
-        ]
-    return [PREFIX_MARK + prefix for prefix in prefixes]
+    if len(_PREFIXES) > _PREFIX_CACHE_LIMIT:
+        _PREFIXES.clear()
+    return [prefix for prefix in map(_PREFIXES.__getitem__, words) if prefix]
+
+
+class _PrefixCache(dict[str, str]):
+    """word → its prefix term ("" when it has none); words repeat, so look each up once."""
+
+    def __missing__(self, word: str) -> str:
+        prefix = ""
+        if (
+            len(word) >= PREFIX_LENGTH
+            and word.isalpha()
+            and (
+                word.isascii() or not _DICTIONARY_SCRIPTS.match(word) and not _CJK_CHAR.match(word)
+            )
+        ):
+            prefix = PREFIX_MARK + word[:PREFIX_LENGTH]
+        self[word] = prefix
+        return prefix
+
+
+_PREFIXES = _PrefixCache()
+_PREFIX_CACHE_LIMIT = 1 << 20
 
 
 def _bigram_terms(words: Sequence[str], stop: frozenset[str]) -> list[str]:
@@ -284,10 +305,18 @@ def _plain_number(match: re.Match[str]) -> str:
 
 def segment(text: str) -> list[str]:
     """The normalised words of a text, in order (before stop words and synonyms)."""
+    return _segment(text)[0]
+
+
+def _segment(text: str) -> tuple[list[str], bool]:
+    """The words, and whether the text holds Chinese, Japanese or Korean characters."""
     normalized = normalize(text)
-    if _DICTIONARY_SCRIPTS.search(normalized):
-        return _icu_words(normalized)
-    return _WORDS.findall(normalized)
+    if normalized.isascii():
+        return _WORDS.findall(normalized), False
+    has_cjk = _CJK_CHAR.search(normalized) is not None
+    if has_cjk or _DICTIONARY_SCRIPTS.search(normalized):
+        return _icu_words(normalized), has_cjk
+    return _WORDS.findall(normalized), False
 
 
 def fold_word(word: str) -> str:

@@ -1,0 +1,462 @@
+"""`hql.bm25.v1`: field-aware BM25 (BM25F) over analysed card text (product §4.1).
+
+Two fields per card: the title (weight 3) and the retrieval text of the reference's
+text contract (`card.text`). Per term and card, the field frequencies are normalised
+by field length (b = 0.75), weighted, summed, then saturated once (k1 = 1.2) and
+multiplied by a Lucene-style idf, `ln(1 + (N - df + 0.5) / (df + 0.5))`. Because that
+impact does not depend on the query, it is computed once per index revision and a
+query only adds up postings: numpy does the arithmetic over flat, term-sorted arrays.
+
+The postings persist under the vault's state directory (`.hql/bm25.v1.npz`), keyed
+per card by content digest and title: a card whose text changed is analysed again, the
+others are reused; a store written by another analyser configuration, or one that
+cannot be read, is ignored and rebuilt (with a warning for the unreadable case).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import tempfile
+import zipfile
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+import numpy as np
+
+from hql import messages
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from hql.text.analyzer import Analysis, Analyzer
+
+MODEL = "hql.bm25.v1"
+METRIC = "bm25"
+K1 = 1.2
+B = 0.75
+TITLE_WEIGHT = 3.0
+STORE_NAME = "bm25.v1.npz"
+_STORE_FORMAT = 1
+
+
+class SearchCard(Protocol):
+    """What BM25 needs of a card."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def digest(self) -> str: ...
+
+
+CardT = TypeVar("CardT", bound=SearchCard)
+
+
+def _card_key(card: SearchCard) -> str:
+    """What must be unchanged for a stored analysis to be reused: the text digest and title."""
+    return f"{card.digest}:{card.title}".replace("\n", " ")
+
+
+# --- postings: the persisted, query-independent part ---------------------------------
+
+
+@dataclass
+class _Postings:
+    """Term frequencies per (term, card slot), sorted by term then slot."""
+
+    keys: list[str]
+    vocabulary: list[str]
+    title_length: npt.NDArray[np.float32]
+    text_length: npt.NDArray[np.float32]
+    term: npt.NDArray[np.int32]
+    slot: npt.NDArray[np.int32]
+    title_tf: npt.NDArray[np.float32]
+    text_tf: npt.NDArray[np.float32]
+    _term_ids: dict[str, int] | None = field(default=None, repr=False)
+
+    @classmethod
+    def empty(cls) -> _Postings:
+        floats, ints = np.zeros(0, np.float32), np.zeros(0, np.int32)
+        return cls([], [], floats, floats, ints, ints, floats, floats)
+
+    @property
+    def term_ids(self) -> dict[str, int]:
+        if self._term_ids is None:
+            self._term_ids = {term: index for index, term in enumerate(self.vocabulary)}
+        return self._term_ids
+
+    def without_slots(self, drop: npt.NDArray[np.bool_]) -> tuple[_Postings, npt.NDArray[np.int64]]:
+        """These postings minus the dropped slots, and each old slot's new number."""
+        renumber = np.cumsum(~drop) - 1
+        keep = ~drop[self.slot]
+        kept = _Postings(
+            [key for key, dropped in zip(self.keys, drop.tolist(), strict=True) if not dropped],
+            self.vocabulary,
+            self.title_length[~drop],
+            self.text_length[~drop],
+            self.term[keep],
+            renumber[self.slot[keep]].astype(np.int32),
+            self.title_tf[keep],
+            self.text_tf[keep],
+            self._term_ids,
+        )
+        return kept, renumber
+
+    def with_cards(
+        self, keys: Sequence[str], analyses: Sequence[tuple[Sequence[str], Sequence[str]]]
+    ) -> _Postings:
+        """These postings plus new slots, one per (title terms, text terms), numbered last."""
+        first_slot = len(self.keys)
+        term_ids = self.term_ids
+        known = len(term_ids)
+        title_terms, title_slots = self._term_ids_of([title for title, _ in analyses], first_slot)
+        text_terms, text_slots = self._term_ids_of([text for _, text in analyses], first_slot)
+        self.vocabulary.extend(list(term_ids)[known:])
+        # One entry per distinct (term, slot): count both fields' occurrences by key.
+        title_keys = (title_terms << 32) | title_slots
+        text_keys = (text_terms << 32) | text_slots
+        entry_keys, inverse = np.unique(
+            np.concatenate([title_keys, text_keys]), return_inverse=True
+        )
+        in_title = np.zeros(len(title_keys) + len(text_keys), dtype=np.float32)
+        in_title[: len(title_keys)] = 1.0
+        title_tf = np.bincount(inverse, weights=in_title, minlength=len(entry_keys))
+        text_tf = np.bincount(inverse, weights=1.0 - in_title, minlength=len(entry_keys))
+        new_term = (entry_keys >> 32).astype(np.int32)
+        new_slot = (entry_keys & 0xFFFFFFFF).astype(np.int32)
+        # Old entries are sorted and new slots are numbered last, so inserting each new
+        # entry after the old entries of its term keeps the (term, slot) order.
+        at = np.searchsorted(self.term, new_term, side="right")
+        return _Postings(
+            [*self.keys, *keys],
+            self.vocabulary,
+            np.concatenate([self.title_length, _lengths(title for title, _ in analyses)]),
+            np.concatenate([self.text_length, _lengths(text for _, text in analyses)]),
+            np.insert(self.term, at, new_term),
+            np.insert(self.slot, at, new_slot),
+            np.insert(self.title_tf, at, title_tf.astype(np.float32)),
+            np.insert(self.text_tf, at, text_tf.astype(np.float32)),
+            term_ids,
+        )
+
+    def _term_ids_of(
+        self, analyses: Sequence[Sequence[str]], first_slot: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Every term occurrence as (term id, slot); unseen terms get the next ids."""
+        term_ids = self.term_ids
+        # A defaultdict numbering unseen terms lets `map` do the lookups at C speed.
+        numbering = defaultdict(itertools.count(len(term_ids)).__next__, term_ids)
+        ids = list(map(numbering.__getitem__, itertools.chain.from_iterable(analyses)))
+        term_ids.update(itertools.islice(numbering.items(), len(term_ids), None))
+        lengths = [len(terms) for terms in analyses]
+        slots = np.repeat(
+            np.arange(first_slot, first_slot + len(analyses), dtype=np.int64), lengths
+        )
+        return np.asarray(ids, dtype=np.int64), slots
+
+    # Persistence: one uncompressed .npz; strings are stored as newline-joined UTF-8.
+
+    def save(self, path: Path, fingerprint: str) -> None:
+        meta = {"format": _STORE_FORMAT, "analyzer": fingerprint}
+        arrays: dict[str, npt.NDArray[Any]] = {
+            "meta": _blob([json.dumps(meta)]),
+            "keys": _blob(self.keys),
+            "vocabulary": _blob(self.vocabulary),
+            "title_length": self.title_length,
+            "text_length": self.text_length,
+            "term": self.term,
+            "slot": self.slot,
+            "title_tf": self.title_tf,
+            "text_tf": self.text_tf,
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=".bm25-", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                np.savez(stream, **arrays)  # type: ignore[arg-type]
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+    @classmethod
+    def load(cls, path: Path, fingerprint: str) -> _Postings | None:
+        """The stored postings, None when written for another analyser; raises when corrupt."""
+        with np.load(path, allow_pickle=False) as stored:
+            meta = json.loads(_unblob(stored["meta"])[0])
+            if meta.get("format") != _STORE_FORMAT or meta.get("analyzer") != fingerprint:
+                return None
+            postings = cls(
+                _unblob(stored["keys"]),
+                _unblob(stored["vocabulary"]),
+                stored["title_length"].astype(np.float32),
+                stored["text_length"].astype(np.float32),
+                stored["term"].astype(np.int32),
+                stored["slot"].astype(np.int32),
+                stored["title_tf"].astype(np.float32),
+                stored["text_tf"].astype(np.float32),
+            )
+        postings._check()
+        return postings
+
+    def _check(self) -> None:
+        slots, terms, entries = len(self.keys), len(self.vocabulary), len(self.term)
+        sizes = {len(self.slot), len(self.title_tf), len(self.text_tf)}
+        if sizes != {entries} or {len(self.title_length), len(self.text_length)} != {slots}:
+            raise ValueError("array sizes disagree")
+        if entries and (
+            self.term.min() < 0
+            or self.term.max() >= terms
+            or self.slot.min() < 0
+            or self.slot.max() >= slots
+            or np.any(np.diff(self.term) < 0)
+        ):
+            raise ValueError("postings out of range or out of order")
+
+
+def _lengths(analyses: Iterable[Sequence[str]]) -> npt.NDArray[np.float32]:
+    return np.asarray([len(terms) for terms in analyses], dtype=np.float32)
+
+
+def _blob(strings: Sequence[str]) -> npt.NDArray[np.uint8]:
+    return np.frombuffer("\n".join(strings).encode("utf-8"), dtype=np.uint8)
+
+
+def _unblob(array: npt.NDArray[Any]) -> list[str]:
+    text = array.tobytes().decode("utf-8")
+    return text.split("\n") if text else []
+
+
+# --- the index: postings plus query-independent impacts ------------------------------
+
+
+@dataclass(frozen=True)
+class Bm25Hit(Generic[CardT]):
+    """One ranked card; `matched` maps each shared term to its share of the score."""
+
+    card: CardT
+    score: float
+    matched: Mapping[str, float]
+
+
+class _MatchedTerms(Mapping[str, float]):
+    """The impacts of a hit's matched terms, looked up only when asked for (explain)."""
+
+    def __init__(self, index: Bm25Index[Any], slot: int, term_ids: Sequence[int]) -> None:
+        self._index, self._slot, self._term_ids = index, slot, term_ids
+        self._terms: dict[str, float] | None = None
+
+    def _resolve(self) -> dict[str, float]:
+        if self._terms is None:
+            self._terms = self._index._impacts_of(self._slot, self._term_ids)
+        return self._terms
+
+    def __getitem__(self, term: str) -> float:
+        return self._resolve()[term]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._resolve())
+
+    def __len__(self) -> int:
+        return len(self._resolve())
+
+    def __repr__(self) -> str:
+        return repr(self._resolve())
+
+
+class Bm25Index(Generic[CardT]):
+    """BM25F over a fixed list of cards; build with `Bm25Index.build`."""
+
+    model = MODEL
+    metric = METRIC
+
+    def __init__(
+        self,
+        cards: Sequence[CardT],
+        card_of_slot: npt.NDArray[np.int64],
+        postings: _Postings,
+        analyzer: Analyzer,
+        warnings: list[str],
+        analysed: int,
+    ) -> None:
+        self.cards = list(cards)
+        self.analyzer = analyzer
+        self.warnings = warnings
+        self.analysed = analysed  # cards analysed by this build (the rest came from the store)
+        self._card_of_slot = card_of_slot
+        self._postings = postings
+        names = [cards[index].name for index in card_of_slot.tolist()]
+        self._name_rank = np.empty(len(names), dtype=np.int64)
+        self._name_rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
+        self._compute_impacts()
+
+    @property
+    def revision(self) -> str:
+        return self.analyzer.fingerprint
+
+    @classmethod
+    def build(
+        cls, cards: Sequence[CardT], analyzer: Analyzer, state_dir: Path | None = None
+    ) -> Bm25Index[CardT]:
+        """Index the cards, reusing a stored analysis for every card whose content is unchanged."""
+        warnings: list[str] = []
+        store_path = state_dir / STORE_NAME if state_dir is not None else None
+        postings = _load_or_empty(store_path, analyzer.fingerprint, warnings)
+        unchanged = len(postings.keys)
+        keys = [_card_key(card) for card in cards]
+        slot_of_card, postings = _reuse_stored_slots(keys, postings)
+        fresh = [index for index, slot in enumerate(slot_of_card) if slot < 0]
+        if fresh:
+            analyses = [
+                (analyzer.terms(cards[i].title), analyzer.terms(cards[i].text)) for i in fresh
+            ]
+            first = len(postings.keys)
+            postings = postings.with_cards([keys[i] for i in fresh], analyses)
+            for offset, index in enumerate(fresh):
+                slot_of_card[index] = first + offset
+        if store_path is not None and (fresh or len(postings.keys) != unchanged):
+            _save_quietly(postings, store_path, analyzer.fingerprint, warnings)
+        card_of_slot = np.empty(len(cards), dtype=np.int64)
+        card_of_slot[np.asarray(slot_of_card, dtype=np.int64)] = np.arange(len(cards))
+        return cls(cards, card_of_slot, postings, analyzer, warnings, len(fresh))
+
+    def analysis(self, query: str) -> Analysis:
+        return self.analyzer.analyze(query)
+
+    def search(self, query: str, limit: int | None = None) -> list[Bm25Hit[CardT]]:
+        """Cards sharing a term with the query, best first, ties by card name."""
+        term_ids = self._query_term_ids(query)
+        if not term_ids or not self.cards:
+            return []
+        scores = np.zeros(len(self.cards), dtype=np.float32)
+        ptr, slots, impact = self._ptr, self._postings.slot, self._impact
+        for term_id in term_ids:
+            start, end = ptr[term_id], ptr[term_id + 1]
+            scores[slots[start:end]] += impact[start:end]
+        found = np.flatnonzero(scores)
+        if limit is not None and len(found) > limit:
+            found = _best_with_ties(found, scores, limit)
+        order = np.lexsort((self._name_rank[found], -scores[found]))
+        ranked = found[order][:limit] if limit is not None else found[order]
+        return [
+            Bm25Hit(
+                self.cards[int(self._card_of_slot[slot])],
+                float(scores[slot]),
+                _MatchedTerms(self, int(slot), term_ids),
+            )
+            for slot in ranked
+        ]
+
+    def score_bound(self, query: str) -> float:
+        """The score no card can reach: the sum of the idf of the query's terms.
+
+        A term the vault does not hold counts with the idf of a term held by no card,
+        so a question about something absent cannot look fully answered.
+        """
+        terms = dict.fromkeys(self.analyzer.analyze(query).terms)
+        term_ids = self._postings.term_ids
+        unknown_idf = _idf(len(self.cards), 0)
+        return float(
+            sum(self._idf[term_ids[term]] if term in term_ids else unknown_idf for term in terms)
+        )
+
+    def _query_term_ids(self, query: str) -> list[int]:
+        term_ids = self._postings.term_ids
+        ids = (term_ids.get(term) for term in dict.fromkeys(self.analyzer.analyze(query).terms))
+        return [term_id for term_id in ids if term_id is not None and term_id < len(self._idf)]
+
+    def _impacts_of(self, slot: int, term_ids: Sequence[int]) -> dict[str, float]:
+        matched: dict[str, float] = {}
+        for term_id in term_ids:
+            start, end = self._ptr[term_id], self._ptr[term_id + 1]
+            at = start + int(np.searchsorted(self._postings.slot[start:end], slot))
+            if at < end and self._postings.slot[at] == slot:
+                matched[self._postings.vocabulary[term_id]] = float(self._impact[at])
+        return matched
+
+    def _compute_impacts(self) -> None:
+        postings = self._postings
+        documents = len(postings.keys)
+        counts = np.bincount(postings.term, minlength=len(postings.vocabulary))
+        self._ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self._idf = _idf(documents, counts).astype(np.float32)
+        title_norm = _length_norm(postings.title_length)
+        text_norm = _length_norm(postings.text_length)
+        weighted = (
+            TITLE_WEIGHT * postings.title_tf / title_norm[postings.slot]
+            + postings.text_tf / text_norm[postings.slot]
+        )
+        self._impact = (self._idf[postings.term] * weighted / (K1 + weighted)).astype(np.float32)
+
+
+def _idf(documents: int, frequency: Any) -> Any:
+    return np.log1p((documents - frequency + 0.5) / (frequency + 0.5))
+
+
+def _length_norm(lengths: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    average = float(lengths.mean()) if len(lengths) else 0.0
+    if average <= 0.0:
+        return np.ones_like(lengths)
+    return (1.0 - B + B * lengths / average).astype(np.float32)
+
+
+def _best_with_ties(
+    found: npt.NDArray[np.int64], scores: npt.NDArray[np.float32], limit: int
+) -> Any:
+    """The `limit` best slots plus any slot tied with the last of them."""
+    candidate_scores = scores[found]
+    threshold = np.partition(candidate_scores, len(found) - limit)[len(found) - limit]
+    return found[candidate_scores >= threshold]
+
+
+def _reuse_stored_slots(keys: Sequence[str], postings: _Postings) -> tuple[list[int], _Postings]:
+    """Each card's stored slot (-1 when it must be analysed); unused slots are dropped."""
+    free: dict[str, list[int]] = {}
+    for slot, key in enumerate(postings.keys):
+        free.setdefault(key, []).append(slot)
+    slot_of_card = [free[key].pop() if free.get(key) else -1 for key in keys]
+    used = np.zeros(len(postings.keys), dtype=bool)
+    used[[slot for slot in slot_of_card if slot >= 0]] = True
+    if used.all():
+        return slot_of_card, postings
+    postings, renumber = postings.without_slots(~used)
+    return [int(renumber[slot]) if slot >= 0 else -1 for slot in slot_of_card], postings
+
+
+def _load_or_empty(path: Path | None, fingerprint: str, warnings: list[str]) -> _Postings:
+    if path is None or not path.exists():
+        return _Postings.empty()
+    try:
+        return _Postings.load(path, fingerprint) or _Postings.empty()
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        UnicodeDecodeError,
+        zipfile.BadZipFile,
+        EOFError,
+    ) as error:
+        warnings.append(messages.search_index_unreadable(str(path), _reason(error)))
+        return _Postings.empty()
+
+
+def _save_quietly(postings: _Postings, path: Path, fingerprint: str, warnings: list[str]) -> None:
+    try:
+        postings.save(path, fingerprint)
+    except OSError as error:
+        warnings.append(messages.search_index_unwritable(str(path), _reason(error)))
+
+
+def _reason(error: BaseException) -> str:
+    return str(error) or type(error).__name__
+
+
+__all__ = ["B", "K1", "METRIC", "MODEL", "TITLE_WEIGHT", "Bm25Hit", "Bm25Index", "SearchCard"]
