@@ -1,7 +1,17 @@
 """HQL, the Hyper Query Language: a statically checked pipeline language over a vault of Markdown cards."""
 
+from typing import Any
+
 from hql.api import HostError, Outcome, Session, check, open_vault, run
-from hql.vault import Vault
 from hql.version import __version__
 
 __all__ = ["HostError", "Outcome", "Session", "Vault", "__version__", "check", "open_vault", "run"]
+
+
+def __getattr__(name: str) -> Any:
+    # The vault library (and PyYAML) load only when a vault is used.
+    if name == "Vault":
+        from hql.vault import Vault
+
+        return Vault
+    raise AttributeError(name)

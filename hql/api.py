@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hql import messages
 from hql.checker import Checker, Plan, Scope
@@ -23,7 +23,9 @@ from hql.registry import registry
 from hql.source import Source, Span
 from hql.syntax.parser import parse
 from hql.types import Type
-from hql.vault import Vault, VaultError
+
+if TYPE_CHECKING:
+    from hql.vault import Vault
 
 MODES = {"strict": "strict", "collect": "collect", "all": "collect"}
 
@@ -75,6 +77,8 @@ def extension_metadata() -> dict[str, dict[str, Any]]:
 
 def open_vault(path: str | os.PathLike[str], *, use_cache: bool = True) -> Vault:
     """Load a vault with every registered extension's card metadata; HostError if it cannot be opened."""
+    from hql.vault import Vault, VaultError
+
     try:
         return Vault.open(Path(path) if not isinstance(path, str) else path,
                           extension_metadata=extension_metadata(), use_cache=use_cache)
@@ -167,7 +171,7 @@ class Session:
 
 
 def _vault_of(vault: Vault | str | os.PathLike[str] | None) -> Vault | None:
-    if vault is None or isinstance(vault, Vault):
+    if vault is None or not isinstance(vault, str | os.PathLike):
         return vault
     return open_vault(vault)
 

@@ -36,7 +36,10 @@ def _global_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
                         help="strict (stop at the first error) or collect (report every statement)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+PLUGIN_COMMANDS = {"index"}
+
+
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hql", description="HQL, the Hyper Query Language: query a vault of Markdown cards.")
     parser.add_argument("--version", action="version", version=f"hql {__version__}")
@@ -60,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--all", action="store_true", help="render every document of the vault that carries blocks")
     sub("builtins", "list the registered extensions and their steps")
     sub("config", "show the report mode and the vault")
-    _add_plugin_commands(commands, sub)
+    # Plugin commands pull in their libraries, so they are added only when asked for (or for help).
+    if not argv or any(arg in PLUGIN_COMMANDS or arg in ("-h", "--help") for arg in argv):
+        _add_plugin_commands(commands, sub)
     return parser
 
 
@@ -75,7 +80,8 @@ def _add_plugin_commands(commands: argparse._SubParsersAction,  # type: ignore[t
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         handler = COMMANDS.get(args.command)

@@ -6,7 +6,7 @@ rules. Lark's own errors are turned into plain-words syntax reports here.
 
 from __future__ import annotations
 
-import sys
+import os
 from collections.abc import Iterator
 from functools import cache
 from importlib import resources
@@ -21,6 +21,7 @@ from hql.diagnostics import HqlError, syntax
 from hql.source import Span
 from hql.syntax import tree as t
 from hql.syntax.tokens import DESCRIPTIONS, Token, tokenize
+from hql.version import __version__
 
 MAX_ADDITIONS = 255
 EXPRESSION_STARTS = {"INT", "FLOAT", "STRING", "DOCREF", "IDENT", "TRUE", "FALSE", "LSQB", "LBRACE"}
@@ -44,9 +45,32 @@ class _TokenStream(lark.lexer.Lexer):
             yield lark.Token(token.kind, token, start_pos=token.span.start, end_pos=token.span.end)
 
 
+def _cache_file() -> str | None:
+    """Where Lark keeps the analysed grammar, so a process starts without rebuilding the tables."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "hql")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return None
+    return os.path.join(folder, f"grammar-{__version__}-lark{lark.__version__}.cache")
+
+
 @cache
 def _parser() -> lark.Lark:
-    return lark.Lark(grammar_text(), parser="lalr", lexer=_TokenStream, maybe_placeholders=False)
+    options: dict[str, Any] = {
+        "parser": "lalr",
+        "lexer": _TokenStream,
+        "maybe_placeholders": False,
+        "transformer": _Builder(),
+    }
+    cache_file = _cache_file()
+    if cache_file is not None:
+        try:
+            return lark.Lark(grammar_text(), cache=cache_file, **options)
+        except (OSError, EOFError, ValueError, TypeError, AttributeError):
+            pass  # an unwritable or damaged cache: build the tables instead
+    return lark.Lark(grammar_text(), **options)
 
 
 def parse(text: str) -> t.Program:
@@ -56,21 +80,15 @@ def parse(text: str) -> t.Program:
     if not tokens:
         raise HqlError(syntax(messages.expected_expression(), Span(end, end)))
     try:
-        parsed = _parser().parse(tokens)  # type: ignore[arg-type]
+        program = _parser().parse(tokens)  # type: ignore[arg-type]
     except UnexpectedToken as error:
         raise HqlError(_syntax_report(error, end)) from None
-    except UnexpectedInput as error:  # pragma: no cover - other Lark failures
+    except UnexpectedInput:  # pragma: no cover - other Lark failures
         raise HqlError(syntax(messages.expected_expression(), Span(end, end))) from None
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 20000))
-    try:
-        program = _Builder().transform(parsed)
     except VisitError as error:
         if isinstance(error.orig_exc, HqlError):
             raise error.orig_exc from None
         raise
-    finally:
-        sys.setrecursionlimit(limit)
     assert isinstance(program, t.Program)
     return program
 

