@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_search_cards import FIXTURES, Card, load_cards, make_card
+
+from hql.search.bm25 import STORE_NAME, Bm25Index
+from hql.text.analyzer import Analyzer
+
+MULTILINGUAL = FIXTURES / "multilingual"
+
+
+@pytest.fixture(scope="module")
+def index() -> Bm25Index[Card]:
+    return Bm25Index.build(load_cards(MULTILINGUAL), Analyzer.from_config(None))
+
+
+@pytest.mark.parametrize(
+    ("language", "question", "card"),
+    [
+        ("en", "Who trimmed the wick of the lamp at dusk?", "lighthouse-keeping"),
+        ("pt", "Quanto custa o passe de ônibus?", "passe-onibus"),
+        ("es", "¿Dónde hubo la última erupción volcánica?", "volcanes"),
+        ("fr", "Combien de temps le fromage est-il affiné ?", "comte"),
+        ("de", "Wie flicke ich einen Reifen?", "fahrrad"),
+        ("ru", "Когда открывается московское метро?", "metro"),
+        ("ja", "富士山の標高は何メートルですか", "fuji"),
+        ("zh", "长城有多长？", "great-wall"),
+        ("ko", "김치는 무엇으로 만드나요?", "kimchi"),
+        ("th", "ต้มยำกุ้งมีรสอย่างไร", "tom-yum"),
+    ],
+)
+def test_a_question_finds_its_card_in_every_language(
+    index: Bm25Index[Card], language: str, question: str, card: str
+) -> None:
+    hits = index.search(question)
+    assert hits, language
+    assert hits[0].card.name == card
+
+
+def test_price_in_reais_meets_a_plain_number(index: Bm25Index[Card]) -> None:
+    assert index.search("passe 20")[0].card.name == "passe-onibus"
+
+
+def test_builtin_opening_hours_synonyms_cross_languages(index: Bm25Index[Card]) -> None:
+    # "horário de funcionamento" (pt) and "opening hours" (en) are one built-in group.
+    names = [hit.card.name for hit in index.search("opening hours")]
+    assert names[:2] == ["cafe-menu", "biblioteca"]
+    assert "syn:opening hours" in index.search("opening hours")[1].matched
+
+
+def test_cards_sharing_no_term_are_absent(index: Bm25Index[Card]) -> None:
+    assert index.search("xylophone quasar") == []
+    assert index.search("") == []
+    assert [hit.card.name for hit in index.search("sourdough")] == ["sourdough"]
+
+
+def test_ties_go_by_card_name() -> None:
+    cards = [make_card(name, "", "identical words here") for name in ("b", "c", "a")]
+    hits = Bm25Index.build(cards, Analyzer()).search("identical")
+    assert [hit.card.name for hit in hits] == ["a", "b", "c"]
+    assert len({hit.score for hit in hits}) == 1
+    limited = Bm25Index.build(cards, Analyzer()).search("identical", limit=2)
+    assert [hit.card.name for hit in limited] == ["a", "b"]
+
+
+def test_title_weighs_more_than_body() -> None:
+    cards = [
+        make_card("in-title", "Heron", "a bird of rivers and lakes"),
+        make_card("in-body", "Rivers", "a heron waits in rivers and lakes"),
+    ]
+    hits = Bm25Index.build(cards, Analyzer()).search("heron")
+    assert [hit.card.name for hit in hits] == ["in-title", "in-body"]
+
+
+def test_hits_report_matched_terms_with_weights_summing_to_the_score(
+    index: Bm25Index[Card],
+) -> None:
+    hit = index.search("wild yeast starter")[0]
+    assert hit.card.name == "sourdough"
+    assert set(hit.matched) >= {"wild", "yeast", "starter", "pref:start"}
+    assert sum(hit.matched.values()) == pytest.approx(hit.score, rel=1e-5)
+
+
+def test_score_bound_counts_unknown_terms(index: Bm25Index[Card]) -> None:
+    known = index.score_bound("sourdough")
+    assert index.score_bound("sourdough zanzibar") > known
+    assert index.search("sourdough")[0].score < known
+
+
+def _cards_in(directory: Path) -> list[Card]:
+    return load_cards(directory)
+
+
+def test_the_store_is_reused_and_one_edit_reanalyses_one_card(tmp_path: Path) -> None:
+    cards = load_cards(MULTILINGUAL)
+    first = Bm25Index.build(cards, Analyzer(), tmp_path)
+    assert first.analysed == len(cards) and (tmp_path / STORE_NAME).exists()
+    again = Bm25Index.build(cards, Analyzer(), tmp_path)
+    assert again.analysed == 0 and again.warnings == []
+    edited = [make_card("sourdough", "Sourdough bread", "rye and spelt")] + cards[1:]
+    edited = [card for card in edited if card.name != "sourdough"] + [edited[0]]
+    after_edit = Bm25Index.build(edited, Analyzer(), tmp_path)
+    assert after_edit.analysed == 1
+    assert [hit.card.name for hit in after_edit.search("spelt")] == ["sourdough"]
+    assert after_edit.search("yeast") == []
+    fresh = Bm25Index.build(edited, Analyzer())
+    for question in ("spelt", "volcanes", "長城 长城", "opening hours"):
+        expected = [(h.card.name, round(h.score, 4)) for h in fresh.search(question)]
+        assert [(h.card.name, round(h.score, 4)) for h in after_edit.search(question)] == expected
+
+
+def test_removed_cards_leave_the_store(tmp_path: Path) -> None:
+    cards = load_cards(MULTILINGUAL)
+    Bm25Index.build(cards, Analyzer(), tmp_path)
+    fewer = [card for card in cards if card.name != "metro"]
+    index = Bm25Index.build(fewer, Analyzer(), tmp_path)
+    assert index.analysed == 0
+    assert index.search("метро") == []
+    assert Bm25Index.build(fewer, Analyzer(), tmp_path).analysed == 0
+
+
+def test_a_corrupt_store_is_ignored_and_rebuilt(tmp_path: Path) -> None:
+    cards = load_cards(MULTILINGUAL)
+    (tmp_path / STORE_NAME).write_bytes(b"not a zip file at all")
+    index = Bm25Index.build(cards, Analyzer(), tmp_path)
+    assert index.analysed == len(cards)
+    assert len(index.warnings) == 1 and "could not be read" in index.warnings[0]
+    assert index.search("sourdough")[0].card.name == "sourdough"
+    assert Bm25Index.build(cards, Analyzer(), tmp_path).warnings == []
+
+
+def test_a_store_from_another_analyser_configuration_is_not_trusted(tmp_path: Path) -> None:
+    cards = load_cards(MULTILINGUAL)
+    Bm25Index.build(cards, Analyzer(), tmp_path)
+    other = Analyzer.from_config({"ignore": ["sourdough"]})
+    index = Bm25Index.build(cards, other, tmp_path)
+    assert index.analysed == len(cards) and index.warnings == []
+    assert index.search("sourdough") == []
+
+
+def test_unwritable_state_dir_still_searches(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    index = Bm25Index.build(load_cards(MULTILINGUAL), Analyzer(), blocker / "state")
+    assert index.search("sourdough") and len(index.warnings) == 1

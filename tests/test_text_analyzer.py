@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import pytest
+
+from hql.text.analyzer import Analyzer, SearchConfigError, normalize, segment
+
+
+@pytest.fixture(scope="module")
+def analyzer() -> Analyzer:
+    return Analyzer.from_config(None)
+
+
+def test_case_accents_and_full_width_fold_together(analyzer: Analyzer) -> None:
+    assert segment("ＣＡＦÉ Café cafe") == ["cafe", "cafe", "cafe"]
+    assert segment("Ёлка Ελλάδα Straße") == ["елка", "ελλαδα", "strasse"]
+
+
+def test_kana_keep_their_voicing_marks() -> None:
+    assert segment("ガ") != segment("カ")
+    assert segment("ｶﾞ") == segment("ガ")  # half-width kana become full-width first
+
+
+def test_indic_vowel_signs_stay_inside_words() -> None:
+    assert segment("हिन्दी भाषा।") == ["हिन्दी", "भाषा"]
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("R$ 20,00", "20"),
+        ("US$20.00", "20"),
+        ("1.234,50", "1234.5"),
+        ("1,000", "1000"),
+        ("3.14", "3.14"),
+    ],
+)
+def test_numbers_and_currency_normalise(text: str, number: str) -> None:
+    assert segment(text) == [number]
+
+
+def test_icu_segments_scripts_without_spaces() -> None:
+    assert segment("我们在北京大学学习") == ["我们", "在", "北京", "大学", "学习"]
+    assert segment("ภาษาไทยเป็นภาษาที่ยาก") == ["ภาษา", "ไทย", "เป็น", "ภาษา", "ที่", "ยาก"]
+    assert "東京タワー" in segment("東京タワーは高い")
+
+
+def test_apostrophes_and_underscores_separate_words() -> None:
+    assert segment("l'homme snake_case") == ["l", "homme", "snake", "case"]
+
+
+def test_stop_and_question_words_are_ignored_and_reported(analyzer: Analyzer) -> None:
+    analysis = analyzer.analyze("What is the capital of France?")
+    assert analysis.words == ("capital", "france")
+    assert analysis.ignored == ("what", "is", "the", "of")
+    for question in ("Onde está?", "¿Dónde está?", "Où est-il ?", "Wo ist es?", "Где это?"):
+        assert analyzer.analyze(question).words == (), question
+    assert analyzer.analyze("東京はどこですか").words == ("東京",)
+
+
+def test_terms_add_prefixes_and_cjk_bigrams(analyzer: Analyzer) -> None:
+    terms = analyzer.analyze("houses 北京大学").terms
+    assert "pref:house" in terms and "houses" in terms
+    assert {"bi:北京", "bi:京大", "bi:大学"} <= set(terms)
+    assert "pref:hous" not in analyzer.analyze("hous").terms  # 4 letters: no prefix
+
+
+def test_vault_ignore_and_synonyms() -> None:
+    analyzer = Analyzer.from_config(
+        {"ignore": ["Menu"], "synonyms": [["bike", "bicycle", "Fahrrad"]]}
+    )
+    analysis = analyzer.analyze("menu for the bicycle")
+    assert analysis.words == ("bicycle",)
+    assert "menu" in analysis.ignored
+    assert analysis.synonyms == (("bicycle", "bike"),)
+    assert "syn:bike" in analysis.terms
+    assert "syn:bike" in analyzer.analyze("FAHRRAD").terms
+
+
+def test_builtin_synonyms_cover_phrases_and_can_be_turned_off() -> None:
+    analysis = Analyzer.from_config(None).analyze("Qual o horário de funcionamento?")
+    assert analysis.synonyms == (("horario de funcionamento", "opening hours"),)
+    assert Analyzer.from_config(None).analyze("preço").synonyms == (("preco", "price"),)
+    assert Analyzer.from_config({"builtin_synonyms": False}).analyze("preço").synonyms == ()
+
+
+@pytest.mark.parametrize(
+    "section",
+    [
+        {"ignore": "menu"},
+        {"synonyms": ["a", "b"]},
+        {"synonyms": [[1, 2]]},
+        {"builtin_synonyms": "no"},
+    ],
+)
+def test_bad_search_config_is_refused_with_a_message(section: dict[str, object]) -> None:
+    with pytest.raises(SearchConfigError, match=r"`\[search\]"):
+        Analyzer.from_config(section)
+
+
+def test_fingerprint_follows_the_configuration() -> None:
+    assert Analyzer().fingerprint == Analyzer.from_config({}).fingerprint
+    assert Analyzer().fingerprint != Analyzer.from_config({"ignore": ["x"]}).fingerprint
+    assert Analyzer().fingerprint.startswith("hql.analyzer.1+")
+
+
+def test_astral_characters_survive_icu_offsets() -> None:
+    assert segment("𠀀𠀁 日本")[-1] == "日本"
+
+
+def test_normalize_is_idempotent() -> None:
+    text = "Ｒ$ 1.234,50 — Ação"
+    assert normalize(normalize(text)) == normalize(text)
