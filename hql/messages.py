@@ -544,6 +544,17 @@ def search_bad_fusion_weights(weights: int, rankings: int) -> str:
 def search_bad_relevant_min(value: object) -> str:
     return f"`relevant(min = …)` needs a number, not {value}"
 
+
+def search_relevant_needs_bound() -> str:
+    return "`relevant` on a `bm25` ranking needs the index's score bound for the question"
+
+
+def search_relevant_unknown_metric(metric: str) -> str:
+    return (
+        f"`relevant` has no default rule for the metric `{metric}`: "
+        "give a floor, like `relevant(min = 0.5)`"
+    )
+
 # --- semantic index: reader, producer, embedders ---------------------------
 
 _REBUILD = "rerun `hql index build`"
