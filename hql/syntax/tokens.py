@@ -76,6 +76,11 @@ class Token:
     value: object = None  # decoded literal value (int, float, str) where there is one
 
 
+def is_digit(char: str) -> bool:
+    """ASCII digits only: `²` or `٣` are not numbers to HQL (Python's isdigit says they are)."""
+    return "0" <= char <= "9"
+
+
 def is_identifier_start(char: str) -> bool:
     return char.isalpha() or char == "_"
 
@@ -117,7 +122,7 @@ class _Scanner:
             elif text.startswith("//", self.pos):
                 end = text.find("\n", self.pos)
                 self.advance((len(text) if end < 0 else end) - self.pos)
-            elif char.isdigit() or (char == "-" and self.peek_digit(1)):
+            elif is_digit(char) or (char == "-" and self.peek_digit(1)):
                 self.number()
             elif char == '"':
                 self.string()
@@ -136,17 +141,17 @@ class _Scanner:
 
     def peek_digit(self, ahead: int) -> bool:
         index = self.pos + ahead
-        return index < len(self.text) and self.text[index].isdigit()
+        return index < len(self.text) and is_digit(self.text[index])
 
     def number(self) -> None:
         text = self.text
         end = self.pos + 1
-        while end < len(text) and text[end].isdigit():
+        while end < len(text) and is_digit(text[end]):
             end += 1
-        is_float = end + 1 < len(text) and text[end] == "." and text[end + 1].isdigit()
+        is_float = end + 1 < len(text) and text[end] == "." and is_digit(text[end + 1])
         if is_float:
             end += 1
-            while end < len(text) and text[end].isdigit():
+            while end < len(text) and is_digit(text[end]):
                 end += 1
         if end < len(text) and (text[end] == "." or is_identifier_part(text[end])):
             bad_end = end
