@@ -145,3 +145,13 @@ def test_unwritable_state_dir_still_searches(tmp_path: Path) -> None:
     blocker.write_text("x")
     index = Bm25Index.build(load_cards(MULTILINGUAL), Analyzer(), blocker / "state")
     assert index.search("sourdough") and len(index.warnings) == 1
+
+
+def test_the_vault_search_section_configures_the_analyser() -> None:
+    from hql.vault import Vault
+
+    vault = Vault.open(MULTILINGUAL, use_cache=False)
+    analyzer = Analyzer.from_config(vault.config.raw.get("search"))
+    index = Bm25Index.build(vault.cards, analyzer)
+    assert [hit.card.name for hit in index.search("bike repair")] == ["fahrrad"]
+    assert index.search("menu") == []  # ignored by the vault's [search] ignore

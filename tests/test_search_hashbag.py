@@ -40,3 +40,14 @@ def test_cards_scoring_zero_are_absent_and_ties_go_by_name() -> None:
 
 def test_empty_query_ranks_nothing() -> None:
     assert hashbag.rank([make_card("a", "", "text")], "!") == []
+
+
+def test_scores_match_through_the_real_vault_loader() -> None:
+    from hql.vault import Vault
+
+    vault = Vault.open(FIXTURES / "vault", use_cache=False)
+    ranked = hashbag.rank(vault.cards, "bearer token authorization")
+    assert [(card.name, round(score, 4)) for card, score in ranked][:2] == [
+        ("oauth", 0.4861),
+        ("bearer-tokens", 0.4819),
+    ]
