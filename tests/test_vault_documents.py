@@ -132,3 +132,57 @@ def test_refused_header_skips_only_that_document(tmp_path: Path) -> None:
     assert [str(w) for w in vault.warnings] == [
         f"{tmp_path / 'dup.md'}: header: duplicate key `a`; document skipped"
     ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{relation: defines}",
+        "{relation: is part of, weight: 2, ratio: 1.5e3, ok: true, none: null}",
+        "{a: -1, b: +2, c: 0x1F, d: 0o7, e: .5, f: 1.}",
+        "{ a : b }",
+        "{}",
+        "{a: ~}",
+        "{a: 2024-01-02, b: x/y, c: a-b_c.d}",
+    ],
+)
+def test_simple_annotation_fast_path_agrees_with_yaml(text: str) -> None:
+    from hql.vault.yamldata import load_simple_flow_mapping
+
+    fast = load_simple_flow_mapping(text)
+    assert fast is not None
+    assert fast == load_mapping(text)
+    assert list(fast) == list(load_mapping(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["{a: 1, a: 2}", "{a: .inf}", "{a: 'q'}", "{a: [1]}", "{a: b: c}", "{a: - x}", "{<<: x}"],
+)
+def test_annotations_the_fast_path_leaves_to_yaml(text: str) -> None:
+    from hql.vault.yamldata import load_simple_flow_mapping
+
+    assert load_simple_flow_mapping(text) is None
+
+
+def test_fast_path_never_disagrees_with_yaml() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from hql.vault.yamldata import YamlRefused, load_simple_flow_mapping
+
+    alphabet = st.sampled_from(list("ab01.-+~/ _:,exinfTrunl"))
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.text(alphabet, max_size=24))
+    def agree(inner: str) -> None:
+        text = "{" + inner + "}"
+        fast = load_simple_flow_mapping(text)
+        if fast is None:
+            return
+        try:
+            assert load_mapping(text) == fast
+        except YamlRefused:
+            raise AssertionError(f"fast path accepted {text!r}, YAML refuses it") from None
+
+    agree()

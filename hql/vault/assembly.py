@@ -13,7 +13,7 @@ from typing import Any
 
 from hql import messages
 from hql.vault.loader import ReadDocument
-from hql.vault.model import CONCEPT_CARD, RELATION_CARD, Card, Edge, Link, LoadWarning
+from hql.vault.model import CONCEPT_CARD, RELATION_CARD, Card, Edge, LoadWarning
 
 
 def assign_names(documents: list[ReadDocument], warnings: list[LoadWarning]) -> list[str]:
@@ -40,8 +40,14 @@ def build_cards(
     warnings: list[LoadWarning],
 ) -> list[Card]:
     known = set(names)
+    # Each extension's entries, as one sorted map that every card shares (Data is
+    # never mutated once loaded), so a contribution costs nothing per card.
+    contributions = {
+        extension: dict(sorted(_copy(dict(entries)).items()))
+        for extension, entries in extension_metadata.items()
+    }
     cards = [
-        _build_card(item, name, known, extension_metadata, warnings)
+        _build_card(item, name, known, contributions, warnings)
         for item, name in zip(documents, names, strict=True)
     ]
     cards.sort(key=lambda card: card.name)
@@ -52,7 +58,7 @@ def _build_card(
     item: ReadDocument,
     name: str,
     known: set[str],
-    extension_metadata: Mapping[str, Mapping[str, Any]],
+    contributions: dict[str, dict[str, Any]],
     warnings: list[LoadWarning],
 ) -> Card:
     parsed = item.parsed
@@ -69,7 +75,9 @@ def _build_card(
     header = dict(sorted(header.items()))
 
     authored_metadata = authored.get("metadata")
-    metadata = _copy(authored_metadata) if isinstance(authored_metadata, dict) else {}
+    # A shallow copy; `_insert` copies each map it writes into, so the
+    # authored tree (shared with `header.metadata`) is never touched.
+    metadata = dict(authored_metadata) if isinstance(authored_metadata, dict) else {}
     kind = CONCEPT_CARD
     if _get(metadata, "knowledge", "type") == "Relation":
         if _endpoints_resolve(metadata, known):
@@ -79,9 +87,14 @@ def _build_card(
                 LoadWarning(item.found.path, messages.relation_unverified(), subject=name)
             )
             _insert(metadata, ("knowledge", "unverified"), messages.RELATION_UNVERIFIED_NOTE)
-    for extension, entries in extension_metadata.items():
-        for key, value in entries.items():
-            _insert(metadata, (extension, key), _copy(value))
+    for extension, entries in contributions.items():
+        if extension not in metadata:
+            metadata[extension] = entries
+        else:  # authored data under an extension's key: merge, as the reference does
+            for key, value in entries.items():
+                _insert(metadata, (extension, key), value)
+    if len(metadata) > 1:
+        metadata = dict(sorted(metadata.items()))
 
     return Card(
         name=name,
@@ -94,7 +107,7 @@ def _build_card(
         metadata=metadata,
         kind=kind,
         body=parsed.body,
-        links=tuple(Link(target, annotation) for target, annotation in parsed.links),
+        raw_links=parsed.links,
         size=item.size,
         mtime_ns=item.mtime_ns,
     )
@@ -110,11 +123,13 @@ def build_edges(cards: list[Card]) -> list[Edge]:
     """Link edges merged by (source, target) and sorted, then one edge per relation card."""
     merged: dict[tuple[str, str], dict[str, Any]] = {}
     for card in cards:
-        for link in card.links:
-            data = merged.setdefault((card.name, link.target), {})
-            data.update(link.annotation)
+        name = card.name
+        for target, annotation in card.raw_links:
+            data = merged.setdefault((name, target), {})
+            if annotation:
+                data.update(annotation)
     edges = [
-        Edge(source, target, dict(sorted(data.items())))
+        Edge(source, target, dict(sorted(data.items())) if len(data) > 1 else data)
         for (source, target), data in sorted(merged.items())
     ]
     for card in cards:  # already in name order
@@ -155,9 +170,10 @@ def _insert(data: dict[str, Any], keys: tuple[str, ...], value: Any) -> None:
     else:
         child = data.get(head)
         if child is None and head not in data:
-            child = data[head] = {}
+            child = {}
         if not isinstance(child, dict):
             return
+        child = data[head] = dict(child)  # copy on write
         _insert(child, tuple(rest), value)
     if list(data) != sorted(data):
         items = sorted(data.items())
@@ -166,7 +182,7 @@ def _insert(data: dict[str, Any], keys: tuple[str, ...], value: Any) -> None:
 
 
 def _copy(value: Any) -> Any:
-    """A private copy of a Data tree, so contributions never touch the authored header."""
+    """A private copy of a Data tree, so cards never share what a caller passed in."""
     if isinstance(value, dict):
         return {key: _copy(item) for key, item in value.items()}
     if isinstance(value, list):

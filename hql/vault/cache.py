@@ -40,11 +40,19 @@ class LoadCache:
         self._changed = False
 
     def lookup(self, relpath: str, size: int, mtime_ns: int) -> Payload | None:
+        """The payload parsed from this very file (same size and mtime), if cached.
+
+        The links list is checked here, where it is used, rather than for every
+        entry up front.
+        """
         entry = self._old.get(relpath)
         if entry is None or entry[0] != size or entry[1] != mtime_ns:
             return None
+        payload = entry[2]
+        if payload[0] == "ok" and not all(map(_well_formed_link, payload[4])):
+            return None
         self._new[relpath] = entry
-        return entry[2]
+        return payload
 
     def store(self, relpath: str, size: int, mtime_ns: int, payload: Payload) -> None:
         self._new[relpath] = (size, mtime_ns, payload)
@@ -63,7 +71,8 @@ class LoadCache:
         assert self._file is not None
         try:
             with open(self._file, "rb") as handle:
-                magic, python, entries = marshal.load(handle)
+                data = handle.read()  # one read: marshal.load on a file reads in tiny pieces
+            magic, python, entries = marshal.loads(data)
         except Exception:  # noqa: BLE001 - any failure of the cache means "rebuild"
             return {}
         if magic != _MAGIC or python != _PYTHON or not isinstance(entries, dict):
@@ -99,15 +108,9 @@ def _well_formed(key: object, entry: object) -> bool:
             and isinstance(payload[2], str)
             and (payload[3] is None or isinstance(payload[3], str))
             and isinstance(payload[4], list)
-            and all(_well_formed_link(link) for link in payload[4])
         )
     return payload[0] == "refused" and len(payload) == 2 and isinstance(payload[1], str)
 
 
 def _well_formed_link(link: object) -> bool:
-    return (
-        isinstance(link, tuple)
-        and len(link) == 2
-        and isinstance(link[0], str)
-        and isinstance(link[1], dict)
-    )
+    return type(link) is tuple and len(link) == 2 and type(link[0]) is str and type(link[1]) is dict

@@ -18,7 +18,7 @@ class DocumentRefused(Exception):
     """The document cannot be loaded faithfully; the message is the warning text."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: built for every document of every load
 class ParsedDocument:
     authored: dict[str, Any]
     body: str
@@ -101,8 +101,12 @@ def references(body: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _parse_annotation(body: str, start: int, end: int) -> dict[str, Any]:
+    text = body[start:end]
+    simple = yamldata.load_simple_flow_mapping(text)
+    if simple is not None:
+        return simple
     try:
-        return yamldata.load_mapping(body[start:end])
+        return yamldata.load_mapping(text)
     except YamlRefused as refusal:
         offset = _byte_offset(body, start)
         raise DocumentRefused(messages.annotation_refused(offset, str(refusal))) from None

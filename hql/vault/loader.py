@@ -25,14 +25,14 @@ MAX_CARD_BYTES = 8 * 1024 * 1024
 FORMATS = {".hmd": "Hmd", ".md": "Markdown", ".markdown": "Markdown"}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: built 10k times a load, and frozen init is slower
 class FoundFile:
     relpath: str  # vault-relative, "/"-separated
     path: str  # root as given, joined with relpath
     format: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReadDocument:
     found: FoundFile
     size: int

@@ -72,11 +72,12 @@ class Card:
         "metadata",
         "kind",
         "body",
-        "links",
+        "raw_links",
         "size",
         "mtime_ns",
         "_text",
         "_digest",
+        "_links",
     )
 
     name: str
@@ -89,11 +90,12 @@ class Card:
     metadata: dict[str, Any]
     kind: str
     body: str
-    links: tuple[Link, ...]
+    raw_links: list[tuple[str, dict[str, Any]]]  # (target, annotation), as parsed
     size: int
     mtime_ns: int
     _text: str | None
     _digest: str | None
+    _links: tuple[Link, ...] | None
 
     def __init__(
         self,
@@ -108,7 +110,7 @@ class Card:
         metadata: dict[str, Any],
         kind: str,
         body: str,
-        links: tuple[Link, ...],
+        raw_links: list[tuple[str, dict[str, Any]]],
         size: int = 0,
         mtime_ns: int = 0,
     ) -> None:
@@ -123,11 +125,12 @@ class Card:
         setter(self, "metadata", metadata)
         setter(self, "kind", kind)
         setter(self, "body", body)
-        setter(self, "links", links)
+        setter(self, "raw_links", raw_links)
         setter(self, "size", size)
         setter(self, "mtime_ns", mtime_ns)
         setter(self, "_text", None)
         setter(self, "_digest", None)
+        setter(self, "_links", None)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"a Card is immutable; cannot set `{name}`")
@@ -158,6 +161,15 @@ class Card:
         if isinstance(source, str) and isinstance(target, str):
             return source, target
         return None
+
+    @property
+    def links(self) -> tuple[Link, ...]:
+        """Every `[[target]]` of the body, in order, with its annotation."""
+        cached = self._links
+        if cached is None:
+            cached = tuple(Link(target, annotation) for target, annotation in self.raw_links)
+            object.__setattr__(self, "_links", cached)
+        return cached
 
     @property
     def text(self) -> str:

@@ -46,22 +46,48 @@ class YamlRefused(Exception):
     """A YAML text the loader will not turn into Data; the message says why."""
 
 
+_BOOL_PATTERN = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_NULL_PATTERN = re.compile(r"^(?:~|null|Null|NULL)$")
+
+
+def _resolve_plain(value: str) -> str:
+    """The tag of a plain (unquoted) scalar under the YAML 1.2 core schema."""
+    if not value:
+        return _NULL
+    first = value[0]
+    if first in "-+0123456789.":
+        if _INT_PATTERN.match(value):
+            return _INT
+        if _FLOAT_PATTERN.match(value):
+            return _FLOAT
+    elif first in "tTfF":
+        if _BOOL_PATTERN.match(value):
+            return _BOOL
+    elif first in "~nN":
+        if _NULL_PATTERN.match(value):
+            return _NULL
+    elif value == "<<":
+        return _MERGE
+    return _STR
+
+
 class _CoreSchemaLoader(_BaseLoader):
-    """Resolves plain scalars by the YAML 1.2 core schema instead of PyYAML's 1.1."""
+    """Resolves plain scalars by the YAML 1.2 core schema instead of PyYAML's 1.1.
 
-    yaml_implicit_resolvers: dict[str | None, list[tuple[str, re.Pattern[str]]]] = {}
+    Overriding `resolve` (and dropping path resolvers, which HQL never uses)
+    also skips PyYAML's general resolver machinery, the hot spot of a load.
+    """
 
+    def resolve(self, kind: type, value: Any, implicit: Any) -> str:
+        if kind is ScalarNode:
+            return _resolve_plain(value) if implicit[0] else _STR
+        return _SEQ if kind is SequenceNode else _MAP
 
-def _add_resolver(tag: str, pattern: re.Pattern[str], first: str) -> None:
-    _CoreSchemaLoader.add_implicit_resolver(tag, pattern, list(first))
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        return None
 
-
-_add_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), "tTfF")
-_add_resolver(_INT, _INT_PATTERN, "-+0123456789")
-_add_resolver(_FLOAT, _FLOAT_PATTERN, "-+0123456789.")
-_add_resolver(_NULL, re.compile(r"^(?:~|null|Null|NULL|)$"), "~nN")
-_CoreSchemaLoader.add_implicit_resolver(_NULL, re.compile(r"^$"), [""])
-_add_resolver(_MERGE, re.compile(r"^<<$"), "<")
+    def ascend_resolver(self) -> None:
+        return None
 
 
 def load(text: str) -> Any:
@@ -77,8 +103,9 @@ def load(text: str) -> Any:
         loader.dispose()
     if node is None:
         return None
-    _check_expanded_size(node)
-    return _convert(node, {})
+    if "*" in text:  # without aliases the tree is no larger than the text
+        _check_expanded_size(node)
+    return _convert(node, {}, 0)
 
 
 def load_mapping(text: str) -> dict[str, Any]:
@@ -89,6 +116,41 @@ def load_mapping(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise YamlRefused(messages.yaml_not_a_mapping(_shape(value)))
     return value
+
+
+# `{key: value, ...}` with plain words only: most annotations. Anything else
+# (quotes, nesting, anchors, comments, colons in values) goes through YAML.
+_SIMPLE_ENTRY = re.compile(
+    r"\s*([A-Za-z_][A-Za-z0-9_-]*)\s*:\s+([A-Za-z0-9_.+/~-][A-Za-z0-9_.+/~ -]*?)\s*"
+)
+
+
+def load_simple_flow_mapping(text: str) -> dict[str, Any] | None:
+    """A fast path for simple flow mappings; None means "not simple, ask YAML".
+
+    Whatever it returns is exactly what `load_mapping` would return.
+    """
+    if not (text.startswith("{") and text.endswith("}")):
+        return None
+    inner = text[1:-1]
+    if not inner.strip():
+        return {}
+    result: dict[str, Any] = {}
+    for entry in inner.split(","):
+        match = _SIMPLE_ENTRY.fullmatch(entry)
+        if match is None:
+            return None
+        key, value = match.groups()
+        if key in result or value == "-" or value.startswith("- "):
+            return None
+        tag = _resolve_plain(value)
+        if tag == _MERGE:
+            return None
+        try:
+            result[key] = _scalar(tag, value)
+        except YamlRefused:
+            return None
+    return dict(sorted(result.items()))
 
 
 def _describe_marked(error: yaml.MarkedYAMLError) -> str:
@@ -138,11 +200,13 @@ def _check_total(total: int) -> None:
         raise YamlRefused(messages.yaml_too_large(MAX_NODES))
 
 
-def _convert(node: Node, memo: dict[int, Any]) -> Any:
+def _convert(node: Node, memo: dict[int, Any], depth: int) -> Any:
     """Node graph to Data; aliased nodes convert once and are shared (read-only)."""
     key = id(node)
     if key in memo:
         return memo[key]
+    if depth > MAX_DEPTH:
+        raise YamlRefused(messages.yaml_too_deep(MAX_DEPTH))
     tag = node.tag
     if tag not in _CORE_TAGS:
         raise YamlRefused(messages.yaml_tag_refused(tag))
@@ -151,10 +215,10 @@ def _convert(node: Node, memo: dict[int, Any]) -> Any:
         value = _scalar(tag, node.value)
     elif isinstance(node, SequenceNode):
         _expect(tag, _SEQ)
-        value = [_convert(child, memo) for child in node.value]
+        value = [_convert(child, memo, depth + 1) for child in node.value]
     elif isinstance(node, MappingNode):
         _expect(tag, _MAP)
-        value = _mapping(node, memo)
+        value = _mapping(node, memo, depth)
     else:  # pragma: no cover - PyYAML has no other node kinds
         raise YamlRefused(messages.yaml_invalid(f"unexpected node {node!r}"))
     memo[key] = value
@@ -166,28 +230,28 @@ def _expect(tag: str, wanted: str) -> None:
         raise YamlRefused(messages.yaml_tag_refused(tag))
 
 
-def _mapping(node: MappingNode, memo: dict[int, Any]) -> dict[str, Any]:
+def _mapping(node: MappingNode, memo: dict[int, Any], depth: int) -> dict[str, Any]:
     own: dict[str, Any] = {}
     merged: dict[str, Any] = {}
     for key_node, value_node in node.value:
         if key_node.tag == _MERGE:
-            _merge_into(merged, value_node, memo)
+            _merge_into(merged, value_node, memo, depth)
             continue
-        name = _convert(key_node, memo)
+        name = _convert(key_node, memo, depth + 1)
         if not isinstance(name, str):
             raise YamlRefused(messages.yaml_key_not_string(_shape(name)))
         if name in own:
             raise YamlRefused(messages.yaml_duplicate_key(name))
-        own[name] = _convert(value_node, memo)
+        own[name] = _convert(value_node, memo, depth + 1)
     merged.update(own)
     return dict(sorted(merged.items()))
 
 
-def _merge_into(merged: dict[str, Any], value_node: Node, memo: dict[int, Any]) -> None:
+def _merge_into(merged: dict[str, Any], value_node: Node, memo: dict[int, Any], depth: int) -> None:
     """`<<: *base` or `<<: [*a, *b]`; earlier sources win, as YAML's merge says."""
     sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
     for source in sources:
-        value = _convert(source, memo)
+        value = _convert(source, memo, depth + 1)
         if not isinstance(value, dict):
             raise YamlRefused(messages.yaml_merge_not_mapping())
         for name, item in value.items():
