@@ -80,22 +80,26 @@ def query_times(sizes: list[int], k: int) -> None:
         f"{'vectors':>9} {'numpy ms':>9} {'search ms':>10} {'ratio':>6} {'rank ms':>8} {'ratio':>6} {'all ms':>8}"
     )
     for size in sizes:
-        matrix = unit_matrix(size)
-        query = unit_matrix(1, seed=11)[0]
-        index, cards = in_memory_index(matrix)
-        repeats = 30 if size <= 100_000 else 7
-        index.rank(query, cards, k)  # warm the alignment cache, as a loaded vault does
-        floor = best_of(repeats, lambda: numpy_floor(matrix, query, k))
-        search = best_of(repeats, lambda: index.search(query, k))
-        rank = best_of(repeats, lambda: index.rank(query, cards, k))
-        full = best_of(3, lambda: index.rank(query, cards, None))
-        assert [n for n, _ in index.search(query, k)] == [
-            f"card-{i:07d}" for i in numpy_floor(matrix, query, k)
-        ]
-        print(
-            f"{size:>9} {floor * 1e3:>9.2f} {search * 1e3:>10.2f} {search / floor:>6.2f} "
-            f"{rank * 1e3:>8.2f} {rank / floor:>6.2f} {full * 1e3:>8.1f}"
-        )
+        measure_size(size, k)
+
+
+def measure_size(size: int, k: int) -> None:
+    matrix = unit_matrix(size)
+    query = unit_matrix(1, seed=11)[0]
+    index, cards = in_memory_index(matrix)
+    repeats = 30 if size <= 100_000 else 7
+    index.rank(query, cards, k)  # warm the alignment cache, as a loaded vault does
+    floor = best_of(repeats, lambda: numpy_floor(matrix, query, k))
+    search = best_of(repeats, lambda: index.search(query, k))
+    rank = best_of(repeats, lambda: index.rank(query, cards, k))
+    full = best_of(3, lambda: index.rank(query, cards, None))
+    assert [n for n, _ in index.search(query, k)] == [
+        f"card-{i:07d}" for i in numpy_floor(matrix, query, k)
+    ]
+    print(
+        f"{size:>9} {floor * 1e3:>9.2f} {search * 1e3:>10.2f} {search / floor:>6.2f} "
+        f"{rank * 1e3:>8.2f} {rank / floor:>6.2f} {full * 1e3:>8.1f}"
+    )
 
 
 def open_times(size: int) -> None:
