@@ -136,7 +136,7 @@ class Session:
             outcome.reports.append(error.report)
             return outcome, None, self.scope
         scope = self.scope.copy()
-        checker = Checker(has_vault=self.vault is not None, scope=scope)
+        checker = Checker(has_vault=self.vault is not None, scope=scope, vault=self.vault)
         try:
             plan, reports = checker.check(program, collect=self.mode == "collect")
         except RecursionError:

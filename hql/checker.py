@@ -113,6 +113,10 @@ class StepTyping:
     def has_vault(self) -> bool:
         return self.checker.has_vault
 
+    @property
+    def vault(self) -> Any:
+        return self.checker.vault
+
 
 def _type_expr_of(expr: t.Expr) -> t.TypeExpr | None:
     if isinstance(expr, t.Name):
@@ -121,9 +125,11 @@ def _type_expr_of(expr: t.Expr) -> t.TypeExpr | None:
 
 
 class Checker:
-    def __init__(self, *, has_vault: bool, scope: Scope | None = None, registry_: Registry | None = None) -> None:
+    def __init__(self, *, has_vault: bool, scope: Scope | None = None, registry_: Registry | None = None,
+                 vault: Any = None) -> None:
         self.registry = registry_ or registry()
         self.has_vault = has_vault
+        self.vault = vault  # steps may read its configuration while checking (`semantic` needs an index)
         self.scope = scope or Scope(imports=self.registry.default_imports())
         self.plan = Plan(t.Program(Span(0, 0), ()))
         self.lambda_scopes: list[dict[str, Type]] = []

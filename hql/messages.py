@@ -510,6 +510,35 @@ def graph_bad_element(kind: str) -> str:
 
 # --- search: analyser, lexical, bm25, fusion, relevant ----------------------
 
+
+def ranks_documents(step: str, found: object) -> str:
+    return f"`{step}` ranks documents, not {found}"
+
+
+def query_is_text(found: object) -> str:
+    return f"a query is text, not {found}"
+
+
+def semantic_needs_index() -> str:
+    return ("`semantic` needs an index: name one with `[semantics] index` in hql.toml, "
+            "and build it with `hql index build`")
+
+
+def semantic_fell_back(reason: str) -> str:
+    return f"the embedder is unavailable ({reason}), so this ranking comes from `bm25`, as hql.toml asks"
+
+
+def relevant_needs_ranking(found: object) -> str:
+    return f"`relevant` keeps the hits of a ranking, not {found}"
+
+
+def fuse_needs_rankings(found: object) -> str:
+    return "`fuse` takes rankings" + (f", not {found}" if found is not None else ", such as `fuse(cards | bm25(q), cards | lexical(q))`")
+
+
+def hybrid_rule() -> str:
+    return "a card is kept when it shares a term with the question (bm25) or stands out by meaning (semantic | relevant)"
+
 def search_not_a_word_list(key: str) -> str:
     return f"`[search] {key}` must be a list of words, like `{key} = [\"word\", \"another\"]`"
 
@@ -798,6 +827,87 @@ def repl_unknown_command(word: str) -> str:
 
 def repl_steps_heading() -> str:
     return "steps:"
+
+
+def repl_cancelled() -> str:
+    return "input cancelled (Ctrl-D or `:quit` leaves)"
+
+
+def repl_goodbye() -> str:
+    return "bye"
+
+
+def repl_history_unwritable(path: str, reason: str) -> str:
+    return f"history is kept for this session only: cannot write {path}: {reason}"
+
+
+def graphviz_missing() -> str:
+    return ("writing SVG needs Graphviz's `dot` program, which is not installed; install it with "
+            "`apt-get install graphviz` (Debian, Ubuntu), `brew install graphviz` (macOS) or from "
+            "https://graphviz.org/download/, or use `--format dot` and lay the graph out elsewhere")
+
+
+def graphviz_failed(reason: str) -> str:
+    return f"Graphviz's `dot` could not draw the graph: {reason}"
+
+
+def cannot_write(path: str, error: Exception) -> str:
+    reason = getattr(error, "strerror", None) or str(error)
+    return f"cannot write {path}: {reason}"
+
+
+def picture_needs_graph(format_name: str, found: str) -> str:
+    return (f"`--format {format_name}` draws graph values, but this program's value is {found}; "
+            f"end it with `| graph` or `| expand(…)`")
+
+
+def svg_written(path: str, nodes: int, edges: int) -> str:
+    return f"{path}: {plural(nodes, 'node')} and {plural(edges, 'edge')} drawn"
+
+
+def init_exists(path: str) -> str:
+    return f"{path} already exists; `hql config set KEY VALUE` changes one setting in it"
+
+
+def init_not_directory(path: str) -> str:
+    return f"{path}: not a directory"
+
+
+def init_written(path: str) -> str:
+    return f"wrote {path}"
+
+
+def config_usage() -> str:
+    return "usage: hql config [get KEY | set KEY VALUE]"
+
+
+def config_bad_key(key: str) -> str:
+    return f"`{key}` is not a setting name; settings are written `section.key`, like `report.mode`"
+
+
+def config_key_missing(key: str, path: str) -> str:
+    return f"`{key}` is not set in {path}"
+
+
+def config_no_file(path: str) -> str:
+    return f"{path} does not exist; `hql init` writes a starter one"
+
+
+def config_unusable(path: str, reason: str) -> str:
+    return f"{path} cannot be edited: {reason}"
+
+
+def config_rejected(key: str, reason: str) -> str:
+    return f"`{key}` was not changed: {reason}"
+
+
+def config_not_table(key: str) -> str:
+    return f"`{key}` is inside a setting that is not a table"
+
+
+def config_set_done(key: str, value: str, path: str, comments_kept: bool) -> str:
+    kept = "" if comments_kept else " (the file was rewritten; its comments were not kept)"
+    return f"{key} = {value} in {path}{kept}"
 
 
 def unknown_report_mode(mode: str) -> str:

@@ -1,3 +1,3 @@
 """The shipped extensions. Importing this package registers every step."""
 
-from hql.steps import core, functions, graph, present  # noqa: F401
+from hql.steps import core, functions, graph, pictures, present, retrieval  # noqa: F401

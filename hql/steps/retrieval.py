@@ -1,0 +1,357 @@
+"""Retrieval steps: `lexical`, `bm25`, `semantic`, `hybrid`, `relevant`, and the `fuse` and `analyze` functions.
+
+Every ranking carries the `Retrieval` that made it, one object shared by its
+hits: a score is evidence, never relevance. Deciding relevance is the
+`relevant` step's job, and it records its rule in the retrieval (`cutoff`).
+The libraries behind these steps (hql.search, hql.index, hql.text) load only
+when a step runs.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from hql import messages
+from hql import types as ty
+from hql.checker import StepTyping
+from hql.diagnostics import HqlError, evaluation, type_error
+from hql.interpreter import StepCall
+from hql.registry import REGISTRY, FunctionSpec, Param, StepSpec
+from hql.syntax import tree as t
+from hql.types import Type
+from hql.values import ABSENT, Card, Data, Hit, Ranking, Retrieval, elements
+from hql.version import __version__
+
+if TYPE_CHECKING:
+    from hql.checker import Checker
+    from hql.interpreter import Interpreter
+    from hql.search.bm25 import Bm25Index
+    from hql.vault import Vault
+
+LEXICAL_MODEL = "hql.hashbag.v1"
+
+REGISTRY.extension("lexical", version=__version__, summary="the hashed bag-of-words ranker hql.hashbag.v1",
+                   card_metadata={"model": LEXICAL_MODEL, "indexed": True})
+REGISTRY.extension("semantic", version=__version__, summary="ranking by meaning over a precomputed SQLite index")
+REGISTRY.extension("bm25", version=__version__, summary="multilingual BM25 over analysed text",
+                   card_metadata={"model": "hql.bm25.v1", "indexed": True})
+REGISTRY.extension("hybrid", version=__version__, summary="bm25 and semantic fused by reciprocal rank")
+
+QUERY = Param("query", "String")
+
+
+# --- typing shared by the rankers ---------------------------------------------------
+
+
+def _is_document(t_: Type) -> bool:
+    t_ = ty.strip_option(t_)
+    return t_ == ty.DOC or t_.name in ty.CARD_FAMILY or t_ == ty.NEVER
+
+
+def check_ranker(call: StepTyping) -> Type:
+    element = call.element()
+    if element.name == "Hit":
+        element = element.arg
+    if not _is_document(element):
+        raise call.error(messages.ranks_documents(call.spec.name, element), call.input_span)
+    query = call.value("query")
+    if query != ty.STRING:
+        raise call.error(messages.query_is_text(query), call.arg_span("query"))
+    return ty.ranking_of(ty.strip_option(element) if element != ty.NEVER else ty.CARD)
+
+
+def check_semantic(call: StepTyping) -> Type:
+    result = check_ranker(call)
+    vault = call.vault
+    semantics = vault.config.section("semantics") if vault is not None else {}
+    if not semantics.get("index"):
+        raise HqlError(_name_error(messages.semantic_needs_index(), call.span))
+    return result
+
+
+def _name_error(message: str, span: Any) -> Any:
+    from hql.diagnostics import name_error
+
+    return name_error(message, span)
+
+
+def _cards(value: Any) -> list[Card]:
+    if value is ABSENT:
+        return []
+    return [item.card if isinstance(item, Hit) else item for item in elements(value)]
+
+
+def _ranking(pairs: Sequence[tuple[Card, float]], retrieval: Retrieval,
+             details: Sequence[dict[str, Any] | None] | None = None) -> Ranking:
+    hits = tuple(
+        Hit(card, score, retrieval, details[i] if details is not None else None)
+        for i, (card, score) in enumerate(pairs)
+    )
+    return Ranking(hits, retrieval)
+
+
+def _vault_root(call: StepCall) -> str:
+    return str(call.vault.root) if call.vault is not None else ""
+
+
+# --- lexical ----------------------------------------------------------------------------
+
+
+def run_lexical(call: StepCall) -> Ranking:
+    from hql.search import hashbag
+
+    query = call.args["query"]
+    retrieval = Retrieval(query, _vault_root(call), LEXICAL_MODEL, __version__, "cosine", False)
+    return _ranking(hashbag.rank(_cards(call.input), query), retrieval)
+
+
+# --- bm25 --------------------------------------------------------------------------------
+
+_bm25_indexes: weakref.WeakKeyDictionary[Any, Bm25Index[Card]] = weakref.WeakKeyDictionary()
+_bm25_lock = threading.Lock()
+
+
+def bm25_index(vault: Vault | None, cards: Sequence[Card]) -> tuple[Bm25Index[Card], list[str]]:
+    """The vault's BM25 index, built once per loaded vault (and kept per card digest under .hql/)."""
+    from hql.search.bm25 import Bm25Index
+    from hql.text.analyzer import Analyzer
+
+    if vault is None:
+        return Bm25Index.build(list(cards), Analyzer.from_config(None), None), []
+    with _bm25_lock:
+        index = _bm25_indexes.get(vault)
+        if index is None:
+            analyzer = Analyzer.from_config(vault.config.section("search"))
+            index = Bm25Index.build(list(vault.cards), analyzer, vault.state_dir)
+            _bm25_indexes[vault] = index
+            return index, list(index.warnings)
+    return index, []
+
+
+def bm25_ranking(call: StepCall, query: str, cards: Sequence[Card]) -> Ranking:
+    from hql.search.bm25 import METRIC, MODEL
+
+    index, warnings = bm25_index(call.vault, cards)
+    for message in warnings:
+        call.warn(message)
+    wanted = set(cards)
+    hits = [hit for hit in index.search(query) if hit.card in wanted]
+    analysis = index.analysis(query)
+    extra = {"analysis": analysis.to_json(), "score_bound": index.score_bound(query)}
+    where = str(call.vault.state_dir) if call.vault is not None else ""
+    retrieval = Retrieval(query, where, MODEL, index.revision, METRIC, False, extra)
+    details = [{"matched": dict(hit.matched)} for hit in hits]
+    return _ranking([(hit.card, hit.score) for hit in hits], retrieval, details)
+
+
+def run_bm25(call: StepCall) -> Ranking:
+    return bm25_ranking(call, call.args["query"], _cards(call.input))
+
+
+# --- semantic ------------------------------------------------------------------------------
+
+
+def semantic_ranking(call: StepCall, query: str, cards: Sequence[Card]) -> Ranking:
+    from hql.index.errors import EmbedderUnavailable, SemanticIndexError
+    from hql.index.reader import semantic_ranking as rank
+
+    assert call.vault is not None
+    try:
+        result = rank(call.vault, query, cards)
+    except EmbedderUnavailable as error:
+        if getattr(error, "on_unavailable", "fail") == "lexical":
+            call.warn(messages.semantic_fell_back(error.message))
+            fallback = bm25_ranking(call, query, cards)
+            extra = {**fallback.retrieval.extra, "fallback": {"from": "semantic", "reason": error.message}}
+            retrieval = Retrieval(**{**_fields(fallback.retrieval), "extra": extra})
+            return Ranking(tuple(Hit(h.card, h.score, retrieval, h.detail) for h in fallback.hits), retrieval)
+        raise call.fail(error.message) from None
+    except SemanticIndexError as error:
+        raise call.fail(error.message) from None
+    for message in result.warnings:
+        call.warn(message)
+    source = result.retrieval
+    extra = {"query_embedded_now": True} if source.query_embedded_now else {}
+    retrieval = Retrieval(query, source.index, source.model, source.revision, source.metric, source.approximate,
+                          extra)
+    by_name = {card.name: card for card in cards}
+    return _ranking([(by_name[name], score) for name, score in result.hits if name in by_name], retrieval)
+
+
+def _fields(retrieval: Retrieval) -> dict[str, Any]:
+    return {"query": retrieval.query, "index": retrieval.index, "model": retrieval.model,
+            "revision": retrieval.revision, "metric": retrieval.metric, "approximate": retrieval.approximate}
+
+
+def run_semantic(call: StepCall) -> Ranking:
+    return semantic_ranking(call, call.args["query"], _cards(call.input))
+
+
+# --- relevant ------------------------------------------------------------------------------
+
+
+def check_relevant(call: StepTyping) -> Type:
+    shape = ty.strip_option(call.input)
+    if shape.name != "Ranking":
+        raise call.error(messages.relevant_needs_ranking(call.input), call.input_span)
+    if call.has("min") and call.value("min") not in (ty.INT, ty.FLOAT):
+        raise call.error(messages.argument_type("relevant", "min", ty.FLOAT, call.value("min")), call.arg_span("min"))
+    return shape
+
+
+def apply_relevance(ranking: Ranking, minimum: float | None) -> Ranking:
+    from hql.search.relevance import relevant
+
+    retrieval = ranking.retrieval
+    kept, cutoff = relevant(list(ranking.hits), lambda hit: hit.score, retrieval.metric, minimum,
+                            retrieval.extra.get("score_bound"))
+    record = {"rule": cutoff.rule, **cutoff.parameters, "kept": cutoff.kept, "candidates": cutoff.candidates}
+    updated = Retrieval(**{**_fields(retrieval), "extra": {**retrieval.extra, "cutoff": record}})
+    return Ranking(tuple(Hit(hit.card, hit.score, updated, hit.detail) for hit in kept), updated)
+
+
+def run_relevant(call: StepCall) -> Ranking:
+    from hql.search.relevance import RelevanceError
+
+    ranking = call.input if isinstance(call.input, Ranking) else None
+    if ranking is None:
+        return Ranking((), Retrieval("", "", "", "", "", False))
+    minimum = call.args.get("min")
+    try:
+        return apply_relevance(ranking, float(minimum) if minimum is not None else None)
+    except RelevanceError as error:
+        raise call.fail(str(error)) from None
+
+
+# --- fusion: fuse() and hybrid ----------------------------------------------------------
+
+
+def fused_ranking(rankings: Sequence[Ranking], k: float, weights: Sequence[float] | None) -> Ranking:
+    from hql.search.fusion import METRIC, fuse
+
+    inputs = [[(hit.card, hit.score) for hit in ranking.hits] for ranking in rankings]
+    fused = fuse(inputs, k, weights, name=lambda card: card.name)
+    queries = list(dict.fromkeys(ranking.retrieval.query for ranking in rankings))
+    extra: dict[str, Any] = {
+        "k": k,
+        "inputs": [ranking.retrieval.as_tree() for ranking in rankings],
+    }
+    if weights is not None:
+        extra["weights"] = list(weights)
+    retrieval = Retrieval(" | ".join(queries), "", "hql.rrf.v1", __version__, METRIC,
+                          any(r.retrieval.approximate for r in rankings), extra)
+    details = [
+        {"inputs": [None if place is None else {"rank": place.rank, "score": place.score}
+                    for place in item.inputs]}
+        for item in fused
+    ]
+    return _ranking([(item.key, item.score) for item in fused], retrieval, details)
+
+
+def check_fuse(checker: Checker, expr: t.Node, types: tuple[Type, ...], args: Sequence[t.Argument]) -> Type:
+    element: Type | None = None
+    positional = 0
+    for argument in args:
+        found = checker.expression(argument.value)
+        if argument.name is None:
+            positional += 1
+            if ty.strip_option(found).name != "Ranking":
+                raise HqlError(type_error(messages.fuse_needs_rankings(found), argument.span))
+            joined = ty.strip_option(found).arg if element is None else ty.join(element, ty.strip_option(found).arg)
+            if joined is None:
+                raise HqlError(type_error(messages.no_common_type(element, found), argument.span))
+            element = joined
+        elif argument.name == "k":
+            if found not in (ty.INT, ty.FLOAT):
+                raise HqlError(type_error(messages.argument_type("fuse", "k", ty.INT, found), argument.span))
+        elif argument.name == "weights":
+            if found not in (ty.list_of(ty.INT), ty.list_of(ty.FLOAT), ty.list_of(ty.DATA)):
+                raise HqlError(type_error(messages.argument_type("fuse", "weights", "List<Float>", found),
+                                          argument.span))
+        else:
+            raise HqlError(type_error(messages.no_such_argument("fuse", argument.name, None), argument.span))
+    if positional < 1 or element is None:
+        raise HqlError(type_error(messages.fuse_needs_rankings(None), expr.span))
+    return ty.ranking_of(element)
+
+
+def run_fuse(interpreter: Interpreter, expr: t.Node, values: list[Any]) -> Ranking:
+    from hql.search.fusion import FusionError
+
+    args = expr.args  # type: ignore[attr-defined]
+    rankings = [value for arg, value in zip(args, values, strict=True) if arg.name is None]
+    named = {arg.name: value for arg, value in zip(args, values, strict=True) if arg.name is not None}
+    rankings = [r if isinstance(r, Ranking) else Ranking((), Retrieval("", "", "", "", "", False)) for r in rankings]
+    weights = named.get("weights")
+    weight_list = [float(w) for w in elements(weights)] if weights is not None else None
+    try:
+        return fused_ranking(rankings, named.get("k", 60), weight_list)
+    except FusionError as error:
+        raise HqlError(evaluation(str(error), expr.span)) from None
+
+
+def run_hybrid(call: StepCall) -> Ranking:
+    query = call.args["query"]
+    cards = _cards(call.input)
+    by_words = bm25_ranking(call, query, cards)
+    by_meaning = apply_relevance(semantic_ranking(call, query, cards), None)
+    fused = fused_ranking([by_words, by_meaning], call.args.get("k", 60), None)
+    extra = {**fused.retrieval.extra, "rule": messages.hybrid_rule()}
+    retrieval = Retrieval(**{**_fields(fused.retrieval), "query": query, "extra": extra})
+    return Ranking(tuple(Hit(h.card, h.score, retrieval, h.detail) for h in fused.hits), retrieval)
+
+
+# --- analyze() -------------------------------------------------------------------------------
+
+
+def check_analyze(checker: Checker, expr: t.Node, types: tuple[Type, ...], args: Sequence[t.Argument]) -> Type:
+    if len(args) != 1 or args[0].name is not None:
+        raise HqlError(type_error(messages.function_arity("analyze", 1, len(args)), expr.span))
+    found = checker.expression(args[0].value)
+    if found != ty.STRING:
+        raise HqlError(type_error(messages.query_is_text(found), args[0].span))
+    return ty.DATA
+
+
+def analyzer_for(vault: Vault | None) -> Any:
+    from hql.text.analyzer import Analyzer
+
+    return Analyzer.from_config(vault.config.section("search") if vault is not None else None)
+
+
+def run_analyze(interpreter: Interpreter, expr: t.Node, values: list[Any]) -> Data:
+    return Data(analyzer_for(interpreter.vault).analyze(values[0]).to_json())
+
+
+for spec in (
+    StepSpec("lexical", "lexical", (QUERY,), "Collection<Card> | lexical(query: String) -> Ranking<Card>",
+             "rank cards by hql.hashbag.v1 cosine; cards sharing no word are left out",
+             'cards | lexical("bearer token")', check_ranker, run_lexical),
+    StepSpec("semantic", "semantic", (QUERY,), "Collection<Card> | semantic(query: String) -> Ranking<Card>",
+             "rank every card by meaning, from the index named in hql.toml [semantics]",
+             'cards | semantic("night hunting birds")', check_semantic, run_semantic),
+    StepSpec("bm25", "bm25", (QUERY,), "Collection<Card> | bm25(query: String) -> Ranking<Card>",
+             "rank cards by BM25 over analysed words in any language; cards sharing no term are left out",
+             'cards | bm25("token de acesso")', check_ranker, run_bm25),
+    StepSpec("hybrid", "hybrid", (QUERY, Param("k", "Int", default=60, positional=False)),
+             "Collection<Card> | hybrid(query: String, k: Int = 60) -> Ranking<Card>",
+             "fuse bm25 with the cards semantic finds relevant, by reciprocal rank",
+             'cards | hybrid("how do clients prove who they are")', check_semantic, run_hybrid),
+    StepSpec("relevant", "core", (Param("min", "Float", default=None),),
+             "Ranking<T> | relevant(min?: Float) -> Ranking<T>",
+             "keep the hits that pass a stated rule (a floor, or the metric's default) and record it",
+             'cards | bm25("token") | relevant', check_relevant, run_relevant),
+):
+    REGISTRY.add(spec)
+
+REGISTRY.add_function(FunctionSpec(
+    "fuse", "fuse(r1: Ranking<T>, r2: Ranking<T>, …, k: Int = 60, weights: List<Float>) -> Ranking<T>",
+    "reciprocal rank fusion; each hit keeps its rank and score in every input",
+    'fuse(cards | bm25("q"), cards | lexical("q"))', check_fuse, run_fuse))
+REGISTRY.add_function(FunctionSpec(
+    "analyze", "analyze(text: String) -> Data", "the words, terms, ignored words and synonyms of a text",
+    'analyze("Quanto custa o cartão?")', check_analyze, run_analyze))
+
