@@ -186,6 +186,9 @@ class _Scanner:
                 raise self.fail(messages.string_spans_lines(), index - self.pos)
             if char == "\\":
                 follower = text[index + 1] if index + 1 < len(text) else ""
+                if follower in ("", "\n"):  # the string ends (or breaks) before its escape does
+                    index += 1
+                    continue
                 if follower not in escapes:
                     start = self.offset_after(index - self.pos)
                     end = start + len(("\\" + follower).encode("utf-8"))
