@@ -804,6 +804,25 @@ def index_interrupted() -> str:
 # --- cli, render, repl -------------------------------------------------------
 
 
+def render_needs_file() -> str:
+    return "render needs a document (or - for stdin), or --all with --vault"
+
+
+def render_all_needs_vault() -> str:
+    return "render --all needs a vault: pass --vault <directory>"
+
+
+def cannot_write(path: str, error: Exception) -> str:
+    reason = getattr(error, "strerror", None) or str(error)
+    return f"{path}: cannot write: {reason}"
+
+
+def render_state(changed: bool, written: bool) -> str:
+    if not changed:
+        return " (up to date)"
+    return " (written)" if written else " (would change; add --write)"
+
+
 def interrupted() -> str:
     return "interrupted"
 
@@ -875,6 +894,11 @@ def init_not_directory(path: str) -> str:
 
 def init_written(path: str) -> str:
     return f"wrote {path}"
+
+
+def cannot_read_config(path: str, error: Exception) -> str:
+    reason = getattr(error, "strerror", None) or str(error)
+    return f"cannot read {path}: {reason}"
 
 
 def config_usage() -> str:

@@ -34,6 +34,15 @@ def run_text(call: StepCall) -> Presentation:
     return Presentation("text", display(call.input))
 
 
+def run_explain(call: StepCall) -> Presentation:
+    from hql.explain import describe_ranking
+    from hql.values import Ranking
+
+    if isinstance(call.input, Ranking):
+        return Presentation("explain", "\n".join(describe_ranking(call.input)))
+    return Presentation("explain", display(call.input))
+
+
 for spec in (
     StepSpec("table", "present", (), "T | table -> Presentation", "a table of the value",
              "cards | table", check_presenter, run_table),
@@ -41,5 +50,8 @@ for spec in (
              "cards | take(2) | json", check_presenter, run_json),
     StepSpec("text", "present", (), "T | text -> Presentation", "the value's plain display",
              "cards | count | text", check_presenter, run_text),
+    StepSpec("explain", "present", (), "T | explain -> Presentation",
+             "how a ranking was made and why each hit scored (matched terms, per-input ranks)",
+             'cards | bm25("token") | explain', check_presenter, run_explain),
 ):
     REGISTRY.add(spec)

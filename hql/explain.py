@@ -1,0 +1,135 @@
+"""Explain: the checked plan, the analysed questions, why each hit scored, and the time each stage took.
+
+Used by `hql explain`, the REPL's `:explain` and the `explain` presenter.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from hql.diagnostics import HqlError
+from hql.interpreter import Interpreter
+from hql.printing import display, format_score, layout
+from hql.source import Source, Span
+from hql.syntax import tree as t
+from hql.types import Type
+from hql.values import Ranking, Retrieval
+
+if TYPE_CHECKING:
+    from hql.api import Session
+
+
+@dataclass
+class StageRecord:
+    text: str
+    input: Type | None
+    output: Type
+    seconds: float
+    value: Any
+
+
+class TimedInterpreter(Interpreter):
+    """Records every step it runs, with its types and the time it took."""
+
+    def __init__(self, *args: Any, source: Source, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.source = source
+        self.records: list[StageRecord] = []
+
+    def run_step(self, node: t.Node, input_value: Any, input_type: Type, span: Span) -> Any:
+        started = time.perf_counter()
+        value = super().run_step(node, input_value, input_type, span)
+        elapsed = time.perf_counter() - started
+        self.records.append(StageRecord(self._text(span), input_type, self.plan.types[node], elapsed, value))
+        return value
+
+    def _text(self, span: Span) -> str:
+        return self.source.data[span.start:span.end].decode("utf-8", errors="replace")
+
+
+def explain(session: Session, text: str, origin: str) -> tuple[str, str, bool]:
+    """(explanation, rendered reports, failed) for one program."""
+    outcome, plan, scope = session.check(text, origin)
+    if plan is None or outcome.failed:
+        return "", outcome.render_reports(), True
+    interpreter = TimedInterpreter(plan, session.vault, dict(session.values), source=outcome.source)
+    started = time.perf_counter()
+    try:
+        value = interpreter.run()
+    except HqlError as error:
+        interpreter.reports.append(error.report)
+        value = None
+    total = time.perf_counter() - started
+    outcome.reports.extend(interpreter.reports)
+    lines = ["plan"]
+    rows = [[record.text, str(record.input) if record.input else "", str(record.output),
+             f"{record.seconds * 1000:.2f} ms"] for record in interpreter.records]
+    lines += ["  " + line for line in layout(["stage", "input", "output", "time"], rows).split("\n")]
+    lines.append(f"  total {total * 1000:.2f} ms; result {plan.result}")
+    shown: list[Retrieval] = []
+    for record in interpreter.records:  # each retrieval once, where it was made (take keeps it)
+        if isinstance(record.value, Ranking) and not any(r is record.value.retrieval for r in shown):
+            shown.append(record.value.retrieval)
+            lines += ["", *describe_ranking(record.value, heading=record.text)]
+    if not outcome.failed and value is not None:
+        lines += ["", "value", *("  " + line for line in display(value).split("\n"))]
+    reports = outcome.render_reports() if outcome.reports else ""
+    return "\n".join(lines), reports, outcome.failed
+
+
+def describe_retrieval(retrieval: Retrieval) -> list[str]:
+    lines = [
+        f"  model {retrieval.model} (revision {retrieval.revision}), metric {retrieval.metric}, "
+        f"approximate {'true' if retrieval.approximate else 'false'}",
+    ]
+    if retrieval.index:
+        lines.append(f"  index {retrieval.index}")
+    analysis = retrieval.extra.get("analysis")
+    if isinstance(analysis, dict):
+        synonyms = ", ".join(f"{item['found']} -> {item['group']}" for item in analysis.get("synonyms", []))
+        lines += [
+            f"  question words: {', '.join(analysis.get('words', [])) or '(none)'}",
+            f"  ignored: {', '.join(analysis.get('ignored', [])) or '(none)'}",
+            f"  synonyms applied: {synonyms or '(none)'}",
+            f"  terms: {', '.join(analysis.get('terms', [])) or '(none)'}",
+        ]
+    cutoff = retrieval.extra.get("cutoff")
+    if isinstance(cutoff, dict):
+        details = ", ".join(f"{key} {_number(value)}" for key, value in cutoff.items() if key != "rule")
+        lines.append(f"  relevant: rule {cutoff.get('rule')} ({details})")
+    if "fallback" in retrieval.extra:
+        lines.append(f"  fell back: {retrieval.extra['fallback'].get('reason')}")
+    for number, source in enumerate(retrieval.extra.get("inputs", []), start=1):
+        lines.append(f"  input {number}: {source.get('model')} ({source.get('metric')}) for {source.get('query')!r}")
+    if "k" in retrieval.extra:
+        lines.append(f"  k {retrieval.extra['k']}")
+    return lines
+
+
+def _number(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def describe_ranking(ranking: Ranking, heading: str | None = None) -> list[str]:
+    retrieval = ranking.retrieval
+    lines = [f"retrieval {heading or repr(retrieval.query)}", *describe_retrieval(retrieval)]
+    rows = []
+    for rank, hit in enumerate(ranking.hits, start=1):
+        rows.append([str(rank), hit.card.name, format_score(hit.score), _why(hit.detail)])
+    lines += ["  " + line for line in layout(["rank", "card", "score", "why"], rows).split("\n")]
+    return lines
+
+
+def _why(detail: dict[str, Any] | None) -> str:
+    if not detail:
+        return ""
+    if "matched" in detail:
+        matched = sorted(detail["matched"].items(), key=lambda item: -item[1])
+        return ", ".join(f"{term} {weight:.3f}" for term, weight in matched)
+    if "inputs" in detail:
+        places = [f"#{n}: rank {p['rank']} ({p['score']:.4f})" if p else f"#{n}: absent"
+                  for n, p in enumerate(detail["inputs"], start=1)]
+        return ", ".join(places)
+    return ""
