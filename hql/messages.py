@@ -587,13 +587,7 @@ def search_relevant_unknown_metric(metric: str) -> str:
 # --- semantic index: reader, producer, embedders ---------------------------
 
 _REBUILD = "rerun `hql index build`"
-
-
-def semantic_needs_index() -> str:
-    return (
-        "`semantic` needs an index: name one with `[semantics] index` in hql.toml, "
-        "and build it with `hql index build`"
-    )
+# `semantic_needs_index` (the check-time name error) is defined in the search section above.
 
 
 def index_outside_vault(configured: str) -> str:
@@ -876,7 +870,8 @@ def cannot_write(path: str, error: Exception) -> str:
 
 
 def picture_needs_graph(format_name: str, found: str) -> str:
-    return (f"`--format {format_name}` draws graph values, but this program's value is {found}; "
+    option = "--svg" if format_name == "svg" else f"--format {format_name}"
+    return (f"`{option}` draws graph values, but this program's value is {found}; "
             f"end it with `| graph` or `| expand(…)`")
 
 

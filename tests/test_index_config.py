@@ -81,6 +81,10 @@ def test_full_section() -> None:
             {"embedder": {"provider": "http", "model": "m", "endpoint": "e"}},
             "the `http` embedder needs `revision`",
         ),
+        (
+            {"embedder": dict(HTTP, endpoint="file:///etc/passwd")},
+            "must be an http:// or https:// URL",
+        ),
         ({"embedder": dict(HTTP, colour="blue")}, "unknown key `colour` in `[semantics.embedder]`"),
         ({"embedder": dict(HTTP, dimensions=0)}, "must be a positive integer up to 8192"),
         ({"embedder": dict(HTTP, timeout=-1)}, "must be a positive number of seconds"),

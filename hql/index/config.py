@@ -119,6 +119,13 @@ def load_embedder_config(section: object) -> EmbedderConfig:
         for key, value in (("endpoint", endpoint), ("revision", revision)):
             if value is None:
                 raise EmbedderError(messages.embedder_missing_key("http", key))
+        # urllib would happily open file:// and ftp:// URLs; an embedder is HTTP.
+        if not str(endpoint).lower().startswith(("http://", "https://")):
+            raise EmbedderError(
+                messages.semantics_config_bad_value(
+                    "semantics.embedder.endpoint", "an http:// or https:// URL", endpoint
+                )
+            )
     return EmbedderConfig(
         provider="http" if provider == "http" else "local",
         model=model,
