@@ -269,13 +269,13 @@ class _Builder(lark.Transformer):  # type: ignore[type-arg]
         return t.TypeExpr(_joined(items), _text(items[0]), args)
 
     def type_params(self, items: list[Any]) -> tuple[str, ...]:
-        return tuple(_text(item) for item in items if item.type == "IDENT")
+        return _Spanned(tuple(_text(item) for item in items if item.type == "IDENT"), _joined(items))
 
     def supertypes(self, items: list[Any]) -> tuple[t.TypeExpr, ...]:
         return tuple(item for item in items if isinstance(item, t.TypeExpr))
 
     def record(self, items: list[Any]) -> tuple[t.FieldDecl, ...]:
-        return tuple(item for item in items if isinstance(item, t.FieldDecl))
+        return _Spanned(tuple(item for item in items if isinstance(item, t.FieldDecl)), _joined(items))
 
     def field_decl(self, items: list[Any]) -> t.FieldDecl:
         optional = any(isinstance(item, lark.Token) and item.type == "QMARK" for item in items)
@@ -311,8 +311,31 @@ class _Builder(lark.Transformer):  # type: ignore[type-arg]
             elif isinstance(item, tuple) and item and isinstance(item[0], tuple):
                 bounds = item
         abstract = any(token.type == "ABSTRACT" for token in tokens)
-        span = _joined([item for item in items if not isinstance(item, tuple)])
+        ends = [_end_of(item) for item in items]
+        span = Span(_span(items[0]).start, max(ends))
         return t.Declaration(span, _text(name), _span(name), params, abstract, supertypes, fields, union, bounds)
+
+
+def _end_of(item: Any) -> int:
+    """Where a declaration part ends; parts such as `<K>` or `where K: T` arrive as tuples."""
+    if isinstance(item, _Spanned):
+        return item.span.end
+    if isinstance(item, tuple):
+        return max((_end_of(part) for part in item), default=-1)
+    if isinstance(item, str) and not isinstance(item, lark.Token):  # the name in a `where` bound
+        return -1
+    return _span(item).end
+
+
+class _Spanned(tuple[Any, ...]):
+    """A declaration part (`<K>`, `{ … }`) that remembers where it was written, brackets included."""
+
+    span: Span
+
+    def __new__(cls, parts: tuple[Any, ...], span: Span) -> _Spanned:
+        spanned = super().__new__(cls, parts)
+        spanned.span = span
+        return spanned
 
 
 # Lark calls rules by name; `lambda` is a Python keyword.

@@ -8,6 +8,7 @@ nesting limit. The parser and the REPL's highlighter both read these tokens.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -312,8 +313,6 @@ def tokenize(text: str) -> list[Token]:
 def iter_highlight_tokens(text: str) -> Iterator[Token]:
     """Tokens for highlighting: as many as can be read, stopping quietly at a lexical error."""
     scanner = _Scanner(text)
-    try:
+    with contextlib.suppress(HqlError):
         scanner.run()
-    except HqlError:
-        pass
     yield from scanner.tokens
