@@ -30,13 +30,15 @@ def command(name: str) -> Callable[[Callable[[argparse.Namespace], int]], Callab
 def _global_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
     default = argparse.SUPPRESS if suppress else None
     parser.add_argument("--vault", metavar="DIR", default=default, help="the vault to query")
-    parser.add_argument("--format", choices=("text", "json"), default=argparse.SUPPRESS if suppress else "text",
-                        help="how to print the answer (default: text)")
+    parser.add_argument("--format", choices=("text", "json", *PICTURE_FORMATS),
+                        default=argparse.SUPPRESS if suppress else "text",
+                        help="how to print the answer (default: text); dot, mermaid and graphml draw graphs")
     parser.add_argument("--report", metavar="MODE", default=default,
                         help="strict (stop at the first error) or collect (report every statement)")
 
 
 PLUGIN_COMMANDS = {"index"}
+PICTURE_FORMATS = ("dot", "mermaid", "graphml")
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
@@ -52,7 +54,9 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         _global_options(child, suppress=True)
         return child
 
-    sub("eval", "evaluate a program given as an argument").add_argument("program")
+    evaluate = sub("eval", "evaluate a program given as an argument")
+    evaluate.add_argument("program")
+    evaluate.add_argument("--svg", metavar="FILE", help="draw the graph value as SVG (needs Graphviz)")
     sub("check", "check a program from a file (or - for stdin) and print its type").add_argument("file")
     sub("run", "run a program from a file (or - for stdin)").add_argument("file")
     sub("explain", "show the checked plan, the analysed questions and why each hit scored").add_argument("program")
@@ -62,7 +66,12 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     render.add_argument("--write", action="store_true", help="write the rendered document back")
     render.add_argument("--all", action="store_true", help="render every document of the vault that carries blocks")
     sub("builtins", "list the registered extensions and their steps")
-    sub("config", "show the report mode and the vault")
+    config = sub("config", "show the report mode and the vault; `get KEY` / `set KEY VALUE` read and edit hql.toml")
+    config.add_argument("action", nargs="?", choices=("get", "set"), help="read or change one setting")
+    config.add_argument("key", nargs="?", help="a setting such as report.mode")
+    config.add_argument("value", nargs="?", help="its new value: a TOML literal, or plain text for a string")
+    sub("init", "write a starter hql.toml for a vault").add_argument(
+        "directory", nargs="?", default=".", help="the vault folder (default: here)")
     # Plugin commands pull in their libraries, so they are added only when asked for (or for help).
     if not argv or any(arg in PLUGIN_COMMANDS or arg in ("-h", "--help") for arg in argv):
         _add_plugin_commands(commands, sub)
@@ -125,6 +134,10 @@ def read_program(path: str) -> tuple[str, str]:
 
 def emit(outcome: Outcome, args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
+    if args.format in PICTURE_FORMATS:
+        from hql.graph_export import emit_picture
+
+        return emit_picture(outcome, args.format, out, sys.stderr)
     if args.format == "json":
         print(outcome.json_text(), file=out)
     else:
@@ -140,7 +153,12 @@ def emit(outcome: Outcome, args: argparse.Namespace, out: TextIO | None = None) 
 
 @command("eval")
 def eval_command(args: argparse.Namespace) -> int:
-    return emit(session_for(args).run(args.program, "<expression>"), args)
+    outcome = session_for(args).run(args.program, "<expression>")
+    if args.svg:
+        from hql.graph_export import emit_svg
+
+        return emit_svg(outcome, args.svg, sys.stdout, sys.stderr)
+    return emit(outcome, args)
 
 
 @command("run")
@@ -201,6 +219,10 @@ def builtins_command(args: argparse.Namespace) -> int:
 
 @command("config")
 def config_command(args: argparse.Namespace) -> int:
+    if args.action is not None:
+        from hql.init import config_edit_command
+
+        return config_edit_command(args.action, args.key, args.value, args.vault)
     vault = open_vault(args.vault) if args.vault else None
     mode, origin = resolve_mode(args.report, vault)
     print(f"report mode: {mode} (from {origin})")
@@ -211,6 +233,13 @@ def config_command(args: argparse.Namespace) -> int:
         for item in vault.warnings:
             print(f"warning: {item}")
     return 0
+
+
+@command("init")
+def init_command(args: argparse.Namespace) -> int:
+    from hql.init import init_command as init
+
+    return init(args.directory)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -871,7 +871,7 @@ def cannot_write(path: str, error: Exception) -> str:
 
 def picture_needs_graph(format_name: str, found: str) -> str:
     option = "--svg" if format_name == "svg" else f"--format {format_name}"
-    return (f"`{option}` draws graph values, but this program's value is {found}; "
+    return (f"`{option}` draws graph values, but this program's value has type {found}; "
             f"end it with `| graph` or `| expand(…)`")
 
 
