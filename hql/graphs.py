@@ -63,15 +63,22 @@ Presence = Member | Retrieved | Expanded
 class Graph:
     """Nodes with their presence, and the edges collected for them, each once."""
 
-    def __init__(self, presence: dict[str, Presence], edges: Iterable[Edge]) -> None:
+    def __init__(
+        self, presence: dict[str, Presence], edges: Iterable[Edge], *, unique: bool = False
+    ) -> None:
+        """`unique=True` promises the edges hold no duplicate, which skips the check."""
         import networkx
 
         self.presence: dict[str, Presence] = dict(sorted(presence.items()))
-        self._edges: list[Edge] = list(_unique(edges))
+        self._edges: list[Edge] = list(edges) if unique else list(_unique(edges))
+        present = self.presence
+        self._induced = [
+            edge for edge in self._edges if edge.source in present and edge.target in present
+        ]
         self.nx: networkx.MultiDiGraph = networkx.MultiDiGraph()
-        for name, how in self.presence.items():
+        for name, how in present.items():
             self.nx.add_node(name, presence=how)
-        for edge in self.induced_edges:
+        for edge in self._induced:
             self.nx.add_edge(edge.source, edge.target, data=edge.data)
 
     @property
@@ -87,8 +94,7 @@ class Graph:
     @property
     def induced_edges(self) -> list[Edge]:
         """The edges whose endpoints are both nodes: what printing, JSON and `g.edges` show."""
-        present = self.presence
-        return [edge for edge in self._edges if edge.source in present and edge.target in present]
+        return list(self._induced)
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -123,9 +129,27 @@ def project(elements: Iterable[object], vault: Vault | None) -> Graph:
             _project_relation(card, vault, presence, edges)
         else:
             presence[card.name] = how
-    if vault is not None:
-        edges.extend(vault.edges)
+    if vault is None:
+        return Graph(presence, edges)
+    if vault.edges_unique:
+        # Relation edges are vault edges, so dropping them by identity from the
+        # full list is the whole duplicate check; no need to compare data.
+        taken = {id(edge) for edge in edges}
+        edges = _unique_by_identity(edges)
+        edges.extend(edge for edge in vault.edges if id(edge) not in taken)
+        return Graph(presence, edges, unique=True)
+    edges.extend(vault.edges)
     return Graph(presence, edges)
+
+
+def _unique_by_identity(edges: list[Edge]) -> list[Edge]:
+    seen: set[int] = set()
+    kept = []
+    for edge in edges:
+        if id(edge) not in seen:
+            seen.add(id(edge))
+            kept.append(edge)
+    return kept
 
 
 def _card_and_presence(element: object) -> tuple[Card, Presence]:
@@ -170,7 +194,7 @@ def expand(graph: Graph, vault: Vault, depth: int, direction: str) -> Graph:
             if neighbour not in presence:
                 presence[neighbour] = Expanded(seed, distance + 1)
                 queue.append((neighbour, seed, distance + 1))
-    return Graph(presence, graph.edges)
+    return Graph(presence, graph._edges, unique=True)
 
 
 def _neighbours(vault: Vault, node: str, direction: str) -> Iterator[str]:

@@ -135,3 +135,29 @@ def test_no_duplicate_edges_and_missing_targets_are_names(tmp_path: Path) -> Non
 def test_project_without_a_vault(vault: Vault) -> None:
     graph = project([card(vault, "oauth")], None)
     assert graph.nodes == ["oauth"] and graph.edges == []
+
+
+def test_a_link_that_repeats_a_relation_edge_is_kept_once(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("[[b]] {card: rel}\n")
+    (tmp_path / "b.md").write_text("# B\n")
+    (tmp_path / "rel.md").write_text(
+        "---\nmetadata:\n  knowledge:\n    type: Relation\n"
+        "    relation: {source: a, target: b}\n---\n"
+    )
+    vault = Vault.open(tmp_path)
+    assert vault.edges == (Edge("a", "b", {"card": "rel"}), Edge("a", "b", {"card": "rel"}))
+    assert not vault.edges_unique
+    graph = project(vault.cards, vault)
+    assert graph.nodes == ["a", "b"]
+    assert graph.edges == [Edge("a", "b", {"card": "rel"})]
+
+
+def test_projection_edge_order_puts_relation_edges_first(vault: Vault) -> None:
+    assert vault.edges_unique
+    graph = project([card(vault, "sessions"), card(vault, "oauth-defines-bearer")], vault)
+    assert graph.edges == [
+        Edge("oauth", "bearer-tokens", {"relation": "defines"}),
+        Edge("oauth", "bearer-tokens", {"card": "oauth-defines-bearer"}),
+        Edge("bearer-tokens", "http-headers", {}),
+        Edge("bearer-tokens", "oauth", {}),
+    ]

@@ -27,6 +27,7 @@ class Vault:
     warnings: tuple[LoadWarning, ...]
     config: VaultConfig
     state_dir: Path
+    edges_unique: bool  # no two edges share (source, target, data); graphs rely on it
 
     def __init__(
         self,
@@ -43,6 +44,7 @@ class Vault:
         self.config = config
         self.state_dir = root / STATE_DIR
         self._by_name = {card.name: card for card in cards}
+        self.edges_unique = _edges_unique(edges)
         self._uplinks = _index(edges, lambda edge: edge.source)
         self._downlinks = _index(edges, lambda edge: edge.target)
 
@@ -137,6 +139,22 @@ def _check_root(shown: str, root: Path) -> None:
     if exists:
         raise VaultError(messages.vault_not_a_directory(shown))
     raise VaultError(messages.vault_no_such_directory(shown))
+
+
+def _edges_unique(edges: tuple[Edge, ...]) -> bool:
+    """Whether no two edges share (source, target, data).
+
+    Link edges are unique per (source, target) and relation edges per card, so
+    only a link edge whose annotation is exactly `{card: <relation>}` between
+    the relation's endpoints could repeat one: check just those pairs.
+    """
+    links: dict[tuple[str, str], dict[str, Any]] = {}
+    for edge in edges:
+        key = (edge.source, edge.target)
+        if key in links and links[key] == edge.data:
+            return False
+        links.setdefault(key, edge.data)
+    return True
 
 
 def _index(edges: tuple[Edge, ...], key: Any) -> dict[str, tuple[Edge, ...]]:
