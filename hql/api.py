@@ -72,7 +72,9 @@ class Outcome:
 
 
 def extension_metadata() -> dict[str, dict[str, Any]]:
-    return {name: ext.card_metadata for name, ext in registry().extensions.items() if ext.card_metadata}
+    return {
+        name: ext.card_metadata for name, ext in registry().extensions.items() if ext.card_metadata
+    }
 
 
 def open_vault(path: str | os.PathLike[str], *, use_cache: bool = True) -> Vault:
@@ -80,8 +82,11 @@ def open_vault(path: str | os.PathLike[str], *, use_cache: bool = True) -> Vault
     from hql.vault import Vault, VaultError
 
     try:
-        return Vault.open(Path(path) if not isinstance(path, str) else path,
-                          extension_metadata=extension_metadata(), use_cache=use_cache)
+        return Vault.open(
+            Path(path) if not isinstance(path, str) else path,
+            extension_metadata=extension_metadata(),
+            use_cache=use_cache,
+        )
     except VaultError as error:
         raise HostError(str(error)) from None
 
@@ -140,7 +145,9 @@ class Session:
         try:
             plan, reports = checker.check(program, collect=self.mode == "collect")
         except RecursionError:
-            outcome.reports.append(evaluation(messages.too_deep_to_check(), Span(0, len(source.data))))
+            outcome.reports.append(
+                evaluation(messages.too_deep_to_check(), Span(0, len(source.data)))
+            )
             return outcome, None, scope
         outcome.reports.extend(reports)
         outcome.type = plan.result
@@ -162,7 +169,9 @@ class Session:
         except HqlError as error:
             interpreter.reports.append(error.report)
         except RecursionError:
-            interpreter.reports.append(evaluation(messages.too_deep_to_run(), Span(0, len(outcome.source.data))))
+            interpreter.reports.append(
+                evaluation(messages.too_deep_to_run(), Span(0, len(outcome.source.data)))
+            )
         outcome.reports.extend(interpreter.reports)
         if not outcome.failed:
             self.scope = scope
@@ -176,13 +185,21 @@ def _vault_of(vault: Vault | str | os.PathLike[str] | None) -> Vault | None:
     return open_vault(vault)
 
 
-def run(source: str, vault: Vault | str | os.PathLike[str] | None = None, mode: str | None = None,
-        origin: str = "<expression>") -> Outcome:
+def run(
+    source: str,
+    vault: Vault | str | os.PathLike[str] | None = None,
+    mode: str | None = None,
+    origin: str = "<expression>",
+) -> Outcome:
     """Parse, check and (when checking found no error) evaluate a program."""
     return Session(_vault_of(vault), mode).run(source, origin)
 
 
-def check(source: str, vault: Vault | str | os.PathLike[str] | None = None, mode: str | None = None,
-          origin: str = "<expression>") -> Outcome:
+def check(
+    source: str,
+    vault: Vault | str | os.PathLike[str] | None = None,
+    mode: str | None = None,
+    origin: str = "<expression>",
+) -> Outcome:
     """Parse and check a program; `Outcome.type` is its type, nothing is evaluated."""
     return Session(_vault_of(vault), mode).run(source, origin, evaluate=False)

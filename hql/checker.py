@@ -32,7 +32,9 @@ class Plan:
     steps: dict[t.Node, StepSpec] = field(default_factory=dict)
     functions: dict[t.Node, FunctionSpec] = field(default_factory=dict)
     arguments: dict[t.Node, dict[str, t.Argument]] = field(default_factory=dict)
-    inputs: dict[t.Node, t.Expr | None] = field(default_factory=dict)  # direct calls: the input argument
+    inputs: dict[t.Node, t.Expr | None] = field(
+        default_factory=dict
+    )  # direct calls: the input argument
     type_args: dict[t.Node, Type] = field(default_factory=dict)  # `typed(RelationCard)`
     result: Type = ty.UNIT
     imports: list[str] = field(default_factory=list)
@@ -54,8 +56,16 @@ class Scope:
 class StepTyping:
     """What a step's typing rule sees: its input type, its arguments, and helpers."""
 
-    def __init__(self, checker: Checker, spec: StepSpec, node: t.Node, input_type: Type,
-                 input_span: Span, args: dict[str, t.Argument], span: Span) -> None:
+    def __init__(
+        self,
+        checker: Checker,
+        spec: StepSpec,
+        node: t.Node,
+        input_type: Type,
+        input_span: Span,
+        args: dict[str, t.Argument],
+        span: Span,
+    ) -> None:
         self.checker = checker
         self.spec = spec
         self.node = node
@@ -74,23 +84,35 @@ class StepTyping:
         """The input's element type; a type error when the input is no collection."""
         element = ty.element_type(self.input)
         if element is None:
-            raise HqlError(type_error(messages.step_needs_collection(self.spec.name, self.input), self.input_span))
+            raise HqlError(
+                type_error(
+                    messages.step_needs_collection(self.spec.name, self.input), self.input_span
+                )
+            )
         return element
 
     def value(self, name: str) -> Type:
         argument = self.args[name]
         if isinstance(argument.value, t.Lambda):
-            raise HqlError(type_error(messages.lambda_not_expected(self.spec.name, name), argument.value.span))
+            raise HqlError(
+                type_error(messages.lambda_not_expected(self.spec.name, name), argument.value.span)
+            )
         return self.checker.expression(argument.value)
 
     def lambda_result(self, name: str, params: Sequence[Type]) -> Type:
         argument = self.args[name]
         function = argument.value
         if not isinstance(function, t.Lambda):
-            raise HqlError(type_error(messages.expects_lambda(self.spec.name, name), argument.value.span))
+            raise HqlError(
+                type_error(messages.expects_lambda(self.spec.name, name), argument.value.span)
+            )
         if len(function.params) != len(params):
-            raise HqlError(type_error(
-                messages.lambda_arity(len(function.params), self.spec.name, len(params)), function.span))
+            raise HqlError(
+                type_error(
+                    messages.lambda_arity(len(function.params), self.spec.name, len(params)),
+                    function.span,
+                )
+            )
         return self.checker.lambda_body(function, params)
 
     def lambda_arity(self, name: str) -> int | None:
@@ -125,11 +147,19 @@ def _type_expr_of(expr: t.Expr) -> t.TypeExpr | None:
 
 
 class Checker:
-    def __init__(self, *, has_vault: bool, scope: Scope | None = None, registry_: Registry | None = None,
-                 vault: Any = None) -> None:
+    def __init__(
+        self,
+        *,
+        has_vault: bool,
+        scope: Scope | None = None,
+        registry_: Registry | None = None,
+        vault: Any = None,
+    ) -> None:
         self.registry = registry_ or registry()
         self.has_vault = has_vault
-        self.vault = vault  # steps may read its configuration while checking (`semantic` needs an index)
+        self.vault = (
+            vault  # steps may read its configuration while checking (`semantic` needs an index)
+        )
         self.scope = scope or Scope(imports=self.registry.default_imports())
         self.plan = Plan(t.Program(Span(0, 0), ()))
         self.lambda_scopes: list[dict[str, Type]] = []
@@ -168,13 +198,19 @@ class Checker:
     def import_extension(self, statement: t.Import) -> None:
         extension = self.registry.extensions.get(statement.name)
         if extension is None:
-            raise HqlError(name_error(messages.no_such_extension(statement.name), statement.name_span))
+            raise HqlError(
+                name_error(messages.no_such_extension(statement.name), statement.name_span)
+            )
         if statement.name in self.scope.imports:
             return
         for other in self.scope.imports:
             shared = sorted(set(self.registry.extensions[other].steps) & set(extension.steps))
             if shared:
-                raise HqlError(name_error(messages.ambiguous_import(other, statement.name, shared[0]), statement.span))
+                raise HqlError(
+                    name_error(
+                        messages.ambiguous_import(other, statement.name, shared[0]), statement.span
+                    )
+                )
         self.scope.imports.append(statement.name)
 
     def binding(self, statement: t.Binding) -> None:
@@ -184,15 +220,23 @@ class Checker:
         if statement.annotation is not None:
             declared = self.resolve(statement.annotation)
             if not ty.is_subtype(inferred, declared):
-                raise HqlError(type_error(
-                    messages.declared_mismatch(statement.name, declared, inferred), statement.value.span))
+                raise HqlError(
+                    type_error(
+                        messages.declared_mismatch(statement.name, declared, inferred),
+                        statement.value.span,
+                    )
+                )
             inferred = declared
         self.scope.names[statement.name] = inferred
 
     def declaration(self, statement: t.Declaration) -> None:
         params = set(statement.params)
         for param in statement.params:
-            if param in ty.ATOM_PARENTS or param in ty.GENERIC_ARITY or param in self.scope.declared_types:
+            if (
+                param in ty.ATOM_PARENTS
+                or param in ty.GENERIC_ARITY
+                or param in self.scope.declared_types
+            ):
                 raise HqlError(type_error(messages.parameter_shadows(param), statement.span))
         if statement.name in self.scope.declared_types:
             raise HqlError(type_error(messages.declared_twice(statement.name), statement.name_span))
@@ -210,14 +254,25 @@ class Checker:
         builtin = statement.name in ty.ATOM_PARENTS or statement.name in ty.GENERIC_ARITY
         if builtin:
             for parent in parents:
-                if not ty.is_subtype(Type(statement.name), parent) and statement.name in ty.ATOM_PARENTS:
-                    raise HqlError(type_error(messages.contradicts_builtin(statement.name, parent), statement.span))
+                if (
+                    not ty.is_subtype(Type(statement.name), parent)
+                    and statement.name in ty.ATOM_PARENTS
+                ):
+                    raise HqlError(
+                        type_error(
+                            messages.contradicts_builtin(statement.name, parent), statement.span
+                        )
+                    )
             return
         concrete = [p for p in parents if p.name not in ty.ABSTRACT_ATOMS and not p.args]
         for i, first in enumerate(concrete):
-            for second in concrete[i + 1:]:
+            for second in concrete[i + 1 :]:
                 if not ty.is_subtype(first, second) and not ty.is_subtype(second, first):
-                    raise HqlError(type_error(messages.uninhabitable(statement.name, first, second), statement.span))
+                    raise HqlError(
+                        type_error(
+                            messages.uninhabitable(statement.name, first, second), statement.span
+                        )
+                    )
         self.scope.declared_types[statement.name] = tuple(p.name for p in parents if not p.args)
 
     # --- types -------------------------------------------------------------
@@ -229,7 +284,11 @@ class Checker:
             return Type(name)
         if name in ty.GENERIC_ARITY:
             if len(args) != ty.GENERIC_ARITY[name]:
-                raise HqlError(type_error(messages.type_arity(name, ty.GENERIC_ARITY[name], len(args)), written.span))
+                raise HqlError(
+                    type_error(
+                        messages.type_arity(name, ty.GENERIC_ARITY[name], len(args)), written.span
+                    )
+                )
             if name == "SortedMap" and not ty.is_orderable(args[0]):
                 raise HqlError(type_error(messages.sorted_map_key(args[0]), written.span))
             return Type(name, args)
@@ -353,7 +412,11 @@ class Checker:
     def edge(self, expr: t.EdgeLit) -> Type:
         for endpoint in (expr.source, expr.target):
             endpoint_type = ty.strip_option(self.expression(endpoint))
-            if endpoint_type != ty.STRING and endpoint_type.name not in ty.CARD_FAMILY and endpoint_type != ty.DOC:
+            if (
+                endpoint_type != ty.STRING
+                and endpoint_type.name not in ty.CARD_FAMILY
+                and endpoint_type != ty.DOC
+            ):
                 raise HqlError(type_error(messages.edge_endpoint(endpoint_type), endpoint.span))
         if expr.data is not None:
             self.expression(expr.data)
@@ -364,7 +427,11 @@ class Checker:
         optional = receiver.name == "Option"
         found = field_type(ty.strip_option(receiver), expr.name)
         if found is None:
-            raise HqlError(name_error(messages.no_such_field(ty.strip_option(receiver), expr.name), expr.name_span))
+            raise HqlError(
+                name_error(
+                    messages.no_such_field(ty.strip_option(receiver), expr.name), expr.name_span
+                )
+            )
         return ty.option(found) if optional else found
 
     # --- steps and calls -------------------------------------------------------
@@ -377,7 +444,9 @@ class Checker:
                 raise HqlError(type_error(messages.presentation_is_final(), expr.input.span))
         spec = self.resolve_step(expr.stage)
         self.plan.steps[expr] = spec
-        return self.apply_step(spec, expr, input_type, expr.input.span, expr.stage.args or (), expr.stage.span)
+        return self.apply_step(
+            spec, expr, input_type, expr.input.span, expr.stage.args or (), expr.stage.span
+        )
 
     def resolve_step(self, stage: t.Stage) -> StepSpec:
         reg = self.registry
@@ -388,9 +457,15 @@ class Checker:
             if extension is None:
                 raise HqlError(name_error(messages.no_such_extension(stage.extension), stage.span))
             if stage.extension not in self.scope.imports:
-                raise HqlError(name_error(messages.needs_import(stage.name, stage.extension), stage.name_span))
+                raise HqlError(
+                    name_error(messages.needs_import(stage.name, stage.extension), stage.name_span)
+                )
             if stage.name not in extension.steps:
-                raise HqlError(name_error(messages.not_in_extension(stage.name, stage.extension), stage.name_span))
+                raise HqlError(
+                    name_error(
+                        messages.not_in_extension(stage.name, stage.extension), stage.name_span
+                    )
+                )
             return extension.steps[stage.name]
         for name in self.scope.imports:
             extension = reg.extensions[name]
@@ -398,18 +473,29 @@ class Checker:
                 return extension.steps[stage.name]
         providers = reg.providers(stage.name)
         if providers:
-            raise HqlError(name_error(messages.needs_import(stage.name, providers[0].name), stage.name_span))
+            raise HqlError(
+                name_error(messages.needs_import(stage.name, providers[0].name), stage.name_span)
+            )
         suggestion = closest(stage.name, reg.step_names())
         raise HqlError(name_error(messages.not_a_step(stage.name, suggestion), stage.name_span))
 
-    def apply_step(self, spec: StepSpec, node: t.Node, input_type: Type, input_span: Span,
-                   args: Sequence[t.Argument], span: Span) -> Type:
+    def apply_step(
+        self,
+        spec: StepSpec,
+        node: t.Node,
+        input_type: Type,
+        input_span: Span,
+        args: Sequence[t.Argument],
+        span: Span,
+    ) -> Type:
         bound = self.bind_arguments(spec, args, span)
         self.plan.arguments[node] = bound
         typing = StepTyping(self, spec, node, input_type, input_span, bound, span)
         return spec.check(typing)
 
-    def bind_arguments(self, spec: StepSpec, args: Sequence[t.Argument], span: Span) -> dict[str, t.Argument]:
+    def bind_arguments(
+        self, spec: StepSpec, args: Sequence[t.Argument], span: Span
+    ) -> dict[str, t.Argument]:
         bound: dict[str, t.Argument] = {}
         positional = [p for p in spec.params if p.positional]
         index = 0
@@ -422,18 +508,33 @@ class Checker:
                 while index < len(positional) and positional[index].name in bound:
                     index += 1
                 if index >= len(positional):
-                    raise HqlError(type_error(messages.too_many_arguments(spec.name, len(positional)), argument.span))
+                    raise HqlError(
+                        type_error(
+                            messages.too_many_arguments(spec.name, len(positional)), argument.span
+                        )
+                    )
                 bound[positional[index].name] = argument
                 index += 1
                 continue
             param = spec.param(argument.name)
             if param is None:
                 suggestion = closest(argument.name, [p.name for p in spec.params])
-                raise HqlError(type_error(messages.no_such_argument(spec.name, argument.name, suggestion), argument.span))
+                raise HqlError(
+                    type_error(
+                        messages.no_such_argument(spec.name, argument.name, suggestion),
+                        argument.span,
+                    )
+                )
             if not param.named:
-                raise HqlError(type_error(messages.argument_not_nameable(spec.name, argument.name), argument.span))
+                raise HqlError(
+                    type_error(
+                        messages.argument_not_nameable(spec.name, argument.name), argument.span
+                    )
+                )
             if argument.name in bound:
-                raise HqlError(type_error(messages.argument_twice(spec.name, argument.name), argument.span))
+                raise HqlError(
+                    type_error(messages.argument_twice(spec.name, argument.name), argument.span)
+                )
             bound[argument.name] = argument
         for param in spec.params:
             if param.required and param.name not in bound:
@@ -470,7 +571,11 @@ class Checker:
         if self.registry.providers(callee.name):
             raise HqlError(name_error(messages.step_needs_input(callee.name), callee.span))
         known = set(self.registry.functions) | {s.name for s in self.registry.steps() if s.direct}
-        raise HqlError(name_error(messages.unknown_function(callee.name, closest(callee.name, known)), callee.span))
+        raise HqlError(
+            name_error(
+                messages.unknown_function(callee.name, closest(callee.name, known)), callee.span
+            )
+        )
 
     def type_call(self, expr: t.TypeCall) -> Type:
         function = self.registry.functions.get(expr.name)
@@ -485,8 +590,14 @@ def field_type(receiver: Type, name: str) -> Type | None:
     """The type of `receiver.name`, or None when there is no such field (reference 7.3)."""
     if receiver == ty.DATA or receiver == ty.NEVER:
         return receiver
-    doc_fields = {"name": ty.STRING, "title": ty.STRING, "path": ty.STRING, "format": ty.STRING,
-                  "body": ty.STRING, "header": ty.DATA}
+    doc_fields = {
+        "name": ty.STRING,
+        "title": ty.STRING,
+        "path": ty.STRING,
+        "format": ty.STRING,
+        "body": ty.STRING,
+        "header": ty.DATA,
+    }
     if receiver == ty.DOC:
         return doc_fields.get(name)
     if receiver.name in ty.CARD_FAMILY:
@@ -494,10 +605,18 @@ def field_type(receiver: Type, name: str) -> Type | None:
     if receiver == ty.EDGE:
         return {"source": ty.STRING, "target": ty.STRING, "data": ty.DATA}.get(name)
     if receiver.name == "Hit":
-        return {"card": receiver.arg, "score": ty.FLOAT, "query": ty.STRING, "retrieval": ty.DATA}.get(name)
+        return {
+            "card": receiver.arg,
+            "score": ty.FLOAT,
+            "query": ty.STRING,
+            "retrieval": ty.DATA,
+        }.get(name)
     if receiver.name == "Ranking":
-        return {"hits": ty.list_of(ty.hit_of(receiver.arg)), "query": ty.STRING,
-                "retrieval": ty.DATA}.get(name)
+        return {
+            "hits": ty.list_of(ty.hit_of(receiver.arg)),
+            "query": ty.STRING,
+            "retrieval": ty.DATA,
+        }.get(name)
     if receiver == ty.GRAPH:
         return {"nodes": ty.list_of(ty.STRING), "edges": ty.list_of(ty.EDGE)}.get(name)
     if receiver.name in ty.MAPS and name == "keys":
@@ -508,14 +627,36 @@ def field_type(receiver: Type, name: str) -> Type | None:
 
 def fields_of(receiver: Type) -> list[str]:
     """Every field name a receiver type has (for completion and suggestions)."""
-    candidates = ["name", "title", "path", "format", "body", "header", "metadata", "kind", "source",
-                  "target", "data", "card", "score", "query", "retrieval", "hits", "nodes", "edges", "keys"]
-    return [name for name in candidates if field_type(receiver, name) is not None and receiver != ty.DATA]
+    candidates = [
+        "name",
+        "title",
+        "path",
+        "format",
+        "body",
+        "header",
+        "metadata",
+        "kind",
+        "source",
+        "target",
+        "data",
+        "card",
+        "score",
+        "query",
+        "retrieval",
+        "hits",
+        "nodes",
+        "edges",
+        "keys",
+    ]
+    return [
+        name
+        for name in candidates
+        if field_type(receiver, name) is not None and receiver != ty.DATA
+    ]
 
 
-def check_program(program: t.Program, *, has_vault: bool, collect: bool,
-                  scope: Scope | None = None) -> tuple[Plan, list[Report]]:
+def check_program(
+    program: t.Program, *, has_vault: bool, collect: bool, scope: Scope | None = None
+) -> tuple[Plan, list[Report]]:
     checker = Checker(has_vault=has_vault, scope=scope)
     return checker.check(program, collect=collect)
-
-

@@ -19,8 +19,12 @@ from hql.version import __version__
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
 
-def command(name: str) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
-    def register(function: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+def command(
+    name: str,
+) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
+    def register(
+        function: Callable[[argparse.Namespace], int],
+    ) -> Callable[[argparse.Namespace], int]:
         COMMANDS[name] = function
         return function
 
@@ -30,11 +34,18 @@ def command(name: str) -> Callable[[Callable[[argparse.Namespace], int]], Callab
 def _global_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
     default = argparse.SUPPRESS if suppress else None
     parser.add_argument("--vault", metavar="DIR", default=default, help="the vault to query")
-    parser.add_argument("--format", choices=("text", "json", *PICTURE_FORMATS),
-                        default=argparse.SUPPRESS if suppress else "text",
-                        help="how to print the answer (default: text); dot, mermaid and graphml draw graphs")
-    parser.add_argument("--report", metavar="MODE", default=default,
-                        help="strict (stop at the first error) or collect (report every statement)")
+    parser.add_argument(
+        "--format",
+        choices=("text", "json", *PICTURE_FORMATS),
+        default=argparse.SUPPRESS if suppress else "text",
+        help="how to print the answer (default: text); dot, mermaid and graphml draw graphs",
+    )
+    parser.add_argument(
+        "--report",
+        metavar="MODE",
+        default=default,
+        help="strict (stop at the first error) or collect (report every statement)",
+    )
 
 
 PLUGIN_COMMANDS = {"index"}
@@ -43,7 +54,8 @@ PICTURE_FORMATS = ("dot", "mermaid", "graphml")
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="hql", description="HQL, the Hyper Query Language: query a vault of Markdown cards.")
+        prog="hql", description="HQL, the Hyper Query Language: query a vault of Markdown cards."
+    )
     parser.add_argument("--version", action="version", version=f"hql {__version__}")
     _global_options(parser, suppress=False)
     commands = parser.add_subparsers(dest="command", metavar="<command>")
@@ -56,30 +68,48 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
 
     evaluate = sub("eval", "evaluate a program given as an argument")
     evaluate.add_argument("program")
-    evaluate.add_argument("--svg", metavar="FILE", help="draw the graph value as SVG (needs Graphviz)")
-    sub("check", "check a program from a file (or - for stdin) and print its type").add_argument("file")
+    evaluate.add_argument(
+        "--svg", metavar="FILE", help="draw the graph value as SVG (needs Graphviz)"
+    )
+    sub("check", "check a program from a file (or - for stdin) and print its type").add_argument(
+        "file"
+    )
     sub("run", "run a program from a file (or - for stdin)").add_argument("file")
-    sub("explain", "show the checked plan, the analysed questions and why each hit scored").add_argument("program")
+    sub(
+        "explain", "show the checked plan, the analysed questions and why each hit scored"
+    ).add_argument("program")
     sub("repl", "read and evaluate programs interactively")
     render = sub("render", "run the hql blocks of a document and write their answers beneath them")
     render.add_argument("file", nargs="?", help="the document (or - for stdin)")
     render.add_argument("--write", action="store_true", help="write the rendered document back")
-    render.add_argument("--all", action="store_true", help="render every document of the vault that carries blocks")
+    render.add_argument(
+        "--all", action="store_true", help="render every document of the vault that carries blocks"
+    )
     sub("builtins", "list the registered extensions and their steps")
-    config = sub("config", "show the report mode and the vault; `get KEY` / `set KEY VALUE` read and edit hql.toml")
-    config.add_argument("action", nargs="?", choices=("get", "set"), help="read or change one setting")
+    config = sub(
+        "config",
+        "show the report mode and the vault; `get KEY` / `set KEY VALUE` read and edit hql.toml",
+    )
+    config.add_argument(
+        "action", nargs="?", choices=("get", "set"), help="read or change one setting"
+    )
     config.add_argument("key", nargs="?", help="a setting such as report.mode")
-    config.add_argument("value", nargs="?", help="its new value: a TOML literal, or plain text for a string")
+    config.add_argument(
+        "value", nargs="?", help="its new value: a TOML literal, or plain text for a string"
+    )
     sub("init", "write a starter hql.toml for a vault").add_argument(
-        "directory", nargs="?", default=".", help="the vault folder (default: here)")
+        "directory", nargs="?", default=".", help="the vault folder (default: here)"
+    )
     # Plugin commands pull in their libraries, so they are added only when asked for (or for help).
     if not argv or any(arg in PLUGIN_COMMANDS or arg in ("-h", "--help") for arg in argv):
         _add_plugin_commands(commands, sub)
     return parser
 
 
-def _add_plugin_commands(commands: argparse._SubParsersAction,  # type: ignore[type-arg]
-                         sub: Callable[[str, str], argparse.ArgumentParser]) -> None:
+def _add_plugin_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    sub: Callable[[str, str], argparse.ArgumentParser],
+) -> None:
     """Commands contributed by libraries (index, analyze) when they are present."""
     try:
         from hql.index.commands import add_index_commands
@@ -98,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from hql.index.commands import run_index_command
 
             vault = open_vault(args.vault) if args.vault else None
-            return run_index_command(args, vault)
+            return run_index_command(args, vault)  # type: ignore[arg-type]
         return handler(args)
     except HostError as error:
         print(f"hql: {error}", file=sys.stderr)

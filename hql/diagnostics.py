@@ -87,10 +87,7 @@ def render(report: Report, source: Source) -> str:
     pad = " " * len(number)
     start_char = column - 1
     end_line, end_column = source.location(report.span.end)
-    if end_line == line:
-        width = max(1, end_column - column)
-    else:
-        width = max(1, len(text) - start_char)
+    width = max(1, end_column - column) if end_line == line else max(1, len(text) - start_char)
     carets = " " * start_char + "^" * width
     return "\n".join(
         [

@@ -42,11 +42,13 @@ class TimedInterpreter(Interpreter):
         started = time.perf_counter()
         value = super().run_step(node, input_value, input_type, span)
         elapsed = time.perf_counter() - started
-        self.records.append(StageRecord(self._text(span), input_type, self.plan.types[node], elapsed, value))
+        self.records.append(
+            StageRecord(self._text(span), input_type, self.plan.types[node], elapsed, value)
+        )
         return value
 
     def _text(self, span: Span) -> str:
-        return self.source.data[span.start:span.end].decode("utf-8", errors="replace")
+        return self.source.data[span.start : span.end].decode("utf-8", errors="replace")
 
 
 def explain(session: Session, text: str, origin: str) -> tuple[str, str, bool]:
@@ -64,13 +66,24 @@ def explain(session: Session, text: str, origin: str) -> tuple[str, str, bool]:
     total = time.perf_counter() - started
     outcome.reports.extend(interpreter.reports)
     lines = ["plan"]
-    rows = [[record.text, str(record.input) if record.input else "", str(record.output),
-             f"{record.seconds * 1000:.2f} ms"] for record in interpreter.records]
-    lines += ["  " + line for line in layout(["stage", "input", "output", "time"], rows).split("\n")]
+    rows = [
+        [
+            record.text,
+            str(record.input) if record.input else "",
+            str(record.output),
+            f"{record.seconds * 1000:.2f} ms",
+        ]
+        for record in interpreter.records
+    ]
+    lines += [
+        "  " + line for line in layout(["stage", "input", "output", "time"], rows).split("\n")
+    ]
     lines.append(f"  total {total * 1000:.2f} ms; result {plan.result}")
     shown: list[Retrieval] = []
     for record in interpreter.records:  # each retrieval once, where it was made (take keeps it)
-        if isinstance(record.value, Ranking) and not any(r is record.value.retrieval for r in shown):
+        if isinstance(record.value, Ranking) and not any(
+            r is record.value.retrieval for r in shown
+        ):
             shown.append(record.value.retrieval)
             lines += ["", *describe_ranking(record.value, heading=record.text)]
     if not outcome.failed and value is not None:
@@ -88,7 +101,9 @@ def describe_retrieval(retrieval: Retrieval) -> list[str]:
         lines.append(f"  index {retrieval.index}")
     analysis = retrieval.extra.get("analysis")
     if isinstance(analysis, dict):
-        synonyms = ", ".join(f"{item['found']} -> {item['group']}" for item in analysis.get("synonyms", []))
+        synonyms = ", ".join(
+            f"{item['found']} -> {item['group']}" for item in analysis.get("synonyms", [])
+        )
         lines += [
             f"  question words: {', '.join(analysis.get('words', [])) or '(none)'}",
             f"  ignored: {', '.join(analysis.get('ignored', [])) or '(none)'}",
@@ -97,12 +112,16 @@ def describe_retrieval(retrieval: Retrieval) -> list[str]:
         ]
     cutoff = retrieval.extra.get("cutoff")
     if isinstance(cutoff, dict):
-        details = ", ".join(f"{key} {_number(value)}" for key, value in cutoff.items() if key != "rule")
+        details = ", ".join(
+            f"{key} {_number(value)}" for key, value in cutoff.items() if key != "rule"
+        )
         lines.append(f"  relevant: rule {cutoff.get('rule')} ({details})")
     if "fallback" in retrieval.extra:
         lines.append(f"  fell back: {retrieval.extra['fallback'].get('reason')}")
     for number, source in enumerate(retrieval.extra.get("inputs", []), start=1):
-        lines.append(f"  input {number}: {source.get('model')} ({source.get('metric')}) for {source.get('query')!r}")
+        lines.append(
+            f"  input {number}: {source.get('model')} ({source.get('metric')}) for {source.get('query')!r}"
+        )
     if "k" in retrieval.extra:
         lines.append(f"  k {retrieval.extra['k']}")
     return lines
@@ -129,7 +148,9 @@ def _why(detail: dict[str, Any] | None) -> str:
         matched = sorted(detail["matched"].items(), key=lambda item: -item[1])
         return ", ".join(f"{term} {weight:.3f}" for term, weight in matched)
     if "inputs" in detail:
-        places = [f"#{n}: rank {p['rank']} ({p['score']:.4f})" if p else f"#{n}: absent"
-                  for n, p in enumerate(detail["inputs"], start=1)]
+        places = [
+            f"#{n}: rank {p['rank']} ({p['score']:.4f})" if p else f"#{n}: absent"
+            for n, p in enumerate(detail["inputs"], start=1)
+        ]
         return ", ".join(places)
     return ""

@@ -30,8 +30,17 @@ INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 class StepCall:
     """What a step's implementation sees when it runs."""
 
-    def __init__(self, interpreter: Interpreter, spec: StepSpec, node: t.Node, input_value: Any,
-                 input_type: Type, output_type: Type, args: dict[str, Any], span: Span) -> None:
+    def __init__(
+        self,
+        interpreter: Interpreter,
+        spec: StepSpec,
+        node: t.Node,
+        input_value: Any,
+        input_type: Type,
+        output_type: Type,
+        args: dict[str, Any],
+        span: Span,
+    ) -> None:
         self.interpreter = interpreter
         self.spec = spec
         self.node = node
@@ -59,7 +68,9 @@ class StepCall:
 
 
 class Interpreter:
-    def __init__(self, plan: Plan, vault: Vault | None, names: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, plan: Plan, vault: Vault | None, names: dict[str, Any] | None = None
+    ) -> None:
         self.plan = plan
         self.vault = vault
         self.names: dict[str, Any] = names if names is not None else {}
@@ -166,8 +177,12 @@ class Interpreter:
 
     def run_step(self, node: t.Node, input_value: Any, input_type: Type, span: Span) -> Any:
         spec = self.plan.steps[node]
-        args = {name: self.argument(argument) for name, argument in self.plan.arguments[node].items()}
-        call = StepCall(self, spec, node, input_value, input_type, self.plan.types[node], args, span)
+        args = {
+            name: self.argument(argument) for name, argument in self.plan.arguments[node].items()
+        }
+        call = StepCall(
+            self, spec, node, input_value, input_type, self.plan.types[node], args, span
+        )
         return spec.run(call)
 
     def argument(self, argument: t.Argument) -> Any:
@@ -292,5 +307,3 @@ def get_field(receiver: Any, name: str) -> Any:
 
 def element_of_type(t_: Type) -> Type:
     return ty.element_type(t_) or ty.NEVER
-
-

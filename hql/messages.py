@@ -806,11 +806,6 @@ def render_all_needs_vault() -> str:
     return "render --all needs a vault: pass --vault <directory>"
 
 
-def cannot_write(path: str, error: Exception) -> str:
-    reason = getattr(error, "strerror", None) or str(error)
-    return f"{path}: cannot write: {reason}"
-
-
 def render_state(changed: bool, written: bool) -> str:
     if not changed:
         return " (up to date)"

@@ -160,12 +160,17 @@ def to_json(value: Any) -> Any:
     if isinstance(value, Edge):
         return edge_json(value)
     if isinstance(value, Hit):
-        return {"card": value.card.name, "score": value.score, "retrieval": value.retrieval.as_tree()}
+        return {
+            "card": value.card.name,
+            "score": value.score,
+            "retrieval": value.retrieval.as_tree(),
+        }
     if isinstance(value, Ranking):
         return {
             "retrieval": value.retrieval.as_tree(),
             "hits": [
-                {"card": hit.card.name, "title": hit.card.title, "score": hit.score} for hit in value.hits
+                {"card": hit.card.name, "title": hit.card.title, "score": hit.score}
+                for hit in value.hits
             ],
         }
     if isinstance(value, ListValue | SetValue):
@@ -179,7 +184,9 @@ def to_json(value: Any) -> Any:
         return {"type": value.type_text, "entries": entries}
     if is_graph(value):
         return {
-            "nodes": [{"name": name, "presence": value.presence[name].label()} for name in value.nodes],
+            "nodes": [
+                {"name": name, "presence": value.presence[name].label()} for name in value.nodes
+            ],
             "edges": [edge_json(edge) for edge in value.induced_edges],
         }
     return str(value)
@@ -203,7 +210,9 @@ def layout(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     def line(cells: Sequence[str]) -> str:
         return "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(cells)).rstrip()
 
-    return "\n".join([line(header), line(["-" * width for width in widths]), *(line(row) for row in rows)])
+    return "\n".join(
+        [line(header), line(["-" * width for width in widths]), *(line(row) for row in rows)]
+    )
 
 
 def _card_rows(items: Sequence[Any]) -> list[list[str]]:
@@ -269,6 +278,11 @@ def compare_values(a: Any, b: Any) -> int:
             return -1 if ka[1] < kb[1] else 1
         return _compare_text(ka[2], kb[2])
     return _compare_text(ka[2], kb[2])
+
+
+def compare_first(a: tuple[Any, Any], b: tuple[Any, Any]) -> int:
+    """Compare (key, value) pairs by their keys: sorting by a computed key."""
+    return compare_values(a[0], b[0])
 
 
 def _compare_text(a: str, b: str) -> int:

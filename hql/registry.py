@@ -107,7 +107,9 @@ class Registry:
         return [ext for ext in self.extensions.values() if step in ext.steps]
 
     def default_imports(self, prelude: bool = True) -> list[str]:
-        return [ext.name for ext in self.extensions.values() if ext.always or (prelude and ext.prelude)]
+        return [
+            ext.name for ext in self.extensions.values() if ext.always or (prelude and ext.prelude)
+        ]
 
     def step_names(self) -> set[str]:
         return {spec.name for spec in self.steps()}
@@ -133,7 +135,9 @@ def edit_distance(a: str, b: str) -> int:
     return previous[-1]
 
 
-def closest(name: str, candidates: Iterator[str] | list[str] | set[str], limit: int = 2) -> str | None:
+def closest(
+    name: str, candidates: Iterator[str] | list[str] | set[str], limit: int = 2
+) -> str | None:
     """The nearest candidate within `limit` edits, ties broken by name."""
     scored = sorted((edit_distance(name, c), c) for c in set(candidates) if c != name)
     return scored[0][1] if scored and scored[0][0] <= limit else None

@@ -56,8 +56,12 @@ def _fence_end(lines: list[str], start: int, marker: str) -> int:
     """Index of the closing fence line, or len(lines) when the fence never closes."""
     for index in range(start + 1, len(lines)):
         match = FENCE.match(lines[index])
-        if match and match.group(2)[0] == marker[0] and len(match.group(2)) >= len(marker) \
-                and not match.group(3).strip():
+        if (
+            match
+            and match.group(2)[0] == marker[0]
+            and len(match.group(2)) >= len(marker)
+            and not match.group(3).strip()
+        ):
             return index
     return len(lines)
 
@@ -75,7 +79,7 @@ def render_text(text: str, run: Callable[[str], Outcome]) -> Rendered:
             continue
         indent, marker, info = match.group(1), match.group(2), match.group(3).strip()
         end = _fence_end(lines, index, marker)
-        block = lines[index:end + 1]
+        block = lines[index : end + 1]
         if info == RESULT_INFO:  # an old result: dropped with the blank lines before it
             while out and not out[-1].strip():
                 out.pop()
@@ -85,7 +89,9 @@ def render_text(text: str, run: Callable[[str], Outcome]) -> Rendered:
         index = end + 1
         if info not in QUERY_INFOS or end >= len(lines):
             continue
-        program = "\n".join(line[len(indent):] if line.startswith(indent) else line for line in block[1:-1])
+        program = "\n".join(
+            line[len(indent) :] if line.startswith(indent) else line for line in block[1:-1]
+        )
         outcome = run(program)
         blocks += 1
         failed += outcome.failed
@@ -118,7 +124,9 @@ def write_atomically(path: str, text: str) -> None:
     """Write beside the file, flush to disk, then rename over it: never a half-written document."""
     target = Path(path)
     mode = target.stat().st_mode & 0o7777 if target.exists() else 0o644
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    handle, temporary = tempfile.mkstemp(
+        prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
+    )
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
             stream.write(text)
@@ -131,7 +139,9 @@ def write_atomically(path: str, text: str) -> None:
         raise
 
 
-def render_command(args: argparse.Namespace, session_for: Callable[[argparse.Namespace], Session]) -> int:
+def render_command(
+    args: argparse.Namespace, session_for: Callable[[argparse.Namespace], Session]
+) -> int:
     if args.all:
         return _render_all(args, session_for)
     if not args.file:
@@ -150,7 +160,9 @@ def render_command(args: argparse.Namespace, session_for: Callable[[argparse.Nam
     return 1 if rendered.failed else 0
 
 
-def _render_all(args: argparse.Namespace, session_for: Callable[[argparse.Namespace], Session]) -> int:
+def _render_all(
+    args: argparse.Namespace, session_for: Callable[[argparse.Namespace], Session]
+) -> int:
     session = session_for(args)
     if session.vault is None:
         raise HostError(messages.render_all_needs_vault())
@@ -160,8 +172,10 @@ def _render_all(args: argparse.Namespace, session_for: Callable[[argparse.Namesp
             text = Path(card.path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        if not any(FENCE.match(line) and FENCE.match(line).group(3).strip() in QUERY_INFOS  # type: ignore[union-attr]
-                   for line in text.split("\n")):
+        if not any(
+            FENCE.match(line) and FENCE.match(line).group(3).strip() in QUERY_INFOS  # type: ignore[union-attr]
+            for line in text.split("\n")
+        ):
             continue
         rendered = render_file(card.path, lambda: session)
         failed += rendered.failed

@@ -146,7 +146,7 @@ def is_data(t: Type) -> bool:
 
 
 def is_subtype(a: Type, b: Type) -> bool:
-    if a == b or a == NEVER:
+    if a in (b, NEVER):
         return True
     if b == DATA:
         return is_data(a)
@@ -163,7 +163,9 @@ def is_subtype(a: Type, b: Type) -> bool:
             return is_subtype(a.arg, b.arg)
         return b.name in ("Seq", "Collection") and is_subtype(hit_of(a.arg), b.arg)
     if a.args and b.args and (a.name == b.name or b.name in GENERIC_PARENTS.get(a.name, ())):
-        return len(a.args) == len(b.args) and all(is_subtype(x, y) for x, y in zip(a.args, b.args, strict=True))
+        return len(a.args) == len(b.args) and all(
+            is_subtype(x, y) for x, y in zip(a.args, b.args, strict=True)
+        )
     return False
 
 

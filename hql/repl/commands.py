@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TextIO
 
 from hql import messages
@@ -18,10 +19,12 @@ COMMANDS = {
 
 
 class MetaCommands:
-    def __init__(self, session: Session, out: TextIO, err: TextIO) -> None:
+    def __init__(self, session: Session, out: TextIO, err: TextIO,
+                 paint: Callable[[str], str] | None = None) -> None:
         self.session = session
         self.out = out
         self.err = err
+        self.paint = paint or (lambda text: text)  # the interactive REPL colours reports
 
     @staticmethod
     def is_command(line: str) -> bool:
@@ -60,7 +63,7 @@ class MetaCommands:
     def type(self, text: str) -> None:
         outcome = self.session.run(text, "<repl>", evaluate=False)
         if outcome.reports:
-            print(outcome.render_reports(), file=self.err)
+            print(self.paint(outcome.render_reports()), file=self.err)
         if not outcome.failed:
             print(outcome.text(), file=self.out)
 
@@ -69,7 +72,7 @@ class MetaCommands:
 
         rendered, reports, _ = explain(self.session, text, "<repl>")
         if reports:
-            print(reports, file=self.err)
+            print(self.paint(reports), file=self.err)
         if rendered:
             print(rendered, file=self.out)
 
@@ -78,4 +81,6 @@ class MetaCommands:
         if vault is None:
             print("vault: none", file=self.out)
         else:
-            print(f"vault: {vault.root} ({messages.plural(len(vault.cards), 'card')})", file=self.out)
+            print(
+                f"vault: {vault.root} ({messages.plural(len(vault.cards), 'card')})", file=self.out
+            )

@@ -12,7 +12,9 @@ from hql.version import __version__
 PROMPT = "hql> "
 
 
-def run_lines(session: Session, stdin: TextIO, stdout: TextIO, stderr: TextIO, *, interactive: bool) -> int:
+def run_lines(
+    session: Session, stdin: TextIO, stdout: TextIO, stderr: TextIO, *, interactive: bool
+) -> int:
     meta = MetaCommands(session, stdout, stderr)
     if interactive:
         print(messages.repl_banner(__version__), file=stdout)

@@ -9,7 +9,7 @@ from hql import messages
 from hql import types as ty
 from hql.checker import StepTyping
 from hql.interpreter import StepCall, distinct
-from hql.printing import compare_values, values_equal
+from hql.printing import compare_first, compare_values, values_equal
 from hql.registry import REGISTRY, Param, StepSpec
 from hql.types import Type
 from hql.values import ABSENT, Card, ListValue, Ordering, Ranking, SetValue, elements
@@ -20,7 +20,13 @@ REGISTRY.extension("core", version=__version__, summary="collection steps", alwa
 
 def comparable(a: Type, b: Type) -> bool:
     a, b = ty.strip_option(a), ty.strip_option(b)
-    return a == b or ty.DATA in (a, b) or ty.NEVER in (a, b) or ty.is_subtype(a, b) or ty.is_subtype(b, a)
+    return (
+        a == b
+        or ty.DATA in (a, b)
+        or ty.NEVER in (a, b)
+        or ty.is_subtype(a, b)
+        or ty.is_subtype(b, a)
+    )
 
 
 def _check_value_against_elements(call: StepTyping, name: str) -> None:
@@ -129,8 +135,8 @@ def run_sort(call: StepCall) -> ListValue:
         return ListValue(tuple(sorted(items, key=functools.cmp_to_key(compare_values))))
     if _arity(call) == 2:
         return ListValue(tuple(_insertion_sort(items, by)))
-    keys = [(by(item), item) for item in items]
-    keys.sort(key=functools.cmp_to_key(lambda a, b: compare_values(a[0], b[0])))
+    keys: list[tuple[Any, Any]] = [(by(item), item) for item in items]
+    keys.sort(key=functools.cmp_to_key(compare_first))
     return ListValue(tuple(item for _, item in keys))
 
 
@@ -265,36 +271,101 @@ TAKE_N = Param("n", "Int")
 BY_LAMBDA = Param("by", "T => Bool", kind="lambda")
 
 for spec in (
-    StepSpec("size", "core", (), "Collection<T> | size -> Int", "how many elements",
-             "cards | size", check_size, run_size, direct=True),
-    StepSpec("contains", "core", (Param("value", "T", named=False),),
-             "Collection<T> | contains(value: T) -> Bool", "whether a value occurs",
-             "[1, 2] | contains(2)", check_contains, run_contains, direct=True),
-    StepSpec("get", "core", (Param("key", "K", named=False),), "Map<K, V> | get(key: K) -> Option<V>",
-             "look a key up in a map", 'Map(["a"], [1]) | get("a")', check_get, run_get, direct=True),
-    StepSpec("count", "core", (Param("value", "T", default=None, named=False),),
-             "Collection<T> | count(value?: T) -> Int",
-             "how many elements; with a value, how many equal it", "cards | count",
-             check_count, run_count, direct=True),
-    StepSpec("sort", "core", (Param("by", "T => Orderable | (T, T) => Ordering", default=None, kind="lambda"),),
-             "Collection<T> | sort<T>(by?: T => Orderable | (T, T) => Ordering) -> List<T>",
-             "order elements by their own key, a key lambda or a comparator",
-             "cards | sort(by = c => c.title)", check_sort, run_sort, direct=True),
-    StepSpec("take", "core", (TAKE_N,),
-             "Collection<T> | take<T>(n: Int) -> List<T> (Ranking input stays Ranking)",
-             "the first n elements (a set is ordered by its elements' own key first)",
-             "cards | take(5)", check_take, run_take),
-    StepSpec("filter", "core", (BY_LAMBDA,),
-             "Collection<T> | filter<T>(by: T => Bool) -> same collection",
-             "keep the elements for which the lambda is true",
-             'cards | filter(c => c.metadata.status == "todo")', check_filter, run_filter),
-    StepSpec("map", "core", (Param("by", "T => R", kind="lambda"),),
-             "Collection<T> | map<T, R>(by: T => R) -> List<R>", "apply a lambda to every element",
-             "cards | map(c => c.title)", check_map, run_map),
-    StepSpec("typed", "core", (Param("as", "Type", kind="type"),),
-             "Collection<T> | typed<T, U : T>(as: Type U) -> same collection of U",
-             "keep the elements whose runtime type is the named type",
-             "cards | typed(RelationCard)", check_typed, run_typed),
+    StepSpec(
+        "size",
+        "core",
+        (),
+        "Collection<T> | size -> Int",
+        "how many elements",
+        "cards | size",
+        check_size,
+        run_size,
+        direct=True,
+    ),
+    StepSpec(
+        "contains",
+        "core",
+        (Param("value", "T", named=False),),
+        "Collection<T> | contains(value: T) -> Bool",
+        "whether a value occurs",
+        "[1, 2] | contains(2)",
+        check_contains,
+        run_contains,
+        direct=True,
+    ),
+    StepSpec(
+        "get",
+        "core",
+        (Param("key", "K", named=False),),
+        "Map<K, V> | get(key: K) -> Option<V>",
+        "look a key up in a map",
+        'Map(["a"], [1]) | get("a")',
+        check_get,
+        run_get,
+        direct=True,
+    ),
+    StepSpec(
+        "count",
+        "core",
+        (Param("value", "T", default=None, named=False),),
+        "Collection<T> | count(value?: T) -> Int",
+        "how many elements; with a value, how many equal it",
+        "cards | count",
+        check_count,
+        run_count,
+        direct=True,
+    ),
+    StepSpec(
+        "sort",
+        "core",
+        (Param("by", "T => Orderable | (T, T) => Ordering", default=None, kind="lambda"),),
+        "Collection<T> | sort<T>(by?: T => Orderable | (T, T) => Ordering) -> List<T>",
+        "order elements by their own key, a key lambda or a comparator",
+        "cards | sort(by = c => c.title)",
+        check_sort,
+        run_sort,
+        direct=True,
+    ),
+    StepSpec(
+        "take",
+        "core",
+        (TAKE_N,),
+        "Collection<T> | take<T>(n: Int) -> List<T> (Ranking input stays Ranking)",
+        "the first n elements (a set is ordered by its elements' own key first)",
+        "cards | take(5)",
+        check_take,
+        run_take,
+    ),
+    StepSpec(
+        "filter",
+        "core",
+        (BY_LAMBDA,),
+        "Collection<T> | filter<T>(by: T => Bool) -> same collection",
+        "keep the elements for which the lambda is true",
+        'cards | filter(c => c.metadata.status == "todo")',
+        check_filter,
+        run_filter,
+    ),
+    StepSpec(
+        "map",
+        "core",
+        (Param("by", "T => R", kind="lambda"),),
+        "Collection<T> | map<T, R>(by: T => R) -> List<R>",
+        "apply a lambda to every element",
+        "cards | map(c => c.title)",
+        check_map,
+        run_map,
+    ),
+    StepSpec(
+        "typed",
+        "core",
+        (Param("as", "Type", kind="type"),),
+        "Collection<T> | typed<T, U : T>(as: Type U) -> same collection of U",
+        "keep the elements whose runtime type is the named type",
+        "cards | typed(RelationCard)",
+        check_typed,
+        run_typed,
+    ),
 ):
     REGISTRY.add(spec)
 

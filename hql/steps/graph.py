@@ -13,14 +13,21 @@ from hql.types import Type
 from hql.values import ABSENT, Card, Hit, ListValue, elements
 from hql.version import __version__
 
-REGISTRY.extension("graph", version=__version__, summary="links, relations and knowledge graphs", prelude=True)
+REGISTRY.extension(
+    "graph", version=__version__, summary="links, relations and knowledge graphs", prelude=True
+)
 
 DIRECTIONS = ("uplinks", "downlinks", "both")
 
 
 def _is_card_like(t: Type) -> bool:
     t = ty.strip_option(t)
-    return t.name in ty.CARD_FAMILY or t == ty.DOC or (t.name == "Hit" and _is_card_like(t.arg)) or t == ty.NEVER
+    return (
+        t.name in ty.CARD_FAMILY
+        or t == ty.DOC
+        or (t.name == "Hit" and _is_card_like(t.arg))
+        or t == ty.NEVER
+    )
 
 
 def _check_cards(call: StepTyping, allow_graph: bool) -> None:
@@ -52,13 +59,17 @@ def run_uplinks(call: StepCall) -> ListValue:
     vault = call.vault
     if vault is None:
         return ListValue(())
-    return ListValue(tuple(edge for card in _cards_of(call.input) for edge in vault.uplinks(card.name)))
+    return ListValue(
+        tuple(edge for card in _cards_of(call.input) for edge in vault.uplinks(card.name))
+    )
 
 
 def run_downlinks(call: StepCall) -> ListValue:
     vault = call.vault
     assert vault is not None
-    return ListValue(tuple(edge for card in _cards_of(call.input) for edge in vault.downlinks(card.name)))
+    return ListValue(
+        tuple(edge for card in _cards_of(call.input) for edge in vault.downlinks(card.name))
+    )
 
 
 def check_graph(call: StepTyping) -> Type:
@@ -88,10 +99,15 @@ def run_graph(call: StepCall) -> Any:
 def check_expand(call: StepTyping) -> Type:
     _check_cards(call, allow_graph=True)
     if call.has("depth") and call.value("depth") != ty.INT:
-        raise call.error(messages.argument_type("expand", "depth", ty.INT, call.value("depth")), call.arg_span("depth"))
+        raise call.error(
+            messages.argument_type("expand", "depth", ty.INT, call.value("depth")),
+            call.arg_span("depth"),
+        )
     if call.has("direction") and call.value("direction") != ty.STRING:
-        raise call.error(messages.argument_type("expand", "direction", ty.STRING, call.value("direction")),
-                         call.arg_span("direction"))
+        raise call.error(
+            messages.argument_type("expand", "direction", ty.STRING, call.value("direction")),
+            call.arg_span("direction"),
+        )
     if not call.has_vault:
         raise call.error(messages.expand_needs_vault())
     return ty.GRAPH
@@ -111,19 +127,48 @@ def run_expand(call: StepCall) -> Any:
 
 
 for spec in (
-    StepSpec("uplinks", "graph", (), "Card | Collection<Card> | uplinks -> List<Edge>",
-             "edges leaving the cards (their links and relations)", "[[oauth]] | uplinks",
-             check_links, run_uplinks),
-    StepSpec("downlinks", "graph", (), "Card | Collection<Card> | downlinks -> List<Edge>",
-             "edges arriving at the cards; needs a vault", "[[oauth]] | downlinks",
-             check_links, run_downlinks),
-    StepSpec("graph", "graph", (), "Card | Collection<Card | Hit<Card>> | Graph | graph -> Graph",
-             "project cards and hits into a graph; relation cards seed their endpoints",
-             "cards | typed(RelationCard) | graph", check_graph, run_graph),
-    StepSpec("expand", "graph", (Param("depth", "Int", default=1), Param("direction", "String", default="both",
-                                                                             positional=False)),
-             'Card | Collection<Card | Hit<Card>> | Graph | expand(depth: Int = 1, direction: String = "both") -> Graph',
-             "grow a graph breadth-first along uplinks, downlinks or both; needs a vault",
-             "[[oauth]] | expand(depth = 2)", check_expand, run_expand),
+    StepSpec(
+        "uplinks",
+        "graph",
+        (),
+        "Card | Collection<Card> | uplinks -> List<Edge>",
+        "edges leaving the cards (their links and relations)",
+        "[[oauth]] | uplinks",
+        check_links,
+        run_uplinks,
+    ),
+    StepSpec(
+        "downlinks",
+        "graph",
+        (),
+        "Card | Collection<Card> | downlinks -> List<Edge>",
+        "edges arriving at the cards; needs a vault",
+        "[[oauth]] | downlinks",
+        check_links,
+        run_downlinks,
+    ),
+    StepSpec(
+        "graph",
+        "graph",
+        (),
+        "Card | Collection<Card | Hit<Card>> | Graph | graph -> Graph",
+        "project cards and hits into a graph; relation cards seed their endpoints",
+        "cards | typed(RelationCard) | graph",
+        check_graph,
+        run_graph,
+    ),
+    StepSpec(
+        "expand",
+        "graph",
+        (
+            Param("depth", "Int", default=1),
+            Param("direction", "String", default="both", positional=False),
+        ),
+        'Card | Collection<Card | Hit<Card>> | Graph | expand(depth: Int = 1, direction: String = "both") -> Graph',
+        "grow a graph breadth-first along uplinks, downlinks or both; needs a vault",
+        "[[oauth]] | expand(depth = 2)",
+        check_expand,
+        run_expand,
+    ),
 ):
     REGISTRY.add(spec)

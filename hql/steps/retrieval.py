@@ -33,12 +33,24 @@ if TYPE_CHECKING:
 
 LEXICAL_MODEL = "hql.hashbag.v1"
 
-REGISTRY.extension("lexical", version=__version__, summary="the hashed bag-of-words ranker hql.hashbag.v1",
-                   card_metadata={"model": LEXICAL_MODEL, "indexed": True})
-REGISTRY.extension("semantic", version=__version__, summary="ranking by meaning over a precomputed SQLite index")
-REGISTRY.extension("bm25", version=__version__, summary="multilingual BM25 over analysed text",
-                   card_metadata={"model": "hql.bm25.v1", "indexed": True})
-REGISTRY.extension("hybrid", version=__version__, summary="bm25 and semantic fused by reciprocal rank")
+REGISTRY.extension(
+    "lexical",
+    version=__version__,
+    summary="the hashed bag-of-words ranker hql.hashbag.v1",
+    card_metadata={"model": LEXICAL_MODEL, "indexed": True},
+)
+REGISTRY.extension(
+    "semantic", version=__version__, summary="ranking by meaning over a precomputed SQLite index"
+)
+REGISTRY.extension(
+    "bm25",
+    version=__version__,
+    summary="multilingual BM25 over analysed text",
+    card_metadata={"model": "hql.bm25.v1", "indexed": True},
+)
+REGISTRY.extension(
+    "hybrid", version=__version__, summary="bm25 and semantic fused by reciprocal rank"
+)
 
 QUERY = Param("query", "String")
 
@@ -84,8 +96,11 @@ def _cards(value: Any) -> list[Card]:
     return [item.card if isinstance(item, Hit) else item for item in elements(value)]
 
 
-def _ranking(pairs: Sequence[tuple[Card, float]], retrieval: Retrieval,
-             details: Sequence[dict[str, Any] | None] | None = None) -> Ranking:
+def _ranking(
+    pairs: Sequence[tuple[Card, float]],
+    retrieval: Retrieval,
+    details: Sequence[dict[str, Any] | None] | None = None,
+) -> Ranking:
     hits = tuple(
         Hit(card, score, retrieval, details[i] if details is not None else None)
         for i, (card, score) in enumerate(pairs)
@@ -160,14 +175,19 @@ def semantic_ranking(call: StepCall, query: str, cards: Sequence[Card]) -> Ranki
 
     assert call.vault is not None
     try:
-        result = rank(call.vault, query, cards)
+        result = rank(call.vault, query, cards)  # type: ignore[arg-type]
     except EmbedderUnavailable as error:
         if getattr(error, "on_unavailable", "fail") == "lexical":
             call.warn(messages.semantic_fell_back(error.message))
             fallback = bm25_ranking(call, query, cards)
-            extra = {**fallback.retrieval.extra, "fallback": {"from": "semantic", "reason": error.message}}
+            extra = {
+                **fallback.retrieval.extra,
+                "fallback": {"from": "semantic", "reason": error.message},
+            }
             retrieval = Retrieval(**{**_fields(fallback.retrieval), "extra": extra})
-            return Ranking(tuple(Hit(h.card, h.score, retrieval, h.detail) for h in fallback.hits), retrieval)
+            return Ranking(
+                tuple(Hit(h.card, h.score, retrieval, h.detail) for h in fallback.hits), retrieval
+            )
         raise call.fail(error.message) from None
     except SemanticIndexError as error:
         raise call.fail(error.message) from None
@@ -175,15 +195,24 @@ def semantic_ranking(call: StepCall, query: str, cards: Sequence[Card]) -> Ranki
         call.warn(message)
     source = result.retrieval
     extra = {"query_embedded_now": True} if source.query_embedded_now else {}
-    retrieval = Retrieval(query, source.index, source.model, source.revision, source.metric, source.approximate,
-                          extra)
+    retrieval = Retrieval(
+        query, source.index, source.model, source.revision, source.metric, source.approximate, extra
+    )
     by_name = {card.name: card for card in cards}
-    return _ranking([(by_name[name], score) for name, score in result.hits if name in by_name], retrieval)
+    return _ranking(
+        [(by_name[name], score) for name, score in result.hits if name in by_name], retrieval
+    )
 
 
 def _fields(retrieval: Retrieval) -> dict[str, Any]:
-    return {"query": retrieval.query, "index": retrieval.index, "model": retrieval.model,
-            "revision": retrieval.revision, "metric": retrieval.metric, "approximate": retrieval.approximate}
+    return {
+        "query": retrieval.query,
+        "index": retrieval.index,
+        "model": retrieval.model,
+        "revision": retrieval.revision,
+        "metric": retrieval.metric,
+        "approximate": retrieval.approximate,
+    }
 
 
 def run_semantic(call: StepCall) -> Ranking:
@@ -198,7 +227,10 @@ def check_relevant(call: StepTyping) -> Type:
     if shape.name != "Ranking":
         raise call.error(messages.relevant_needs_ranking(call.input), call.input_span)
     if call.has("min") and call.value("min") not in (ty.INT, ty.FLOAT):
-        raise call.error(messages.argument_type("relevant", "min", ty.FLOAT, call.value("min")), call.arg_span("min"))
+        raise call.error(
+            messages.argument_type("relevant", "min", ty.FLOAT, call.value("min")),
+            call.arg_span("min"),
+        )
     return shape
 
 
@@ -206,9 +238,19 @@ def apply_relevance(ranking: Ranking, minimum: float | None) -> Ranking:
     from hql.search.relevance import relevant
 
     retrieval = ranking.retrieval
-    kept, cutoff = relevant(list(ranking.hits), lambda hit: hit.score, retrieval.metric, minimum,
-                            retrieval.extra.get("score_bound"))
-    record = {"rule": cutoff.rule, **cutoff.parameters, "kept": cutoff.kept, "candidates": cutoff.candidates}
+    kept, cutoff = relevant(
+        list(ranking.hits),
+        lambda hit: hit.score,
+        retrieval.metric,
+        minimum,
+        retrieval.extra.get("score_bound"),
+    )
+    record = {
+        "rule": cutoff.rule,
+        **cutoff.parameters,
+        "kept": cutoff.kept,
+        "candidates": cutoff.candidates,
+    }
     updated = Retrieval(**{**_fields(retrieval), "extra": {**retrieval.extra, "cutoff": record}})
     return Ranking(tuple(Hit(hit.card, hit.score, updated, hit.detail) for hit in kept), updated)
 
@@ -229,7 +271,9 @@ def run_relevant(call: StepCall) -> Ranking:
 # --- fusion: fuse() and hybrid ----------------------------------------------------------
 
 
-def fused_ranking(rankings: Sequence[Ranking], k: float, weights: Sequence[float] | None) -> Ranking:
+def fused_ranking(
+    rankings: Sequence[Ranking], k: float, weights: Sequence[float] | None
+) -> Ranking:
     from hql.search.fusion import METRIC, fuse
 
     inputs = [[(hit.card, hit.score) for hit in ranking.hits] for ranking in rankings]
@@ -241,17 +285,30 @@ def fused_ranking(rankings: Sequence[Ranking], k: float, weights: Sequence[float
     }
     if weights is not None:
         extra["weights"] = list(weights)
-    retrieval = Retrieval(" | ".join(queries), "", "hql.rrf.v1", __version__, METRIC,
-                          any(r.retrieval.approximate for r in rankings), extra)
+    retrieval = Retrieval(
+        " | ".join(queries),
+        "",
+        "hql.rrf.v1",
+        __version__,
+        METRIC,
+        any(r.retrieval.approximate for r in rankings),
+        extra,
+    )
     details = [
-        {"inputs": [None if place is None else {"rank": place.rank, "score": place.score}
-                    for place in item.inputs]}
+        {
+            "inputs": [
+                None if place is None else {"rank": place.rank, "score": place.score}
+                for place in item.inputs
+            ]
+        }
         for item in fused
     ]
     return _ranking([(item.key, item.score) for item in fused], retrieval, details)
 
 
-def check_fuse(checker: Checker, expr: t.Node, types: tuple[Type, ...], args: Sequence[t.Argument]) -> Type:
+def check_fuse(
+    checker: Checker, expr: t.Node, types: tuple[Type, ...], args: Sequence[t.Argument]
+) -> Type:
     element: Type | None = None
     positional = 0
     for argument in args:
@@ -260,19 +317,31 @@ def check_fuse(checker: Checker, expr: t.Node, types: tuple[Type, ...], args: Se
             positional += 1
             if ty.strip_option(found).name != "Ranking":
                 raise HqlError(type_error(messages.fuse_needs_rankings(found), argument.span))
-            joined = ty.strip_option(found).arg if element is None else ty.join(element, ty.strip_option(found).arg)
+            joined = (
+                ty.strip_option(found).arg
+                if element is None
+                else ty.join(element, ty.strip_option(found).arg)
+            )
             if joined is None:
                 raise HqlError(type_error(messages.no_common_type(element, found), argument.span))
             element = joined
         elif argument.name == "k":
             if found not in (ty.INT, ty.FLOAT):
-                raise HqlError(type_error(messages.argument_type("fuse", "k", ty.INT, found), argument.span))
+                raise HqlError(
+                    type_error(messages.argument_type("fuse", "k", ty.INT, found), argument.span)
+                )
         elif argument.name == "weights":
             if found not in (ty.list_of(ty.INT), ty.list_of(ty.FLOAT), ty.list_of(ty.DATA)):
-                raise HqlError(type_error(messages.argument_type("fuse", "weights", "List<Float>", found),
-                                          argument.span))
+                raise HqlError(
+                    type_error(
+                        messages.argument_type("fuse", "weights", "List<Float>", found),
+                        argument.span,
+                    )
+                )
         else:
-            raise HqlError(type_error(messages.no_such_argument("fuse", argument.name, None), argument.span))
+            raise HqlError(
+                type_error(messages.no_such_argument("fuse", argument.name, None), argument.span)
+            )
     if positional < 1 or element is None:
         raise HqlError(type_error(messages.fuse_needs_rankings(None), expr.span))
     return ty.ranking_of(element)
@@ -283,8 +352,13 @@ def run_fuse(interpreter: Interpreter, expr: t.Node, values: list[Any]) -> Ranki
 
     args = expr.args  # type: ignore[attr-defined]
     rankings = [value for arg, value in zip(args, values, strict=True) if arg.name is None]
-    named = {arg.name: value for arg, value in zip(args, values, strict=True) if arg.name is not None}
-    rankings = [r if isinstance(r, Ranking) else Ranking((), Retrieval("", "", "", "", "", False)) for r in rankings]
+    named = {
+        arg.name: value for arg, value in zip(args, values, strict=True) if arg.name is not None
+    }
+    rankings = [
+        r if isinstance(r, Ranking) else Ranking((), Retrieval("", "", "", "", "", False))
+        for r in rankings
+    ]
     weights = named.get("weights")
     weight_list = [float(w) for w in elements(weights)] if weights is not None else None
     try:
@@ -307,7 +381,9 @@ def run_hybrid(call: StepCall) -> Ranking:
 # --- analyze() -------------------------------------------------------------------------------
 
 
-def check_analyze(checker: Checker, expr: t.Node, types: tuple[Type, ...], args: Sequence[t.Argument]) -> Type:
+def check_analyze(
+    checker: Checker, expr: t.Node, types: tuple[Type, ...], args: Sequence[t.Argument]
+) -> Type:
     if len(args) != 1 or args[0].name is not None:
         raise HqlError(type_error(messages.function_arity("analyze", 1, len(args)), expr.span))
     found = checker.expression(args[0].value)
@@ -327,31 +403,76 @@ def run_analyze(interpreter: Interpreter, expr: t.Node, values: list[Any]) -> Da
 
 
 for spec in (
-    StepSpec("lexical", "lexical", (QUERY,), "Collection<Card> | lexical(query: String) -> Ranking<Card>",
-             "rank cards by hql.hashbag.v1 cosine; cards sharing no word are left out",
-             'cards | lexical("bearer token")', check_ranker, run_lexical),
-    StepSpec("semantic", "semantic", (QUERY,), "Collection<Card> | semantic(query: String) -> Ranking<Card>",
-             "rank every card by meaning, from the index named in hql.toml [semantics]",
-             'cards | semantic("night hunting birds")', check_semantic, run_semantic),
-    StepSpec("bm25", "bm25", (QUERY,), "Collection<Card> | bm25(query: String) -> Ranking<Card>",
-             "rank cards by BM25 over analysed words in any language; cards sharing no term are left out",
-             'cards | bm25("token de acesso")', check_ranker, run_bm25),
-    StepSpec("hybrid", "hybrid", (QUERY, Param("k", "Int", default=60, positional=False)),
-             "Collection<Card> | hybrid(query: String, k: Int = 60) -> Ranking<Card>",
-             "fuse bm25 with the cards semantic finds relevant, by reciprocal rank",
-             'cards | hybrid("how do clients prove who they are")', check_semantic, run_hybrid),
-    StepSpec("relevant", "core", (Param("min", "Float", default=None),),
-             "Ranking<T> | relevant(min?: Float) -> Ranking<T>",
-             "keep the hits that pass a stated rule (a floor, or the metric's default) and record it",
-             'cards | bm25("token") | relevant', check_relevant, run_relevant),
+    StepSpec(
+        "lexical",
+        "lexical",
+        (QUERY,),
+        "Collection<Card> | lexical(query: String) -> Ranking<Card>",
+        "rank cards by hql.hashbag.v1 cosine; cards sharing no word are left out",
+        'cards | lexical("bearer token")',
+        check_ranker,
+        run_lexical,
+    ),
+    StepSpec(
+        "semantic",
+        "semantic",
+        (QUERY,),
+        "Collection<Card> | semantic(query: String) -> Ranking<Card>",
+        "rank every card by meaning, from the index named in hql.toml [semantics]",
+        'cards | semantic("night hunting birds")',
+        check_semantic,
+        run_semantic,
+    ),
+    StepSpec(
+        "bm25",
+        "bm25",
+        (QUERY,),
+        "Collection<Card> | bm25(query: String) -> Ranking<Card>",
+        "rank cards by BM25 over analysed words in any language; cards sharing no term are left out",
+        'cards | bm25("token de acesso")',
+        check_ranker,
+        run_bm25,
+    ),
+    StepSpec(
+        "hybrid",
+        "hybrid",
+        (QUERY, Param("k", "Int", default=60, positional=False)),
+        "Collection<Card> | hybrid(query: String, k: Int = 60) -> Ranking<Card>",
+        "fuse bm25 with the cards semantic finds relevant, by reciprocal rank",
+        'cards | hybrid("how do clients prove who they are")',
+        check_semantic,
+        run_hybrid,
+    ),
+    StepSpec(
+        "relevant",
+        "core",
+        (Param("min", "Float", default=None),),
+        "Ranking<T> | relevant(min?: Float) -> Ranking<T>",
+        "keep the hits that pass a stated rule (a floor, or the metric's default) and record it",
+        'cards | bm25("token") | relevant',
+        check_relevant,
+        run_relevant,
+    ),
 ):
     REGISTRY.add(spec)
 
-REGISTRY.add_function(FunctionSpec(
-    "fuse", "fuse(r1: Ranking<T>, r2: Ranking<T>, …, k: Int = 60, weights: List<Float>) -> Ranking<T>",
-    "reciprocal rank fusion; each hit keeps its rank and score in every input",
-    'fuse(cards | bm25("q"), cards | lexical("q"))', check_fuse, run_fuse))
-REGISTRY.add_function(FunctionSpec(
-    "analyze", "analyze(text: String) -> Data", "the words, terms, ignored words and synonyms of a text",
-    'analyze("Quanto custa o cartão?")', check_analyze, run_analyze))
-
+REGISTRY.add_function(
+    FunctionSpec(
+        "fuse",
+        "fuse(r1: Ranking<T>, r2: Ranking<T>, …, k: Int = 60, weights: List<Float>) -> Ranking<T>",
+        "reciprocal rank fusion; each hit keeps its rank and score in every input",
+        'fuse(cards | bm25("q"), cards | lexical("q"))',
+        check_fuse,
+        run_fuse,
+    )
+)
+REGISTRY.add_function(
+    FunctionSpec(
+        "analyze",
+        "analyze(text: String) -> Data",
+        "the words, terms, ignored words and synonyms of a text",
+        'analyze("Quanto custa o cartão?")',
+        check_analyze,
+        run_analyze,
+    )
+)

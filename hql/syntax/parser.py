@@ -31,7 +31,9 @@ def grammar_text() -> str:
     try:
         return resources.files("hql.grammar").joinpath("hql.lark").read_text(encoding="utf-8")
     except (ModuleNotFoundError, FileNotFoundError):
-        return (Path(__file__).resolve().parents[2] / "grammar" / "hql.lark").read_text(encoding="utf-8")
+        return (Path(__file__).resolve().parents[2] / "grammar" / "hql.lark").read_text(
+            encoding="utf-8"
+        )
 
 
 class _TokenStream(lark.lexer.Lexer):
@@ -40,7 +42,7 @@ class _TokenStream(lark.lexer.Lexer):
     def __init__(self, lexer_conf: Any) -> None:
         pass
 
-    def lex(self, data: Any, *args: Any) -> Iterator[lark.Token]:  # type: ignore[override]
+    def lex(self, data: Any, *args: Any) -> Iterator[lark.Token]:
         for token in data:
             yield lark.Token(token.kind, token, start_pos=token.span.start, end_pos=token.span.end)
 
@@ -80,7 +82,7 @@ def parse(text: str) -> t.Program:
     if not tokens:
         raise HqlError(syntax(messages.expected_expression(), Span(end, end)))
     try:
-        program = _parser().parse(tokens)  # type: ignore[arg-type]
+        program = _parser().parse(tokens)
     except UnexpectedToken as error:
         raise HqlError(_syntax_report(error, end)) from None
     except UnexpectedInput:  # pragma: no cover - other Lark failures
@@ -118,8 +120,8 @@ def _describe_found(token: Token) -> str:
 
 def _span(item: Any) -> Span:
     if isinstance(item, lark.Token):
-        return item.value.span  # type: ignore[no-any-return]
-    return item.span  # type: ignore[no-any-return]
+        return item.value.span
+    return item.span
 
 
 def _value(token: lark.Token) -> Any:
@@ -127,7 +129,7 @@ def _value(token: lark.Token) -> Any:
 
 
 def _text(token: lark.Token) -> str:
-    return token.value.text  # type: ignore[no-any-return]
+    return token.value.text
 
 
 def _joined(items: list[Any]) -> Span:
@@ -139,17 +141,36 @@ def _no_punctuation(items: list[Any]) -> list[Any]:
     return [item for item in items if not isinstance(item, lark.Token) or item.type not in _PUNCT]
 
 
-_PUNCT = {"COMMA", "LPAR", "RPAR", "LBRACE", "RBRACE", "LSQB", "RSQB", "LT", "GT", "COLON", "EQ", "FATARROW", "LAMBDA_LPAR", "PIPE", "PLUS", "QMARK"}
+_PUNCT = {
+    "COMMA",
+    "LPAR",
+    "RPAR",
+    "LBRACE",
+    "RBRACE",
+    "LSQB",
+    "RSQB",
+    "LT",
+    "GT",
+    "COLON",
+    "EQ",
+    "FATARROW",
+    "LAMBDA_LPAR",
+    "PIPE",
+    "PLUS",
+    "QMARK",
+}
 
 
-class _Builder(lark.Transformer):  # type: ignore[type-arg]
+class _Builder(lark.Transformer):
     """Lark parse tree to our syntax tree."""
 
     # statements
 
     def start(self, items: list[Any]) -> t.Program:
         statements = [item for item in items if not isinstance(item, lark.Token)]
-        program = [s if isinstance(s, t.Statement) else t.ExprStatement(s.span, s) for s in statements]
+        program = [
+            s if isinstance(s, t.Statement) else t.ExprStatement(s.span, s) for s in statements
+        ]
         return t.Program(_joined(program), tuple(program))
 
     def import_stmt(self, items: list[Any]) -> t.Import:
@@ -157,7 +178,7 @@ class _Builder(lark.Transformer):  # type: ignore[type-arg]
         return t.Import(_joined(items), _text(name), _span(name))
 
     def annotation(self, items: list[Any]) -> t.TypeExpr:
-        return items[1]  # type: ignore[no-any-return]
+        return items[1]
 
     def binding(self, items: list[Any]) -> t.Binding:
         name = items[0]
@@ -168,7 +189,9 @@ class _Builder(lark.Transformer):  # type: ignore[type-arg]
     # expressions
 
     def pipeline(self, items: list[Any]) -> t.Expr:
-        links = [item for item in items if not (isinstance(item, lark.Token) and item.type == "PIPE")]
+        links = [
+            item for item in items if not (isinstance(item, lark.Token) and item.type == "PIPE")
+        ]
         result: t.Expr = links[0]
         for link in links[1:]:
             result = t.Pipe(Span(result.span.start, link.span.end), result, _as_stage(link))
@@ -215,7 +238,7 @@ class _Builder(lark.Transformer):  # type: ignore[type-arg]
     def integer(self, items: list[Any]) -> t.IntLit:
         return t.IntLit(_span(items[0]), _value(items[0]))
 
-    def float(self, items: list[Any]) -> t.FloatLit:
+    def float_literal(self, items: list[Any]) -> t.FloatLit:
         return t.FloatLit(_span(items[0]), _value(items[0]))
 
     def true(self, items: list[Any]) -> t.BoolLit:
@@ -234,7 +257,7 @@ class _Builder(lark.Transformer):  # type: ignore[type-arg]
         return t.Name(_span(items[0]), _text(items[0]))
 
     def paren(self, items: list[Any]) -> t.Expr:
-        return items[1]  # type: ignore[no-any-return]
+        return items[1]
 
     def type_call(self, items: list[Any]) -> t.TypeCall:
         name = items[0]
@@ -243,7 +266,9 @@ class _Builder(lark.Transformer):  # type: ignore[type-arg]
         return t.TypeCall(Span(_span(name).start, span.end), _text(name), types, args)
 
     def lambda_(self, items: list[Any]) -> t.Lambda:
-        names = [_text(item) for item in items if isinstance(item, lark.Token) and item.type == "IDENT"]
+        names = [
+            _text(item) for item in items if isinstance(item, lark.Token) and item.type == "IDENT"
+        ]
         body = items[-1]
         if len(set(names)) != len(names):
             raise HqlError(syntax(messages.lambda_params_distinct(), _joined(items[:-1])))
@@ -256,26 +281,30 @@ class _Builder(lark.Transformer):  # type: ignore[type-arg]
         key, _, value = items
         return t.DataEntry(_joined(items), str(_value(key)), value)
 
-    def list(self, items: list[Any]) -> t.ListLit:
+    def list_literal(self, items: list[Any]) -> t.ListLit:
         return t.ListLit(_joined(items), tuple(_no_punctuation(items)))
 
-    def set(self, items: list[Any]) -> t.SetLit:
+    def set_literal(self, items: list[Any]) -> t.SetLit:
         return t.SetLit(_joined(items), tuple(_no_punctuation(items)))
 
     # types and declarations
 
-    def type(self, items: list[Any]) -> t.TypeExpr:
+    def type_expr(self, items: list[Any]) -> t.TypeExpr:
         args = tuple(item for item in items if isinstance(item, t.TypeExpr))
         return t.TypeExpr(_joined(items), _text(items[0]), args)
 
     def type_params(self, items: list[Any]) -> tuple[str, ...]:
-        return _Spanned(tuple(_text(item) for item in items if item.type == "IDENT"), _joined(items))
+        return _Spanned(
+            tuple(_text(item) for item in items if item.type == "IDENT"), _joined(items)
+        )
 
     def supertypes(self, items: list[Any]) -> tuple[t.TypeExpr, ...]:
         return tuple(item for item in items if isinstance(item, t.TypeExpr))
 
     def record(self, items: list[Any]) -> tuple[t.FieldDecl, ...]:
-        return _Spanned(tuple(item for item in items if isinstance(item, t.FieldDecl)), _joined(items))
+        return _Spanned(
+            tuple(item for item in items if isinstance(item, t.FieldDecl)), _joined(items)
+        )
 
     def field_decl(self, items: list[Any]) -> t.FieldDecl:
         optional = any(isinstance(item, lark.Token) and item.type == "QMARK" for item in items)
@@ -313,7 +342,9 @@ class _Builder(lark.Transformer):  # type: ignore[type-arg]
         abstract = any(token.type == "ABSTRACT" for token in tokens)
         ends = [_end_of(item) for item in items]
         span = Span(_span(items[0]).start, max(ends))
-        return t.Declaration(span, _text(name), _span(name), params, abstract, supertypes, fields, union, bounds)
+        return t.Declaration(
+            span, _text(name), _span(name), params, abstract, supertypes, fields, union, bounds
+        )
 
 
 def _end_of(item: Any) -> int:

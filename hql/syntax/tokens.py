@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from hql import messages
 from hql.diagnostics import HqlError, syntax
@@ -69,12 +70,22 @@ DESCRIPTIONS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
+    """One token; a named tuple because a lexer makes many and a frozen dataclass costs 3x to build."""
+
     kind: str
     text: str  # the source text of the token
     span: Span
     value: object = None  # decoded literal value (int, float, str) where there is one
+
+    def __str__(self) -> str:
+        # Lark builds its own token as a `str` of ours: the text, not the (slow) dataclass repr.
+        return self.text
+
+
+# Runs of blanks other than newline, and identifier tails: `\w` is exactly `isalnum() or "_"`.
+_BLANKS = re.compile(r"[^\S\n]+")
+_WORD = re.compile(r"\w+")
 
 
 def is_digit(char: str) -> bool:
@@ -95,14 +106,19 @@ class _Scanner:
         self.text = text
         self.pos = 0
         self.byte = 0
+        self.ascii = text.isascii()
         self.tokens: list[Token] = []
 
     def offset_after(self, count: int) -> int:
+        if self.ascii:  # one byte per character: no need to encode
+            return self.byte + min(count, len(self.text) - self.pos)
         return self.byte + len(self.text[self.pos : self.pos + count].encode("utf-8"))
 
     def emit(self, kind: str, length: int, value: object = None) -> None:
         end = self.offset_after(length)
-        self.tokens.append(Token(kind, self.text[self.pos : self.pos + length], Span(self.byte, end), value))
+        self.tokens.append(
+            Token(kind, self.text[self.pos : self.pos + length], Span(self.byte, end), value)
+        )
         self.advance(length, end)
 
     def advance(self, length: int, end: int | None = None) -> None:
@@ -119,7 +135,7 @@ class _Scanner:
             if char == "\n":
                 self.emit("NEWLINE", 1)
             elif char.isspace():
-                self.advance(1)
+                self.advance(_BLANKS.match(text, self.pos).end() - self.pos)  # type: ignore[union-attr]
             elif text.startswith("//", self.pos):
                 end = text.find("\n", self.pos)
                 self.advance((len(text) if end < 0 else end) - self.pos)
@@ -156,7 +172,9 @@ class _Scanner:
                 end += 1
         if end < len(text) and (text[end] == "." or is_identifier_part(text[end])):
             bad_end = end
-            while bad_end < len(text) and (text[bad_end] == "." or is_identifier_part(text[bad_end])):
+            while bad_end < len(text) and (
+                text[bad_end] == "." or is_identifier_part(text[bad_end])
+            ):
                 bad_end += 1
             raise self.fail(messages.malformed_number(), bad_end - self.pos)
         literal = text[self.pos : end]
@@ -211,9 +229,7 @@ class _Scanner:
         self.emit("DOCREF", close + 2 - self.pos, name)
 
     def identifier(self) -> None:
-        end = self.pos + 1
-        while end < len(self.text) and is_identifier_part(self.text[end]):
-            end += 1
+        end = _WORD.match(self.text, self.pos).end()  # type: ignore[union-attr]
         word = self.text[self.pos : end]
         kind = {"true": "TRUE", "false": "FALSE"}.get(word, "IDENT")
         self.emit(kind, end - self.pos, word)
@@ -302,7 +318,9 @@ def layout(raw: list[Token]) -> list[Token]:
                 raise HqlError(syntax(messages.nesting_too_deep(MAX_NESTING), token.span))
         elif kind in CLOSERS:
             depth = max(0, depth - 1)
-        result.append(token if kind == token.kind else Token(kind, token.text, token.span, token.value))
+        result.append(
+            token if kind == token.kind else Token(kind, token.text, token.span, token.value)
+        )
     return result
 
 

@@ -6,10 +6,17 @@ Nodes compare by identity so later phases can key tables by node.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar, dataclass_transform
 
 from hql.source import Span
 
-node = dataclass(frozen=True, eq=False, slots=True)
+T = TypeVar("T")
+
+
+@dataclass_transform(frozen_default=True, eq_default=False)
+def node(cls: type[T]) -> type[T]:
+    """A syntax-tree node: frozen, compared by identity, with slots."""
+    return dataclass(frozen=True, eq=False, slots=True)(cls)
 
 
 @node
