@@ -250,3 +250,17 @@ def test_open_directly(root: Path) -> None:
     vector = index.query_vector(QUERY)
     assert vector is not None
     assert index.search(vector, k=1)[0][0] == "penguin"
+
+
+def test_card_alignment_is_shared_across_openers_and_fresh_lists(root: Path) -> None:
+    vault = open_vault(root)
+    first = open_vault_index(vault)
+    first.rank(first.query_vector(QUERY), list(vault.cards))
+    memo = first._loaded.last_alignment[0]
+    second = open_vault_index(vault)
+    hits, _ = second.rank(second.query_vector(QUERY), list(vault.cards))
+    assert second._loaded.last_alignment[0] is memo
+    assert hits[0][0] == "penguin"
+    reloaded = open_vault(root)  # new card objects: aligned afresh
+    second.rank(second.query_vector(QUERY), reloaded.cards)
+    assert second._loaded.last_alignment[0] is not memo

@@ -69,12 +69,22 @@ class _Loaded:
     hashes: tuple[str, ...]
     matrix: np.ndarray
     queries: dict[str, np.ndarray]
+    # The last card collection ranked against this revision, shared by every opener.
+    last_alignment: list[_Alignment] = field(default_factory=list, compare=False)
 
 
 @dataclass(slots=True)
 class _Alignment:
-    """Which index rows the ranked cards use; cached for the last card collection seen."""
+    """Which index rows the ranked cards use.
 
+    Cards are immutable once loaded, so the same card objects in the same
+    order always align the same way: `cards` (kept alive so that their ids
+    cannot be reused) and `ids` identify the collection.
+    """
+
+    source: object  # the very collection last passed: the fast check
+    cards: tuple[object, ...]
+    ids: tuple[int, ...]
     rows: np.ndarray | None  # None: every row, in order
     stale: list[str] = field(default_factory=list)
     absent: int = 0
@@ -95,8 +105,6 @@ class SemanticIndex:
     def __init__(self, path: Path, loaded: _Loaded) -> None:
         self.path = path
         self._loaded = loaded
-        self._alignment_key: object = None
-        self._alignment: _Alignment | None = None
 
     @classmethod
     def open(cls, path: Path | str, vault_root: Path | str) -> SemanticIndex:
@@ -189,11 +197,15 @@ class SemanticIndex:
         return updated
 
     def _align(self, cards: Sequence[CardLike]) -> _Alignment:
-        if self._alignment is not None and self._alignment_key is cards:
-            return self._alignment
-        alignment = _align(self._loaded, cards)
-        # Holding `cards` keeps its identity from being reused by another object.
-        self._alignment_key, self._alignment = cards, alignment
+        memo = self._loaded.last_alignment
+        if memo and memo[0].source is cards:
+            return memo[0]
+        ids = tuple(map(id, cards))
+        if memo and memo[0].ids == ids:
+            memo[0].source = cards
+            return memo[0]
+        alignment = _align(self._loaded, cards, ids)
+        memo[:] = [alignment]
         return alignment
 
     def _hits(
@@ -222,7 +234,7 @@ def _top_positions(scores: np.ndarray, k: int | None) -> np.ndarray:
     return candidates[order][:k] if k is not None else candidates[order]
 
 
-def _align(loaded: _Loaded, cards: Sequence[CardLike]) -> _Alignment:
+def _align(loaded: _Loaded, cards: Sequence[CardLike], ids: tuple[int, ...]) -> _Alignment:
     import numpy as np
 
     row_of, hashes = loaded.row_of, loaded.hashes
@@ -240,8 +252,8 @@ def _align(loaded: _Loaded, cards: Sequence[CardLike]) -> _Alignment:
     rows.sort()
     stale.sort()
     if len(rows) == len(loaded.names):
-        return _Alignment(None, stale, absent)
-    return _Alignment(np.asarray(rows, dtype=np.intp), stale, absent)
+        return _Alignment(cards, tuple(cards), ids, None, stale, absent)
+    return _Alignment(cards, tuple(cards), ids, np.asarray(rows, dtype=np.intp), stale, absent)
 
 
 def check_vault(built_for: str, vault_root: Path) -> None:
