@@ -30,9 +30,25 @@ def lex_error(text: str) -> tuple[str, Span]:
 @pytest.mark.parametrize(
     ("text", "kind"),
     [
-        ("==", "EQEQ"), ("!=", "NEQ"), ("=>", "FATARROW"), ("->", "ARROW"), ("|", "PIPE"), ("+", "PLUS"),
-        (".", "DOT"), (",", "COMMA"), (":", "COLON"), ("(", "LPAR"), (")", "RPAR"), ("{", "LBRACE"),
-        ("}", "RBRACE"), ("[", "LSQB"), ("]", "RSQB"), ("<", "LT"), (">", "GT"), ("?", "QMARK"), ("=", "EQ"),
+        ("==", "EQEQ"),
+        ("!=", "NEQ"),
+        ("=>", "FATARROW"),
+        ("->", "ARROW"),
+        ("|", "PIPE"),
+        ("+", "PLUS"),
+        (".", "DOT"),
+        (",", "COMMA"),
+        (":", "COLON"),
+        ("(", "LPAR"),
+        (")", "RPAR"),
+        ("{", "LBRACE"),
+        ("}", "RBRACE"),
+        ("[", "LSQB"),
+        ("]", "RSQB"),
+        ("<", "LT"),
+        (">", "GT"),
+        ("?", "QMARK"),
+        ("=", "EQ"),
     ],
 )
 def test_every_punctuation_token(text: str, kind: str) -> None:
@@ -42,15 +58,32 @@ def test_every_punctuation_token(text: str, kind: str) -> None:
 
 def test_two_character_operators_win_over_one() -> None:
     assert [t.kind for t in scan("a==b!=c=>d->e")] == [
-        "IDENT", "EQEQ", "IDENT", "NEQ", "IDENT", "FATARROW", "IDENT", "ARROW", "IDENT"]
+        "IDENT",
+        "EQEQ",
+        "IDENT",
+        "NEQ",
+        "IDENT",
+        "FATARROW",
+        "IDENT",
+        "ARROW",
+        "IDENT",
+    ]
     assert [t.kind for t in scan("= =")] == ["EQ", "EQ"]
 
 
 def test_literals_carry_decoded_values_and_byte_spans() -> None:
     tokens = scan('42 -7 1.5 007.50 true false "a\\n\\t\\\\\\"b" [[ bearer-tokens ]] name')
     assert [(t.kind, t.value) for t in tokens] == [
-        ("INT", 42), ("INT", -7), ("FLOAT", 1.5), ("FLOAT", 7.5), ("TRUE", "true"), ("FALSE", "false"),
-        ("STRING", 'a\n\t\\"b'), ("DOCREF", "bearer-tokens"), ("IDENT", "name")]
+        ("INT", 42),
+        ("INT", -7),
+        ("FLOAT", 1.5),
+        ("FLOAT", 7.5),
+        ("TRUE", "true"),
+        ("FALSE", "false"),
+        ("STRING", 'a\n\t\\"b'),
+        ("DOCREF", "bearer-tokens"),
+        ("IDENT", "name"),
+    ]
     assert tokens[2].span == Span(6, 9)
     assert tokens[7].text == "[[ bearer-tokens ]]"
 
@@ -64,19 +97,32 @@ def test_minus_glues_only_to_a_following_digit() -> None:
 def test_integer_range_is_signed_64_bit() -> None:
     assert scan("-9223372036854775808")[0].value == -(2**63)
     assert scan("9223372036854775807")[0].value == 2**63 - 1
-    assert lex_error("9223372036854775808") == ("integer literal is outside the signed 64-bit range", Span(0, 19))
+    assert lex_error("9223372036854775808") == (
+        "integer literal is outside the signed 64-bit range",
+        Span(0, 19),
+    )
     assert lex_error("x = -9223372036854775809")[1] == Span(4, 24)
 
 
 def test_float_outside_double_range() -> None:
     text = "1" * 400 + ".0"
-    assert lex_error(text) == ("float literal is outside the finite double-precision range", Span(0, 402))
+    assert lex_error(text) == (
+        "float literal is outside the finite double-precision range",
+        Span(0, 402),
+    )
 
 
 @pytest.mark.parametrize(
     ("text", "span"),
-    [("1.", Span(0, 2)), ("1e3", Span(0, 3)), ("1.5e3", Span(0, 5)), ("1.2.3", Span(0, 5)),
-     ("12abc", Span(0, 5)), ("x + 3x", Span(4, 6)), ("1²", Span(0, 3))],
+    [
+        ("1.", Span(0, 2)),
+        ("1e3", Span(0, 3)),
+        ("1.5e3", Span(0, 5)),
+        ("1.2.3", Span(0, 5)),
+        ("12abc", Span(0, 5)),
+        ("x + 3x", Span(4, 6)),
+        ("1²", Span(0, 3)),
+    ],
 )
 def test_malformed_numbers(text: str, span: Span) -> None:
     assert lex_error(text) == ("malformed numeric literal", span)
@@ -128,7 +174,12 @@ def test_unexpected_characters_with_byte_spans() -> None:
 def test_unicode_identifiers_and_whitespace() -> None:
     tokens = scan("é_1 = naïve\u2003+\r\t東京")
     assert [(t.kind, t.text) for t in tokens] == [
-        ("IDENT", "é_1"), ("EQ", "="), ("IDENT", "naïve"), ("PLUS", "+"), ("IDENT", "東京")]
+        ("IDENT", "é_1"),
+        ("EQ", "="),
+        ("IDENT", "naïve"),
+        ("PLUS", "+"),
+        ("IDENT", "東京"),
+    ]
     assert tokens[0].span == Span(0, 4)
     assert tokens[3].span == Span(16, 17)  # the em-space is three bytes
 
