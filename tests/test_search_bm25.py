@@ -155,3 +155,22 @@ def test_the_vault_search_section_configures_the_analyser() -> None:
     index = Bm25Index.build(vault.cards, analyzer)
     assert [hit.card.name for hit in index.search("bike repair")] == ["fahrrad"]
     assert index.search("menu") == []  # ignored by the vault's [search] ignore
+
+
+def test_cards_with_identical_text_each_keep_a_slot(tmp_path: Path) -> None:
+    cards = [make_card(name, "Same", "the very same words") for name in ("x", "y")]
+    Bm25Index.build(cards, Analyzer(), tmp_path)
+    index = Bm25Index.build(
+        [*cards, make_card("z", "Same", "the very same words")], Analyzer(), tmp_path
+    )
+    assert index.analysed == 1
+    assert [hit.card.name for hit in index.search("words")] == ["x", "y", "z"]
+
+
+def test_a_truncated_store_is_ignored_and_rebuilt(tmp_path: Path) -> None:
+    cards = load_cards(MULTILINGUAL)
+    Bm25Index.build(cards, Analyzer(), tmp_path)
+    store = tmp_path / STORE_NAME
+    store.write_bytes(store.read_bytes()[:-10])
+    index = Bm25Index.build(cards, Analyzer(), tmp_path)
+    assert index.analysed == len(cards) and len(index.warnings) == 1

@@ -51,3 +51,16 @@ def test_scores_match_through_the_real_vault_loader() -> None:
         ("oauth", 0.4861),
         ("bearer-tokens", 0.4819),
     ]
+
+
+def test_batch_vectors_equal_the_one_by_one_algorithm() -> None:
+    texts = ["Bearer token in the Authorization header", "", "ünïcode wörds wörds"]
+    batch = hashbag._embed_many(texts)
+    for row, text in zip(batch, texts, strict=True):
+        assert list(row) == pytest.approx(hashbag.embed(text))
+
+
+def test_limit_keeps_the_order_of_the_full_ranking() -> None:
+    cards = load_cards(FIXTURES / "birds")
+    full = hashbag.rank(cards, "night hunting birds")
+    assert hashbag.rank(cards, "night hunting birds", limit=3) == full[:3]

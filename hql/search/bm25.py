@@ -7,7 +7,7 @@ multiplied by a Lucene-style idf, `ln(1 + (N - df + 0.5) / (df + 0.5))`. Because
 impact does not depend on the query, it is computed once per index revision and a
 query only adds up postings: numpy does the arithmetic over flat, term-sorted arrays.
 
-The postings persist under the vault's state directory (`.hql/bm25.v1.npz`), keyed
+The postings persist under the vault's state directory (`.hql/bm25.v1.bin`), keyed
 per card by content digest and title: a card whose text changed is analysed again, the
 others are reused; a store written by another analyser configuration, or one that
 cannot be read, is ignored and rebuilt (with a warning for the unreadable case).
@@ -19,10 +19,10 @@ import itertools
 import json
 import os
 import tempfile
-import zipfile
+import threading
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -40,8 +40,9 @@ METRIC = "bm25"
 K1 = 1.2
 B = 0.75
 TITLE_WEIGHT = 3.0
-STORE_NAME = "bm25.v1.npz"
+STORE_NAME = "bm25.v1.bin"
 _STORE_FORMAT = 1
+_MAGIC = b"HQL-BM25"
 
 
 class SearchCard(Protocol):
@@ -62,7 +63,8 @@ CardT = TypeVar("CardT", bound=SearchCard)
 
 def _card_key(card: SearchCard) -> str:
     """What must be unchanged for a stored analysis to be reused: the text digest and title."""
-    return f"{card.digest}:{card.title}".replace("\n", " ")
+    title = card.title
+    return f"{card.digest}:{title.replace(chr(10), ' ') if chr(10) in title else title}"
 
 
 # --- postings: the persisted, query-independent part ---------------------------------
@@ -162,26 +164,32 @@ class _Postings:
         )
         return np.asarray(ids, dtype=np.int64), slots
 
-    # Persistence: one uncompressed .npz; strings are stored as newline-joined UTF-8.
+    # Persistence: a small JSON header, then raw little-endian arrays. No zip and no
+    # checksum pass: opening the store is one read and a few zero-copy views, and
+    # `_check` refuses any store whose structure does not hold together.
 
     def save(self, path: Path, fingerprint: str) -> None:
-        meta = {"format": _STORE_FORMAT, "analyzer": fingerprint}
+        counts = np.bincount(self.term, minlength=len(self.vocabulary))
         arrays: dict[str, npt.NDArray[Any]] = {
-            "meta": _blob([json.dumps(meta)]),
             "keys": _blob(self.keys),
             "vocabulary": _blob(self.vocabulary),
-            "title_length": self.title_length,
-            "text_length": self.text_length,
-            "term": self.term,
-            "slot": self.slot,
-            "title_tf": self.title_tf,
-            "text_tf": self.text_tf,
+            "title_length": self.title_length.astype("<f4"),
+            "text_length": self.text_length.astype("<f4"),
+            "term_start": np.concatenate([[0], np.cumsum(counts)]).astype("<i8"),
+            "slot": self.slot.astype("<i4"),
+            "title_tf": np.minimum(self.title_tf, 65535).astype("<u2"),
+            "text_tf": np.minimum(self.text_tf, 65535).astype("<u2"),
         }
+        layout = {name: [array.dtype.str, len(array)] for name, array in arrays.items()}
+        header = json.dumps({"format": _STORE_FORMAT, "analyzer": fingerprint, "arrays": layout})
+        header_bytes = header.encode("utf-8")
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(prefix=".bm25-", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(handle, "wb") as stream:
-                np.savez(stream, **arrays)  # type: ignore[arg-type]
+                stream.write(_MAGIC + len(header_bytes).to_bytes(8, "little") + header_bytes)
+                for array in arrays.values():
+                    stream.write(np.ascontiguousarray(array).data)
             os.replace(temporary, path)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
@@ -190,20 +198,36 @@ class _Postings:
     @classmethod
     def load(cls, path: Path, fingerprint: str) -> _Postings | None:
         """The stored postings, None when written for another analyser; raises when corrupt."""
-        with np.load(path, allow_pickle=False) as stored:
-            meta = json.loads(_unblob(stored["meta"])[0])
-            if meta.get("format") != _STORE_FORMAT or meta.get("analyzer") != fingerprint:
-                return None
-            postings = cls(
-                _unblob(stored["keys"]),
-                _unblob(stored["vocabulary"]),
-                stored["title_length"].astype(np.float32),
-                stored["text_length"].astype(np.float32),
-                stored["term"].astype(np.int32),
-                stored["slot"].astype(np.int32),
-                stored["title_tf"].astype(np.float32),
-                stored["text_tf"].astype(np.float32),
-            )
+        data = path.read_bytes()
+        if not data.startswith(_MAGIC):
+            raise ValueError("not an HQL search index")
+        start = len(_MAGIC) + 8
+        header_length = int.from_bytes(data[len(_MAGIC) : start], "little")
+        header = json.loads(data[start : start + header_length].decode("utf-8"))
+        if header.get("format") != _STORE_FORMAT or header.get("analyzer") != fingerprint:
+            return None
+        arrays: dict[str, npt.NDArray[Any]] = {}
+        offset = start + header_length
+        for name, (dtype, count) in header["arrays"].items():
+            array = np.frombuffer(data, dtype=np.dtype(dtype), count=count, offset=offset)
+            arrays[name] = array
+            offset += array.nbytes
+        if offset != len(data):
+            raise ValueError("the file has the wrong length")
+        term_start = arrays["term_start"]
+        vocabulary = _unblob(arrays["vocabulary"])
+        if len(term_start) != len(vocabulary) + 1 or np.any(np.diff(term_start) < 0):
+            raise ValueError("term offsets out of order")
+        postings = cls(
+            _unblob(arrays["keys"]),
+            vocabulary,
+            arrays["title_length"].astype(np.float32),
+            arrays["text_length"].astype(np.float32),
+            np.repeat(np.arange(len(vocabulary), dtype=np.int32), np.diff(term_start)),
+            arrays["slot"].astype(np.int32),
+            arrays["title_tf"].astype(np.float32),
+            arrays["text_tf"].astype(np.float32),
+        )
         postings._check()
         return postings
 
@@ -238,38 +262,30 @@ def _unblob(array: npt.NDArray[Any]) -> list[str]:
 # --- the index: postings plus query-independent impacts ------------------------------
 
 
-@dataclass(frozen=True)
 class Bm25Hit(Generic[CardT]):
-    """One ranked card; `matched` maps each shared term to its share of the score."""
+    """One ranked card; `matched` maps each shared term to its share of the score.
 
-    card: CardT
-    score: float
-    matched: Mapping[str, float]
+    The matched terms are looked up on first access (explain), not for every hit.
+    """
 
+    __slots__ = ("card", "score", "_index", "_slot", "_term_ids", "_matched")
 
-class _MatchedTerms(Mapping[str, float]):
-    """The impacts of a hit's matched terms, looked up only when asked for (explain)."""
-
-    def __init__(self, index: Bm25Index[Any], slot: int, term_ids: Sequence[int]) -> None:
+    def __init__(
+        self, card: CardT, score: float, index: Bm25Index[Any], slot: int, term_ids: Sequence[int]
+    ) -> None:
+        self.card = card
+        self.score = score
         self._index, self._slot, self._term_ids = index, slot, term_ids
-        self._terms: dict[str, float] | None = None
+        self._matched: dict[str, float] | None = None
 
-    def _resolve(self) -> dict[str, float]:
-        if self._terms is None:
-            self._terms = self._index._impacts_of(self._slot, self._term_ids)
-        return self._terms
-
-    def __getitem__(self, term: str) -> float:
-        return self._resolve()[term]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._resolve())
-
-    def __len__(self) -> int:
-        return len(self._resolve())
+    @property
+    def matched(self) -> Mapping[str, float]:
+        if self._matched is None:
+            self._matched = self._index._impacts_of(self._slot, self._term_ids)
+        return self._matched
 
     def __repr__(self) -> str:
-        return repr(self._resolve())
+        return f"Bm25Hit({self.card.name!r}, {self.score:.4f})"
 
 
 class Bm25Index(Generic[CardT]):
@@ -304,9 +320,17 @@ class Bm25Index(Generic[CardT]):
 
     @classmethod
     def build(
-        cls, cards: Sequence[CardT], analyzer: Analyzer, state_dir: Path | None = None
+        cls,
+        cards: Sequence[CardT],
+        analyzer: Analyzer,
+        state_dir: Path | None = None,
+        background_save: bool = False,
     ) -> Bm25Index[CardT]:
-        """Index the cards, reusing a stored analysis for every card whose content is unchanged."""
+        """Index the cards, reusing a stored analysis for every card whose content is unchanged.
+
+        With `background_save`, the updated store is written by a (non-daemon) thread, so
+        the index answers queries at once; a crash before the write only costs re-analysis.
+        """
         warnings: list[str] = []
         store_path = state_dir / STORE_NAME if state_dir is not None else None
         postings = _load_or_empty(store_path, analyzer.fingerprint, warnings)
@@ -323,7 +347,14 @@ class Bm25Index(Generic[CardT]):
             for offset, index in enumerate(fresh):
                 slot_of_card[index] = first + offset
         if store_path is not None and (fresh or len(postings.keys) != unchanged):
-            _save_quietly(postings, store_path, analyzer.fingerprint, warnings)
+            snapshot = replace(
+                postings, keys=list(postings.keys), vocabulary=list(postings.vocabulary)
+            )
+            if background_save:
+                save = (snapshot, store_path, analyzer.fingerprint, warnings)
+                threading.Thread(target=_save_quietly, args=save, name="hql-bm25-save").start()
+            else:
+                _save_quietly(snapshot, store_path, analyzer.fingerprint, warnings)
         card_of_slot = np.empty(len(cards), dtype=np.int64)
         card_of_slot[np.asarray(slot_of_card, dtype=np.int64)] = np.arange(len(cards))
         return cls(cards, card_of_slot, postings, analyzer, warnings, len(fresh))
@@ -346,13 +377,12 @@ class Bm25Index(Generic[CardT]):
             found = _best_with_ties(found, scores, limit)
         order = np.lexsort((self._name_rank[found], -scores[found]))
         ranked = found[order][:limit] if limit is not None else found[order]
+        cards, card_of_slot = self.cards, self._card_of_slot[ranked].tolist()
         return [
-            Bm25Hit(
-                self.cards[int(self._card_of_slot[slot])],
-                float(scores[slot]),
-                _MatchedTerms(self, int(slot), term_ids),
+            Bm25Hit(cards[card], score, self, slot, term_ids)
+            for card, score, slot in zip(
+                card_of_slot, scores[ranked].tolist(), ranked.tolist(), strict=True
             )
-            for slot in ranked
         ]
 
     def score_bound(self, query: str) -> float:
@@ -388,13 +418,14 @@ class Bm25Index(Generic[CardT]):
         counts = np.bincount(postings.term, minlength=len(postings.vocabulary))
         self._ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self._idf = _idf(documents, counts).astype(np.float32)
-        title_norm = _length_norm(postings.title_length)
-        text_norm = _length_norm(postings.text_length)
-        weighted = (
-            TITLE_WEIGHT * postings.title_tf / title_norm[postings.slot]
-            + postings.text_tf / text_norm[postings.slot]
-        )
-        self._impact = (self._idf[postings.term] * weighted / (K1 + weighted)).astype(np.float32)
+        slot = postings.slot
+        weighted = postings.text_tf * (1.0 / _length_norm(postings.text_length))[slot]
+        # Most entries are body-only; the title part is added where the title has the term.
+        in_title = np.flatnonzero(postings.title_tf)
+        title_scale = TITLE_WEIGHT / _length_norm(postings.title_length)
+        weighted[in_title] += postings.title_tf[in_title] * title_scale[slot[in_title]]
+        saturation = weighted / (weighted + np.float32(K1))
+        self._impact = np.multiply(self._idf[postings.term], saturation, out=saturation)
 
 
 def _idf(documents: int, frequency: Any) -> Any:
@@ -419,16 +450,28 @@ def _best_with_ties(
 
 def _reuse_stored_slots(keys: Sequence[str], postings: _Postings) -> tuple[list[int], _Postings]:
     """Each card's stored slot (-1 when it must be analysed); unused slots are dropped."""
-    free: dict[str, list[int]] = {}
-    for slot, key in enumerate(postings.keys):
-        free.setdefault(key, []).append(slot)
-    slot_of_card = [free[key].pop() if free.get(key) else -1 for key in keys]
+    if list(keys) == postings.keys:
+        return list(range(len(keys))), postings  # nothing changed: the common case
+    stored = {key: slot for slot, key in enumerate(postings.keys)}
+    slot_of_card = [stored.get(key, -1) for key in keys]
+    reused = [slot for slot in slot_of_card if slot >= 0]
+    if len(set(reused)) != len(reused) or len(stored) != len(postings.keys):
+        slot_of_card = _match_duplicates(keys, postings.keys)
+        reused = [slot for slot in slot_of_card if slot >= 0]
     used = np.zeros(len(postings.keys), dtype=bool)
-    used[[slot for slot in slot_of_card if slot >= 0]] = True
+    used[reused] = True
     if used.all():
         return slot_of_card, postings
     postings, renumber = postings.without_slots(~used)
     return [int(renumber[slot]) if slot >= 0 else -1 for slot in slot_of_card], postings
+
+
+def _match_duplicates(keys: Sequence[str], stored_keys: Sequence[str]) -> list[int]:
+    """Slot matching when several cards share a key: each takes a slot of its own."""
+    free: dict[str, list[int]] = {}
+    for slot, key in enumerate(stored_keys):
+        free.setdefault(key, []).append(slot)
+    return [free[key].pop() if free.get(key) else -1 for key in keys]
 
 
 def _load_or_empty(path: Path | None, fingerprint: str, warnings: list[str]) -> _Postings:
@@ -436,14 +479,7 @@ def _load_or_empty(path: Path | None, fingerprint: str, warnings: list[str]) -> 
         return _Postings.empty()
     try:
         return _Postings.load(path, fingerprint) or _Postings.empty()
-    except (
-        OSError,
-        ValueError,
-        KeyError,
-        UnicodeDecodeError,
-        zipfile.BadZipFile,
-        EOFError,
-    ) as error:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         warnings.append(messages.search_index_unreadable(str(path), _reason(error)))
         return _Postings.empty()
 

@@ -76,50 +76,91 @@ def embed(text: str) -> list[float]:
     return vector
 
 
+class _Buckets(dict[str, int]):
+    """word → bucket, hashed once per distinct word."""
+
+    def __missing__(self, word: str) -> int:
+        value = self[word] = bucket(word)
+        return value
+
+
+_BUCKETS = _Buckets()
+
+
+def _embed_many(texts: Sequence[str]) -> npt.NDArray[np.float64]:
+    """`embed` for many texts at once: one bincount instead of a Python loop per word."""
+    import numpy as np
+
+    rows, ids = [], []
+    for row, text in enumerate(texts):
+        found = list(map(_BUCKETS.__getitem__, words(text)))
+        ids.extend(found)
+        rows.extend([row] * len(found))
+    flat = np.asarray(rows, dtype=np.int64) * BUCKETS + np.asarray(ids, dtype=np.int64)
+    counts = np.bincount(flat, minlength=len(texts) * BUCKETS).reshape(len(texts), BUCKETS)
+    weights = np.zeros(counts.shape, dtype=np.float64)
+    present = counts > 0
+    weights[present] = 1.0 + np.log(counts[present])
+    norms = np.sqrt((weights * weights).sum(axis=1, keepdims=True))
+    return np.divide(weights, norms, out=weights, where=norms > 0.0)
+
+
 class HashbagIndex:
     """Card vectors cached by content digest; one instance may serve many queries."""
 
     def __init__(self) -> None:
-        self._vectors: dict[str, list[float]] = {}
+        self._vectors: dict[str, npt.NDArray[np.float64]] = {}
         self._matrix_key: tuple[str, ...] = ()
         self._matrix: npt.NDArray[np.float64] | None = None
+        self._name_rank: npt.NDArray[np.int64] | None = None
 
-    def rank(self, cards: Sequence[CardT], query: str) -> list[tuple[CardT, float]]:
+    def rank(
+        self, cards: Sequence[CardT], query: str, limit: int | None = None
+    ) -> list[tuple[CardT, float]]:
         """Cards scoring above 0 for the query, best first, ties by card name."""
         import numpy as np
 
         query_vector = np.asarray(embed(query), dtype=np.float64)
         if not cards or not query_vector.any():
             return []
-        scores = self._card_matrix(cards) @ query_vector
+        matrix, name_rank = self._card_matrix(cards)
+        scores = matrix @ query_vector
         kept = np.flatnonzero(scores > 0.0)
-        ranked = sorted(
-            ((cards[int(i)], float(scores[i])) for i in kept),
-            key=lambda pair: (-pair[1], pair[0].name),
-        )
-        return ranked
+        if limit is not None and len(kept) > limit:
+            threshold = np.partition(scores[kept], len(kept) - limit)[len(kept) - limit]
+            kept = kept[scores[kept] >= threshold]
+        order = kept[np.lexsort((name_rank[kept], -scores[kept]))][:limit]
+        return [
+            (cards[i], score)
+            for i, score in zip(order.tolist(), scores[order].tolist(), strict=True)
+        ]
 
-    def _card_matrix(self, cards: Sequence[TextCard]) -> npt.NDArray[np.float64]:
+    def _card_matrix(
+        self, cards: Sequence[TextCard]
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
         import numpy as np
 
         key = tuple(card.digest for card in cards)
-        if self._matrix is None or key != self._matrix_key:
-            rows = [self._vector(card) for card in cards]
-            self._matrix = np.asarray(rows, dtype=np.float64)
+        if self._matrix is None or self._name_rank is None or key != self._matrix_key:
+            missing = [card for card in cards if card.digest not in self._vectors]
+            if missing:
+                for card, vector in zip(
+                    missing, _embed_many([c.text for c in missing]), strict=True
+                ):
+                    self._vectors[card.digest] = vector
+            self._matrix = np.stack([self._vectors[card.digest] for card in cards])
+            names = [card.name for card in cards]
+            self._name_rank = np.empty(len(names), dtype=np.int64)
+            self._name_rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(
+                len(names)
+            )
             self._matrix_key = key
-        return self._matrix
-
-    def _vector(self, card: TextCard) -> list[float]:
-        vector = self._vectors.get(card.digest)
-        if vector is None:
-            vector = embed(card.text)
-            self._vectors[card.digest] = vector
-        return vector
+        return self._matrix, self._name_rank
 
 
 _shared_index = HashbagIndex()
 
 
-def rank(cards: Sequence[CardT], query: str) -> list[tuple[CardT, float]]:
+def rank(cards: Sequence[CardT], query: str, limit: int | None = None) -> list[tuple[CardT, float]]:
     """Rank cards with the process-wide vector cache (see `HashbagIndex.rank`)."""
-    return _shared_index.rank(cards, query)
+    return _shared_index.rank(cards, query, limit)

@@ -29,7 +29,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from hql import messages
@@ -165,7 +165,7 @@ class Analyzer:
             raise SearchConfigError(messages.search_builtin_synonyms_not_bool())
         return cls(frozenset(ignore), synonym_groups, builtin)
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
         """Changes whenever the same text could analyse differently (version or config)."""
         config = {
