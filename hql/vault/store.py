@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import threading
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,35 +20,76 @@ from hql.vault.model import Card, Edge, LoadWarning, VaultError
 STATE_DIR = ".hql"
 
 
+@dataclass(frozen=True)
+class _EdgeTables:
+    edges: tuple[Edge, ...]
+    uplinks: dict[str, tuple[Edge, ...]]
+    downlinks: dict[str, tuple[Edge, ...]]
+    unique: bool
+
+
 class Vault:
-    """Immutable after `open`; safe to share between threads."""
+    """Immutable after `open`; safe to share between threads.
+
+    Edges and their indexes are built on first use (under a lock): a program
+    that only filters cards never pays for them.
+    """
 
     root: Path
     cards: tuple[Card, ...]
-    edges: tuple[Edge, ...]
     warnings: tuple[LoadWarning, ...]
     config: VaultConfig
     state_dir: Path
-    edges_unique: bool  # no two edges share (source, target, data); graphs rely on it
 
     def __init__(
         self,
         root: Path,
         cards: tuple[Card, ...],
-        edges: tuple[Edge, ...],
+        edges: tuple[Edge, ...] | None,
         warnings: tuple[LoadWarning, ...],
         config: VaultConfig,
     ) -> None:
+        """`edges=None` derives them from the cards when first needed."""
         self.root = root
         self.cards = cards
-        self.edges = edges
         self.warnings = warnings
         self.config = config
         self.state_dir = root / STATE_DIR
         self._by_name = {card.name: card for card in cards}
-        self.edges_unique = _edges_unique(edges)
-        self._uplinks = _index(edges, lambda edge: edge.source)
-        self._downlinks = _index(edges, lambda edge: edge.target)
+        self._given_edges = edges
+        self._tables: _EdgeTables | None = None
+        self._tables_lock = threading.Lock()
+
+    @property
+    def edges(self) -> tuple[Edge, ...]:
+        """Link edges merged by (source, target) and sorted, then relation edges (§9.4)."""
+        return self._edge_tables().edges
+
+    @property
+    def edges_unique(self) -> bool:
+        """No two edges share (source, target, data); graphs rely on it to skip a check."""
+        return self._edge_tables().unique
+
+    def _edge_tables(self) -> _EdgeTables:
+        tables = self._tables
+        if tables is None:
+            with self._tables_lock:
+                tables = self._tables
+                if tables is None:
+                    with _collector_paused():
+                        tables = self._tables = self._build_edge_tables()
+        return tables
+
+    def _build_edge_tables(self) -> _EdgeTables:
+        edges = self._given_edges
+        if edges is None:
+            edges = tuple(assembly.build_edges(list(self.cards)))
+        return _EdgeTables(
+            edges,
+            _index(edges, lambda edge: edge.source),
+            _index(edges, lambda edge: edge.target),
+            _edges_unique(edges),
+        )
 
     @classmethod
     def open(
@@ -83,8 +126,7 @@ class Vault:
         cache.save()
         names = assembly.assign_names(documents, warnings)
         cards = assembly.build_cards(documents, names, extension_metadata, warnings)
-        edges = assembly.build_edges(cards)
-        return cls(root, tuple(cards), tuple(edges), tuple(config_warnings + warnings), config)
+        return cls(root, tuple(cards), None, tuple(config_warnings + warnings), config)
 
     @classmethod
     def empty(cls) -> Vault:
@@ -102,11 +144,11 @@ class Vault:
 
     def uplinks(self, name: str) -> tuple[Edge, ...]:
         """Edges leaving `name`, in vault edge order."""
-        return self._uplinks.get(name, ())
+        return self._edge_tables().uplinks.get(name, ())
 
     def downlinks(self, name: str) -> tuple[Edge, ...]:
         """Edges entering `name`, in vault edge order."""
-        return self._downlinks.get(name, ())
+        return self._edge_tables().downlinks.get(name, ())
 
     def __repr__(self) -> str:
         return f"Vault({os.fspath(self.root)!r}, {messages.plural(len(self.cards), 'card')})"
