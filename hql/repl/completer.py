@@ -1,0 +1,246 @@
+"""REPL completion from the registry, the session and the vault.
+
+What is offered depends on what stands before the cursor:
+
+    cards | ta▮              step names, each with its summary
+    cards | take(co▮         the step's parameter names (not yet given), then bound names
+    import lex▮              extension names
+    [[barn▮                  card names, each with its title
+    c.ti▮  x.metadata.st▮    fields of the receiver; keys found under `metadata` in the vault
+    sco▮                     bound names, `cards`, functions and steps that may be called directly
+
+Matching is fuzzy (a prefix first, then a substring, then the letters in order), and
+only the text before the cursor decides, so completion works in the middle of a line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
+
+from hql import types as ty
+from hql.api import Session
+from hql.checker import fields_of
+from hql.registry import registry
+from hql.syntax.tokens import CLOSERS, iter_highlight_tokens
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+_IMPORT = re.compile(r"(?:^|[\n;])\s*import\s+([A-Za-z0-9_]*)$")
+_AFTER_PIPE = re.compile(r"\|\s*([A-Za-z_][A-Za-z0-9_]*)?$")
+_FIELD = re.compile(
+    r"([A-Za-z_][A-Za-z0-9_]*|\]\]|\))((?:\.[A-Za-z_][A-Za-z0-9_]*)*)\.([A-Za-z0-9_]*)$"
+)
+_ARGUMENT_START = re.compile(r"[(,]\s*([A-Za-z_][A-Za-z0-9_]*)?$")
+CARD_FIELDS = fields_of(ty.CARD)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    text: str
+    meta: str = ""
+    display: str | None = None
+
+
+def fuzzy_rank(word: str, candidate: str) -> tuple[int, int, str] | None:
+    """How well `word` matches `candidate` (lower is better), None when it does not."""
+    if not word:
+        return (0, 0, "")  # nothing typed yet: keep the order candidates were offered in
+    lowered, wanted = candidate.lower(), word.lower()
+    if lowered.startswith(wanted):
+        return (0, len(candidate), candidate)
+    if wanted in lowered:
+        return (1, lowered.index(wanted), candidate)
+    position, spread = -1, 0
+    for char in wanted:
+        found = lowered.find(char, position + 1)
+        if found < 0:
+            return None
+        spread += found - position - 1 if position >= 0 else 0
+        position = found
+    return (2, spread, candidate)
+
+
+def rank(word: str, candidates: Iterable[Candidate]) -> list[Candidate]:
+    scored: dict[str, tuple[tuple[int, int, str], Candidate]] = {}
+    for candidate in candidates:
+        score = fuzzy_rank(word, candidate.text)
+        if score is not None and candidate.text != word and candidate.text not in scored:
+            scored[candidate.text] = (score, candidate)
+    return [candidate for _, candidate in sorted(scored.values(), key=lambda pair: pair[0])]
+
+
+class HqlCompleter(Completer):
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._metadata_keys: dict[tuple[str, ...], set[str]] | None = None
+
+    def get_completions(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> Iterator[Completion]:
+        before = document.text_before_cursor
+        word, candidates = self.candidates(before, explicit=complete_event.completion_requested)
+        for candidate in rank(word, candidates):
+            yield Completion(
+                candidate.text, -len(word), display=candidate.display, display_meta=candidate.meta
+            )
+
+    # --- deciding the context ---------------------------------------------------
+
+    def candidates(self, before: str, *, explicit: bool = True) -> tuple[str, list[Candidate]]:
+        """The word being completed and what may replace it."""
+        docref_start = before.rfind("[[")
+        if docref_start >= 0 and "]]" not in before[docref_start:]:
+            word = before[docref_start + 2 :]
+            return word, self.card_names()
+        if _inside_string(before):
+            return "", []
+        if before.lstrip().startswith(":"):
+            return self.command_candidates(before, explicit)
+        if match := _IMPORT.search(before):
+            return match.group(1), self.extensions()
+        if match := _FIELD.search(before):
+            return match.group(3), self.fields(match.group(1), match.group(2))
+        if match := _AFTER_PIPE.search(before):
+            return match.group(1) or "", self.steps()
+        word_match = _WORD.search(before)
+        word = word_match.group(0) if word_match else ""
+        if word_match and word_match.start() > 0 and before[word_match.start() - 1].isdigit():
+            return "", []
+        if not word and not explicit:
+            return "", []
+        if _ARGUMENT_START.search(before) and (step := _enclosing_call(before)) is not None:
+            return word, self.parameters(step, before) + self.names()
+        return word, self.names()
+
+    def command_candidates(self, before: str, explicit: bool) -> tuple[str, list[Candidate]]:
+        from hql.repl.commands import COMMANDS
+
+        stripped = before.lstrip()
+        if " " not in stripped:
+            return stripped, [
+                Candidate(name.split()[0], summary) for name, summary in COMMANDS.items()
+            ]
+        return self.candidates(stripped.partition(" ")[2], explicit=explicit)
+
+    # --- candidate lists --------------------------------------------------------
+
+    def steps(self) -> list[Candidate]:
+        imported = set(self.session.scope.imports)
+        return [
+            Candidate(
+                spec.name,
+                spec.summary
+                if spec.extension in imported
+                else f"{spec.summary} (import {spec.extension})",
+            )
+            for spec in registry().steps()
+        ]
+
+    def extensions(self) -> list[Candidate]:
+        return [Candidate(ext.name, ext.summary) for ext in registry().extensions.values()]
+
+    def card_names(self) -> list[Candidate]:
+        vault = self.session.vault
+        if vault is None:
+            return []
+        return [Candidate(card.name, card.title) for card in vault.cards]
+
+    def names(self) -> list[Candidate]:
+        found = [Candidate(name, str(kind)) for name, kind in self.session.scope.names.items()]
+        if self.session.vault is not None:
+            found.append(Candidate("cards", "every card of the vault"))
+        found.extend(Candidate(name, spec.summary) for name, spec in registry().functions.items())
+        found.extend(
+            Candidate(spec.name, spec.summary) for spec in registry().steps() if spec.direct
+        )
+        found.extend(Candidate(word, "keyword") for word in ("import", "true", "false"))
+        return found
+
+    def parameters(self, step: str, before: str) -> list[Candidate]:
+        specs = [spec for spec in registry().steps() if spec.name == step]
+        if not specs:
+            return []
+        given = set(re.findall(r"([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=|>)", before[before.rfind("(") :]))
+        return [
+            Candidate(
+                f"{param.name} = ",
+                f"{param.type}" + ("" if param.required else f", default {param.default!r}"),
+                display=param.name,
+            )
+            for param in specs[0].params
+            if param.named and param.name not in given
+        ]
+
+    def fields(self, receiver: str, path: str) -> list[Candidate]:
+        """Fields after `receiver.path.`: typed fields of bound names, card fields, metadata keys."""
+        steps = [part for part in path.split(".") if part]
+        if steps and steps[0] == "metadata":
+            return [
+                Candidate(key, "metadata key")
+                for key in sorted(self.metadata_keys(tuple(steps[1:])))
+            ]
+        if steps:
+            return []
+        known = self.session.scope.names.get(receiver)
+        if receiver == "]]" or known is None:
+            names = CARD_FIELDS  # a card reference, or most likely a lambda's card
+        else:
+            names = fields_of(ty.strip_option(known))
+        return [Candidate(name, "field") for name in names]
+
+    def metadata_keys(self, path: tuple[str, ...]) -> set[str]:
+        """Keys found under `metadata.<path>` in any card of the vault."""
+        if self._metadata_keys is None:
+            self._metadata_keys = _collect_keys(self.session.vault)
+        return self._metadata_keys.get(path, set())
+
+
+def _collect_keys(vault: Any) -> dict[tuple[str, ...], set[str]]:
+    keys: dict[tuple[str, ...], set[str]] = {}
+
+    def walk(tree: Any, path: tuple[str, ...], depth: int) -> None:
+        if not isinstance(tree, dict) or depth > 6:
+            return
+        for key, value in tree.items():
+            keys.setdefault(path, set()).add(str(key))
+            walk(value, (*path, str(key)), depth + 1)
+
+    for card in getattr(vault, "cards", ()):
+        walk(card.metadata, (), 0)
+    return keys
+
+
+def _inside_string(before: str) -> bool:
+    """Is the cursor inside a string literal? (Strings never span lines.)"""
+    line = before.rsplit("\n", 1)[-1]
+    inside, escaped = False, False
+    for char in line:
+        if escaped:
+            escaped = False
+        elif char == "\\" and inside:
+            escaped = True
+        elif char == '"':
+            inside = not inside
+    return inside
+
+
+def _enclosing_call(before: str) -> str | None:
+    """The name written before the innermost `(` still open at the cursor."""
+    tokens = list(iter_highlight_tokens(before))
+    stack: list[int] = []
+    for index, token in enumerate(tokens):
+        if token.kind in ("LPAR", "LBRACE", "LSQB"):
+            stack.append(index)
+        elif token.kind in CLOSERS and token.kind != "GT" and stack:
+            stack.pop()
+    if not stack:
+        return None
+    opener = stack[-1]
+    if tokens[opener].kind != "LPAR" or opener == 0 or tokens[opener - 1].kind != "IDENT":
+        return None
+    return tokens[opener - 1].text
