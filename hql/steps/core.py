@@ -226,6 +226,12 @@ def run_map(call: StepCall) -> ListValue:
 def check_typed(call: StepTyping) -> Type:
     element = call.element()
     target = call.type_argument("as")
+    if element.name == "Hit" and target.name != "Hit":  # on a ranking, hits are selected by their card
+        if not (ty.is_subtype(target, element.arg) or ty.is_subtype(element.arg, target)):
+            raise call.error(messages.typed_selects_nothing(element.arg, target), call.arg_span("as"))
+        shape = ty.strip_option(call.input)
+        narrowed = target if ty.is_subtype(target, element.arg) else element.arg
+        return ty.ranking_of(narrowed) if shape.name == "Ranking" else ty.list_of(ty.hit_of(narrowed))
     if ty.is_subtype(element, target):
         narrowed = element
     elif ty.is_subtype(target, element) or element == ty.DATA:
@@ -253,7 +259,9 @@ def runtime_is(value: Any, target: Type) -> bool:
     if isinstance(value, Card):
         return ty.is_subtype(Type(value.kind), target)
     if isinstance(value, Hit):
-        return target.name == "Hit" and runtime_is(value.card, target.arg)
+        if target.name == "Hit":
+            return runtime_is(value.card, target.arg)
+        return runtime_is(value.card, target)
     if isinstance(value, bool):
         return ty.is_subtype(ty.BOOL, target)
     if isinstance(value, int):
