@@ -85,6 +85,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     render.add_argument(
         "--all", action="store_true", help="render every document of the vault that carries blocks"
     )
+    sub("analyze", "show how bm25 analyses a text: words, terms, ignored words, synonyms").add_argument("text")
     sub("builtins", "list the registered extensions and their steps")
     config = sub(
         "config",
@@ -236,6 +237,24 @@ def render_command(args: argparse.Namespace) -> int:
     from hql.render import render_command as render
 
     return render(args, session_for)
+
+
+@command("analyze")
+def analyze_command(args: argparse.Namespace) -> int:
+    from hql.printing import dumps
+    from hql.steps.retrieval import analyzer_for
+
+    vault = open_vault(args.vault) if args.vault else None
+    analysis = analyzer_for(vault).analyze(args.text)
+    if args.format == "json":
+        print(dumps(analysis.to_json()))
+        return 0
+    synonyms = ", ".join(f"{found} -> {group}" for found, group in analysis.synonyms)
+    print(f"words:    {' '.join(analysis.words)}")
+    print(f"terms:    {' '.join(analysis.terms)}")
+    print(f"ignored:  {' '.join(analysis.ignored)}")
+    print(f"synonyms: {synonyms}")
+    return 0
 
 
 @command("builtins")
