@@ -110,7 +110,10 @@ def test_cache_of_the_wrong_shape_is_ignored(root: Path, parses: list[str]) -> N
 
     (root / ".hql").mkdir()
     bogus = {"oauth.hmd": (0, 0, ("ok", "not a dict", 3, None, []))}
-    payload = marshal.dumps((cache._MAGIC, cache._PYTHON, bogus))
+    from hql.vault.loader import parser_fingerprint
+
+    magic = (cache._MAGIC, parser_fingerprint())
+    payload = marshal.dumps((magic, cache._PYTHON, bogus))
     (root / ".hql" / CACHE_FILE).write_bytes(payload)
     vault = Vault.open(root)
     assert len(vault.cards) == 6 and len(parses) == 6
@@ -127,3 +130,25 @@ def test_unwritable_state_dir_means_no_cache(root: Path, parses: list[str]) -> N
 def test_use_cache_false_writes_nothing(root: Path) -> None:
     Vault.open(root, use_cache=False)
     assert not (root / ".hql").exists()
+
+
+def test_a_cache_from_another_parser_is_ignored(root: Path, parses: list[str]) -> None:
+    import marshal
+
+    Vault.open(root)
+    file = root / ".hql" / CACHE_FILE
+    (magic, fingerprint), python, entries = marshal.loads(file.read_bytes())
+    file.write_bytes(marshal.dumps(((magic, "another parser"), python, entries)))
+    parses.clear()
+    Vault.open(root)
+    assert len(parses) == 6
+
+
+def test_threads_share_one_vault(root: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    vault = Vault.open(root)
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda _: (vault.edges, vault.uplinks("oauth")), range(32)))
+    assert all(edges is results[0][0] for edges, _ in results)
+    assert all(len(up) == 2 for _, up in results)

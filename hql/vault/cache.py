@@ -6,7 +6,8 @@ own file but still input: whatever fails while reading it (missing, corrupt,
 truncated, another Python's marshal format, wrong shapes) means "start
 empty", silently. If `.hql/` cannot be written, loading simply does not cache.
 
-Format: marshal of (MAGIC, python version, {relpath: (size, mtime_ns, payload)}),
+Format: marshal of ((MAGIC, parser fingerprint), python version,
+{relpath: (size, mtime_ns, payload)}),
 payload being `("ok", authored, body, heading, links)` or `("refused", message)`.
 marshal is fast, handles exactly the plain data a Data tree is, and executes
 nothing when read.
@@ -33,8 +34,10 @@ Entry = tuple[int, int, Payload]
 class LoadCache:
     """Entries read from disk, plus what this load parsed afresh."""
 
-    def __init__(self, state_dir: Path | None) -> None:
+    def __init__(self, state_dir: Path | None, fingerprint: str = "") -> None:
+        """`fingerprint` names the parser that made the entries; another one's are ignored."""
         self._file = state_dir / CACHE_FILE if state_dir is not None else None
+        self._fingerprint = fingerprint
         self._old: dict[str, Entry] = self._read() if self._file is not None else {}
         self._new: dict[str, Entry] = {}
         self._changed = False
@@ -75,13 +78,15 @@ class LoadCache:
             magic, python, entries = marshal.loads(data)
         except Exception:  # noqa: BLE001 - any failure of the cache means "rebuild"
             return {}
-        if magic != _MAGIC or python != _PYTHON or not isinstance(entries, dict):
+        if magic != (_MAGIC, self._fingerprint) or python != _PYTHON:
+            return {}
+        if not isinstance(entries, dict):
             return {}
         return {key: entry for key, entry in entries.items() if _well_formed(key, entry)}
 
     def _write(self, file: Path) -> None:
         file.parent.mkdir(exist_ok=True)
-        data = marshal.dumps((_MAGIC, _PYTHON, self._new))
+        data = marshal.dumps(((_MAGIC, self._fingerprint), _PYTHON, self._new))
         descriptor, temporary = tempfile.mkstemp(prefix=".vault-cache.", dir=file.parent)
         try:
             with os.fdopen(descriptor, "wb") as handle:

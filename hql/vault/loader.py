@@ -9,10 +9,17 @@ symlink loop terminates.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 import os
 import stat
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
 
 from hql import messages
 from hql.vault import document, yamldata
@@ -23,6 +30,24 @@ from hql.vault.model import LoadWarning
 MAX_CARD_BYTES = 8 * 1024 * 1024
 
 FORMATS = {".hmd": "Hmd", ".md": "Markdown", ".markdown": "Markdown"}
+
+
+@functools.cache
+def parser_fingerprint() -> str:
+    """Identifies the code that turns text into cached payloads.
+
+    A cache written by another version of the parser (or of PyYAML) must not
+    be trusted, so its entries carry this; changing the parsing modules
+    changes it without anyone remembering to bump a number.
+    """
+    digest = hashlib.sha256()
+    for module in (document, yamldata, sys.modules[__name__]):
+        source = getattr(module, "__file__", None)
+        if source is not None:
+            with contextlib.suppress(OSError):
+                digest.update(Path(source).read_bytes())
+    digest.update(f"{yaml.__version__} {yamldata._BaseLoader.__name__}".encode())
+    return digest.hexdigest()[:16]
 
 
 @dataclass(slots=True)  # not frozen: built 10k times a load, and frozen init is slower

@@ -121,7 +121,7 @@ class Vault:
         warnings: list[LoadWarning] = []
         config, config_warnings = load_config(root)
         found = loader.discover(shown, warnings)
-        cache = LoadCache(root / STATE_DIR if use_cache else None)
+        cache = LoadCache(root / STATE_DIR if use_cache else None, loader.parser_fingerprint())
         documents = loader.read_all(found, cache, warnings)
         cache.save()
         names = assembly.assign_names(documents, warnings)
