@@ -20,7 +20,7 @@ import json
 import os
 import tempfile
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 import numpy as np
 
 from hql import messages
+from hql.text.analyzer import PREFIX_MARK
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -40,6 +41,7 @@ METRIC = "bm25"
 K1 = 1.2
 B = 0.75
 TITLE_WEIGHT = 3.0
+PREFIX_WEIGHT = 0.5  # a shared 5-letter prefix is weaker evidence than a shared word
 STORE_NAME = "bm25.v1.bin"
 _STORE_FORMAT = 1
 _MAGIC = b"HQL-BM25"
@@ -271,7 +273,12 @@ class Bm25Hit(Generic[CardT]):
     __slots__ = ("card", "score", "_index", "_slot", "_term_ids", "_matched")
 
     def __init__(
-        self, card: CardT, score: float, index: Bm25Index[Any], slot: int, term_ids: Sequence[int]
+        self,
+        card: CardT,
+        score: float,
+        index: Bm25Index[Any],
+        slot: int,
+        term_ids: Sequence[tuple[int, float]],
     ) -> None:
         self.card = card
         self.score = score
@@ -364,14 +371,17 @@ class Bm25Index(Generic[CardT]):
 
     def search(self, query: str, limit: int | None = None) -> list[Bm25Hit[CardT]]:
         """Cards sharing a term with the query, best first, ties by card name."""
-        term_ids = self._query_term_ids(query)
+        term_ids = self._query_terms(query)
         if not term_ids or not self.cards:
             return []
         scores = np.zeros(len(self.cards), dtype=np.float32)
         ptr, slots, impact = self._ptr, self._postings.slot, self._impact
-        for term_id in term_ids:
+        for term_id, weight in term_ids:
             start, end = ptr[term_id], ptr[term_id + 1]
-            scores[slots[start:end]] += impact[start:end]
+            if weight == 1.0:
+                scores[slots[start:end]] += impact[start:end]
+            else:
+                scores[slots[start:end]] += np.float32(weight) * impact[start:end]
         found = np.flatnonzero(scores)
         if limit is not None and len(found) > limit:
             found = _best_with_ties(found, scores, limit)
@@ -391,25 +401,32 @@ class Bm25Index(Generic[CardT]):
         A term the vault does not hold counts with the idf of a term held by no card,
         so a question about something absent cannot look fully answered.
         """
-        terms = dict.fromkeys(self.analyzer.analyze(query).terms)
         term_ids = self._postings.term_ids
-        unknown_idf = _idf(len(self.cards), 0)
-        return float(
-            sum(self._idf[term_ids[term]] if term in term_ids else unknown_idf for term in terms)
+        unknown_idf = float(_idf(len(self.cards), 0))
+        return sum(
+            _query_weight(term, count)
+            * (float(self._idf[term_ids[term]]) if term in term_ids else unknown_idf)
+            for term, count in Counter(self.analyzer.analyze(query).terms).items()
         )
 
-    def _query_term_ids(self, query: str) -> list[int]:
+    def _query_terms(self, query: str) -> list[tuple[int, float]]:
+        """(term id, weight) of each known query term: its count, halved for prefixes."""
         term_ids = self._postings.term_ids
-        ids = (term_ids.get(term) for term in dict.fromkeys(self.analyzer.analyze(query).terms))
-        return [term_id for term_id in ids if term_id is not None and term_id < len(self._idf)]
+        weighted = []
+        for term, count in Counter(self.analyzer.analyze(query).terms).items():
+            term_id = term_ids.get(term)
+            if term_id is not None and term_id < len(self._idf):
+                weighted.append((term_id, _query_weight(term, count)))
+        return weighted
 
-    def _impacts_of(self, slot: int, term_ids: Sequence[int]) -> dict[str, float]:
+    def _impacts_of(self, slot: int, term_ids: Sequence[tuple[int, float]]) -> dict[str, float]:
         matched: dict[str, float] = {}
-        for term_id in term_ids:
+        for term_id, weight in term_ids:
             start, end = self._ptr[term_id], self._ptr[term_id + 1]
             at = start + int(np.searchsorted(self._postings.slot[start:end], slot))
             if at < end and self._postings.slot[at] == slot:
-                matched[self._postings.vocabulary[term_id]] = float(self._impact[at])
+                contribution = np.float32(weight) * self._impact[at]
+                matched[self._postings.vocabulary[term_id]] = float(contribution)
         return matched
 
     def _compute_impacts(self) -> None:
@@ -426,6 +443,11 @@ class Bm25Index(Generic[CardT]):
         weighted[in_title] += postings.title_tf[in_title] * title_scale[slot[in_title]]
         saturation = weighted / (weighted + np.float32(K1))
         self._impact = np.multiply(self._idf[postings.term], saturation, out=saturation)
+
+
+def _query_weight(term: str, count: int) -> float:
+    """A query term counts once per occurrence; a prefix (a stem guess) counts half."""
+    return count * (PREFIX_WEIGHT if term.startswith(PREFIX_MARK) else 1.0)
 
 
 def _idf(documents: int, frequency: Any) -> Any:

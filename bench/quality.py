@@ -1,0 +1,312 @@
+"""Retrieval quality of the word rankers, through the library API (pluggable rankers).
+
+Run: .venv/bin/python bench/quality.py [--only scifact,pira,xquad,ome]
+
+* SciFact test (300 claims), nDCG@10: `bm25` (goal >= 0.68) and `lexical`.
+* Pirá, nDCG@10 over both qrels files: PT→PT (goal >= 0.85), EN→EN (>= 0.88) with `bm25`;
+  PT→EN shows what words alone cannot do across languages.
+* XQuAD-R paragraphs, nDCG@10 in 11 languages: `bm25` against the README's reference
+  recipe (bm25s, ICU word tokens, lowercase, no stemming), recomputed in the same run
+  when bm25s is installed (`pip install bm25s`; it is not an hql dependency).
+* OME cases that hold without signal hints: how many `bm25 | relevant | take(limit)` gets
+  right, by expectation kind.
+
+A ranker is a function `(cards) -> search`, where `search(question, k)` returns card
+names best first; `RANKERS` holds them, so another ranker (e.g. one running `hql.run`
+programs) plugs in without touching the evaluation code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hql.search import hashbag, relevance  # noqa: E402
+from hql.search.bm25 import Bm25Index  # noqa: E402
+from hql.text.analyzer import Analyzer  # noqa: E402
+
+SHARED = ROOT.parent / "shared"
+DATASETS = SHARED / "datasets"
+XQUAD_LANGUAGES = ("ar", "de", "el", "en", "es", "hi", "ru", "th", "tr", "vi", "zh")
+
+
+@dataclass(frozen=True)
+class Card:
+    name: str
+    title: str
+    text: str
+    digest: str
+
+
+def make_card(name: str, title: str, body: str) -> Card:
+    text = f"{title} {body}" if title else body
+    return Card(name, title, text, hashlib.sha256(text.encode()).hexdigest())
+
+
+Search = Callable[[str, int], list[str]]
+Ranker = Callable[[Sequence[Card]], Search]
+
+
+def bm25_ranker(cards: Sequence[Card]) -> Search:
+    index = Bm25Index.build(cards, Analyzer())
+    return lambda question, k: [hit.card.name for hit in index.search(question, limit=k)]
+
+
+def lexical_ranker(cards: Sequence[Card]) -> Search:
+    ranker = hashbag.HashbagIndex()
+    return lambda question, k: [card.name for card, _ in ranker.rank(cards, question, k)]
+
+
+def icu_bm25s_ranker(cards: Sequence[Card]) -> Search:
+    """The datasets' reference recipe: bm25s (Lucene BM25), ICU word tokens, lowercase."""
+    import bm25s
+
+    retriever = bm25s.BM25(k1=1.2, b=0.75, method="lucene", backend="numpy")
+    retriever.index([icu_tokens(card.text) for card in cards], show_progress=False)
+    vocabulary = retriever.vocab_dict
+
+    def search(question: str, k: int) -> list[str]:
+        tokens = [token for token in icu_tokens(question) if token in vocabulary]
+        if not tokens:
+            return []
+        found, _ = retriever.retrieve(
+            [tokens], k=min(k, len(cards)), show_progress=False, n_threads=0
+        )
+        return [cards[int(i)].name for i in found[0]]
+
+    return search
+
+
+def icu_tokens(text: str) -> list[str]:
+    import icu
+
+    iterator = _icu_iterator(icu)
+    iterator.setText(text)
+    tokens, start = [], iterator.first()
+    for end in iterator:
+        if iterator.getRuleStatus() >= 100:
+            tokens.append(text[start:end].lower())
+        start = end
+    return tokens
+
+
+_ITERATOR: Any = None
+
+
+def _icu_iterator(icu: Any) -> Any:
+    global _ITERATOR
+    if _ITERATOR is None:
+        _ITERATOR = icu.BreakIterator.createWordInstance(icu.Locale.getRoot())
+    return _ITERATOR
+
+
+RANKERS: dict[str, Ranker] = {
+    "bm25": bm25_ranker,
+    "lexical": lexical_ranker,
+    "icu-bm25s": icu_bm25s_ranker,
+}
+
+
+# --- evaluation ---------------------------------------------------------------------
+
+
+def ndcg_at_10(ranked: Sequence[str], relevant: dict[str, int]) -> float:
+    gains = sum(relevant.get(name, 0) / math.log2(i + 2) for i, name in enumerate(ranked[:10]))
+    ideal = sorted(relevant.values(), reverse=True)[:10]
+    best = sum(gain / math.log2(i + 2) for i, gain in enumerate(ideal))
+    return gains / best if best else 0.0
+
+
+def evaluate(
+    ranker: Ranker, cards: Sequence[Card], queries: dict[str, str], qrels: dict[str, dict[str, int]]
+) -> float:
+    search = ranker(cards)
+    judged = [qid for qid in queries if qid in qrels]
+    return sum(ndcg_at_10(search(queries[qid], 10), qrels[qid]) for qid in judged) / len(judged)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as stream:
+        return [json.loads(line) for line in stream if line.strip()]
+
+
+def read_qrels(*paths: Path) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = {}
+    for path in paths:
+        for line in path.read_text().splitlines()[1:]:
+            query, doc, score = line.split("\t")
+            qrels.setdefault(query, {})[doc] = int(score)
+    return qrels
+
+
+def corpus(path: Path, with_title: bool) -> list[Card]:
+    return [
+        make_card(d["_id"], d.get("title", "") if with_title else "", d["text"])
+        for d in read_jsonl(path)
+    ]
+
+
+def queries_of(path: Path) -> dict[str, str]:
+    return {q["_id"]: q["text"] for q in read_jsonl(path)}
+
+
+def print_row(
+    label: str, score: float, goal: float | None = None, reference: float | None = None
+) -> None:
+    extra = ""
+    if goal is not None:
+        extra += f"  goal {goal:.2f} {'met' if score >= goal - 5e-4 else 'MISSED'}"
+    if reference is not None:
+        extra += f"  reference {reference:.3f} ({score - reference:+.3f})"
+    print(f"  {label:<34} nDCG@10 {score:.3f}{extra}", flush=True)
+
+
+def scifact() -> None:
+    print("SciFact test (title + abstract)")
+    root = DATASETS / "scifact"
+    cards = corpus(root / "corpus.jsonl", with_title=True)
+    queries, qrels = queries_of(root / "queries.jsonl"), read_qrels(root / "qrels/test.tsv")
+    print_row("bm25", evaluate(bm25_ranker, cards, queries, qrels), goal=0.68)
+    print_row("lexical (hql.hashbag.v1)", evaluate(lexical_ranker, cards, queries, qrels))
+
+
+def pira() -> None:
+    print("Pirá (validation + test qrels)")
+    root = DATASETS / "pira"
+    qrels = read_qrels(root / "qrels/validation.tsv", root / "qrels/test.tsv")
+    docs = {lang: corpus(root / f"corpus.{lang}.jsonl", with_title=False) for lang in ("pt", "en")}
+    questions = {lang: queries_of(root / f"queries.{lang}.jsonl") for lang in ("pt", "en")}
+    print_row(
+        "bm25 PT→PT",
+        evaluate(bm25_ranker, docs["pt"], questions["pt"], qrels),
+        goal=0.85,
+        reference=0.844,
+    )
+    print_row(
+        "bm25 EN→EN",
+        evaluate(bm25_ranker, docs["en"], questions["en"], qrels),
+        goal=0.88,
+        reference=0.882,
+    )
+    print_row(
+        "bm25 PT→EN (words cannot cross)",
+        evaluate(bm25_ranker, docs["en"], questions["pt"], qrels),
+        reference=0.274,
+    )
+
+
+def xquad() -> None:
+    print("XQuAD-R paragraphs (text only)")
+    try:
+        import bm25s  # noqa: F401
+
+        reference_ranker: Ranker | None = icu_bm25s_ranker
+    except ImportError:
+        reference_ranker = None
+        print("  (bm25s not installed: no same-run ICU reference)")
+    for language in XQUAD_LANGUAGES:
+        root = DATASETS / "xquad-r" / language
+        cards = corpus(root / "corpus.paragraphs.jsonl", with_title=False)
+        queries, qrels = (
+            queries_of(root / "queries.jsonl"),
+            read_qrels(root / "qrels/paragraphs.tsv"),
+        )
+        ours = evaluate(bm25_ranker, cards, queries, qrels)
+        reference = evaluate(reference_ranker, cards, queries, qrels) if reference_ranker else None
+        print_row(f"bm25 {language}", ours, reference=reference)
+
+
+OME_FIELDS = ("aliases", "category", "topics", "triggers")
+
+
+def ome() -> None:
+    data = json.loads((SHARED / "eval/ome-cases.json").read_text(encoding="utf-8"))
+    cases = [
+        c for c in data["cases"] if c["holds_in_ome_without_card_signal_hints"] and c["expect"]
+    ]
+    analyzer = Analyzer()
+    indexes = {
+        name: Bm25Index.build(_ome_cards(corpus), analyzer)
+        for name, corpus in data["corpora"].items()
+    }
+    right: dict[str, list[int]] = {}
+    for case in cases:
+        index = indexes[case["corpus"]]
+        question = case["question"]
+        kept, _ = relevance.relevant(
+            index.search(question), lambda h: h.score, "bm25", bound=index.score_bound(question)
+        )
+        names = [hit.card.name for hit in kept][: case["params"].get("limit", 4)]
+        kind = "abstain (none)" if "none" in case["expect"] else "find (exact/first/includes/…)"
+        tally = right.setdefault(kind, [0, 0])
+        tally[0] += _ome_holds(case["expect"], names)
+        tally[1] += 1
+    total = sum(t[0] for t in right.values()), sum(t[1] for t in right.values())
+    print(f"OME cases holding without signal hints: bm25 | relevant right in {total[0]}/{total[1]}")
+    for kind, (good, count) in sorted(right.items()):
+        print(f"  {kind:<34} {good}/{count}")
+
+
+def _ome_cards(corpus: dict[str, Any]) -> list[Card]:
+    cards = []
+    for item in corpus["items"]:
+        fields = item.get("fields", {})
+        strings = [text for key in OME_FIELDS for text in _strings(fields.get(key))]
+        cards.append(make_card(item["id"], item["title"], " ".join([*strings, item["text"]])))
+    return cards
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    if isinstance(value, dict):
+        return [text for key in sorted(value) for text in _strings(value[key])]
+    return []
+
+
+def _ome_holds(expect: dict[str, Any], names: list[str]) -> bool:
+    checks = {
+        "exact": lambda want: set(names) == set(want),
+        "includes": lambda want: all(name in names for name in want),
+        "excludes": lambda want: not any(name in names for name in want),
+        "first": lambda want: bool(names) and names[0] == want,
+        "none": lambda _: not names,
+        "ordered": lambda want: names == want,
+        "count": lambda want: len(names) == want,
+    }
+    return all(checks[kind](want) for kind, want in expect.items())
+
+
+SECTIONS: dict[str, Callable[[], None]] = {
+    "scifact": scifact,
+    "pira": pira,
+    "xquad": xquad,
+    "ome": ome,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections")
+    chosen = parser.parse_args().only.split(",")
+    for name in chosen:
+        start = time.perf_counter()
+        SECTIONS[name]()
+        print(f"  ({time.perf_counter() - start:.1f}s)\n")
+
+
+if __name__ == "__main__":
+    main()
