@@ -20,7 +20,7 @@ from hql import messages
 from hql.diagnostics import HqlError, syntax
 from hql.source import Span
 from hql.syntax import tree as t
-from hql.syntax.tokens import DESCRIPTIONS, Token, tokenize
+from hql.syntax.tokens import CLOSERS, DESCRIPTIONS, Token, tokenize
 from hql.version import __version__
 
 MAX_ADDITIONS = 255
@@ -84,7 +84,7 @@ def parse(text: str) -> t.Program:
     try:
         program = _parser().parse(tokens)
     except UnexpectedToken as error:
-        raise HqlError(_syntax_report(error, end)) from None
+        raise HqlError(_syntax_report(error, end, tokens)) from None
     except UnexpectedInput:  # pragma: no cover - other Lark failures
         raise HqlError(syntax(messages.expected_expression(), Span(end, end))) from None
     except VisitError as error:
@@ -95,7 +95,7 @@ def parse(text: str) -> t.Program:
     return program
 
 
-def _syntax_report(error: UnexpectedToken, end: int) -> Any:
+def _syntax_report(error: UnexpectedToken, end: int, tokens: list[Token]) -> Any:
     token = error.token
     expected = set(error.expected)
     if token.type == "$END":
@@ -103,6 +103,12 @@ def _syntax_report(error: UnexpectedToken, end: int) -> Any:
     else:
         ours: Token = token.value
         span, found = ours.span, _describe_found(ours)
+        # LALR merges lookaheads, so inside brackets "end of statement" would mislead: name the closer.
+        closing = _inside_brackets(tokens, span.start)
+        if closing and not expected & EXPRESSION_STARTS - {"LBRACE"}:
+            return syntax(messages.expected_one_of(closing, found), span)
+    if expected == {"IDENT"}:
+        return syntax(messages.expected_one_of([DESCRIPTIONS["IDENT"]], found), span)
     ends_statement = "NEWLINE" in expected or "$END" in expected
     if ends_statement and token.type != "$END":
         return syntax(messages.expected_end_of_statement(found), span)
@@ -110,6 +116,30 @@ def _syntax_report(error: UnexpectedToken, end: int) -> Any:
         return syntax(messages.expected_expression(found if token.type != "$END" else None), span)
     wanted = sorted(DESCRIPTIONS.get(name, name) for name in expected)
     return syntax(messages.expected_one_of(wanted, found), span)
+
+
+_CLOSER = {"LPAR": "`)`", "LAMBDA_LPAR": "`)`", "LSQB": "`]`", "LBRACE": "`}`", "LT": "`>`"}
+_ENDS_CALLEE = {"IDENT", "RPAR", "RSQB", "GT", "STRING", "DOCREF"}
+
+
+def _inside_brackets(tokens: list[Token], offset: int) -> list[str]:
+    """What may come next inside the innermost bracket open at `offset`: `,` (where lists go) and its closer."""
+    openers: list[tuple[str, bool]] = []
+    previous = ""
+    for token in tokens:
+        if token.span.start >= offset:
+            break
+        if token.kind in _CLOSER:
+            # `(` lists things only as a call's arguments, not around an expression
+            listing = token.kind != "LPAR" or previous in _ENDS_CALLEE
+            openers.append((token.kind, listing))
+        elif token.kind in CLOSERS and openers:
+            openers.pop()
+        previous = token.kind
+    if not openers:
+        return []
+    kind, listing = openers[-1]
+    return ["`,`", _CLOSER[kind]] if listing else [_CLOSER[kind]]
 
 
 def _describe_found(token: Token) -> str:
