@@ -99,6 +99,13 @@ def _stamp(path: Path) -> tuple[int, int, int]:
     return (status.st_ino, status.st_mtime_ns, status.st_size)
 
 
+def _stamp_or_none(path: Path) -> tuple[int, int, int] | None:
+    try:
+        return _stamp(path)
+    except OSError:
+        return None
+
+
 class SemanticIndex:
     """A checked, in-memory view of one index file for one vault."""
 
@@ -169,7 +176,8 @@ class SemanticIndex:
         """Keep a query vector embedded at run time; returns a warning when it cannot be kept."""
         blob = schema.vector_to_blob(vector)
         with _CACHE_LOCK:
-            before = self._loaded.stamp
+            # Only a file nobody else touched since it was read may keep its matrix.
+            untouched = _stamp_or_none(self.path) == self._loaded.stamp
             try:
                 connection = sqlite3.connect(self.path)
                 try:
@@ -182,18 +190,18 @@ class SemanticIndex:
                     connection.close()
             except sqlite3.Error as error:
                 return messages.index_query_not_stored(text, str(error))
-            self._loaded = self._after_query_write(before, text, vector)
+            self._loaded = self._after_query_write(untouched, text, vector)
         return None
 
-    def _after_query_write(
-        self, before: tuple[int, int, int], text: str, vector: np.ndarray
-    ) -> _Loaded:
+    def _after_query_write(self, untouched: bool, text: str, vector: np.ndarray) -> _Loaded:
         """Our own write need not invalidate the matrix, unless someone else changed the file too."""
+        key = self.path.resolve()
+        if not untouched:
+            _CACHE.pop(key, None)
+            return self._loaded
         queries = {**self._loaded.queries, text: vector}
         updated = dataclasses.replace(self._loaded, stamp=_stamp(self.path), queries=queries)
-        cached = _CACHE.get(self.path.resolve())
-        if cached is not None and cached.stamp == before:
-            _CACHE[self.path.resolve()] = updated
+        _CACHE[key] = updated
         return updated
 
     def _align(self, cards: Sequence[CardLike]) -> _Alignment:
