@@ -58,8 +58,9 @@ def paint_reports(text: str, color: bool = True) -> str:
             painted.append(f"{_BLUE}{line}{_RESET}")
         elif gutter := _GUTTER.match(line):
             rest = gutter.group(2)
-            if rest.strip() and set(rest.strip()) == {"^"}:
-                rest = f"{_BOLD}{severity_color}{rest}{_RESET}"
+            carets = rest.strip()
+            if carets and set(carets) == {"^"}:
+                rest = f"{rest[: rest.index('^')]}{_BOLD}{severity_color}{carets}{_RESET}"
             painted.append(f"{_BLUE}{gutter.group(1)}{_RESET}{rest}")
         else:
             painted.append(line)

@@ -1,0 +1,145 @@
+"""REPL completion, continuation and highlighting, through prompt-toolkit's Document API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
+
+from hql.api import Session, open_vault
+from hql.repl.completer import HqlCompleter, fuzzy_rank
+from hql.repl.continuation import is_complete
+from hql.repl.lexer import HqlLexer, classify
+
+BIRDS = Path(__file__).parent / "fixtures" / "birds"
+
+
+@pytest.fixture(scope="module")
+def completer() -> HqlCompleter:
+    session = Session(open_vault(BIRDS))
+    assert not session.run('owls = cards | filter(c => c.name == "barn-owl")').failed
+    return HqlCompleter(session)
+
+
+def complete(
+    completer: HqlCompleter, text: str, cursor: int | None = None
+) -> list[tuple[str, str, int]]:
+    document = Document(text, len(text) if cursor is None else cursor)
+    found = completer.get_completions(document, CompleteEvent(completion_requested=True))
+    return [(c.text, c.display_meta_text, c.start_position) for c in found]
+
+
+def texts(completer: HqlCompleter, text: str, cursor: int | None = None) -> list[str]:
+    return [text for text, _, _ in complete(completer, text, cursor)]
+
+
+def test_step_names_after_a_pipe_carry_their_summaries(completer: HqlCompleter) -> None:
+    found = complete(completer, "cards | ta")
+    assert [text for text, _, _ in found][:2] == ["take", "table"]
+    take = next(item for item in found if item[0] == "take")
+    assert "first" in take[1] or "elements" in take[1]  # the registry's summary is the meta
+    assert take[2] == -2  # replaces the two letters typed
+
+
+def test_every_step_is_offered_after_a_bare_pipe(completer: HqlCompleter) -> None:
+    assert {"count", "take", "expand", "graph", "dot"} <= set(texts(completer, "cards | "))
+
+
+def test_fuzzy_matching_finds_letters_in_order(completer: HqlCompleter) -> None:
+    assert texts(completer, "cards | tk")[0] == "take"
+    assert "expand" in texts(completer, "cards | xpd")
+    assert fuzzy_rank("tk", "take") is not None and fuzzy_rank("kt", "take") is None
+    assert fuzzy_rank("ta", "take")[0] < fuzzy_rank("ak", "take")[0]  # type: ignore[index]
+
+
+def test_parameter_names_inside_a_steps_parentheses(completer: HqlCompleter) -> None:
+    assert texts(completer, "cards | expand(")[:2] == ["depth = ", "direction = "]
+    assert texts(completer, "cards | expand(depth = 1, ")[0] == "direction = "
+    assert texts(completer, "cards | take(")[0] == "n = "
+
+
+def test_extension_names_after_import(completer: HqlCompleter) -> None:
+    assert {"core", "graph", "present"} <= set(texts(completer, "import "))
+    assert texts(completer, "import gr") == ["graph"]
+
+
+def test_card_names_inside_a_document_reference(completer: HqlCompleter) -> None:
+    found = complete(completer, "[[barn")
+    assert [text for text, _, _ in found] == ["barn-owl", "barn-swallow", "barn-owl-in-tytonidae"]
+    assert found[0][1] == "Barn owl"
+
+
+def test_fields_after_a_dot_on_a_card_and_metadata_keys(completer: HqlCompleter) -> None:
+    assert texts(completer, "[[barn-owl]].ti") == ["title"]
+    assert {"name", "title", "metadata", "kind"} <= set(texts(completer, "cards | filter(c => c."))
+    assert {"status", "knowledge"} <= set(texts(completer, "cards | filter(c => c.metadata."))
+    assert {"type", "relation"} <= set(
+        texts(completer, "cards | filter(c => c.metadata.knowledge.")
+    )
+
+
+def test_bound_names_with_their_types(completer: HqlCompleter) -> None:
+    found = complete(completer, "ow")
+    assert found[0][:2] == ("owls", "Set<Card>")
+
+
+def test_completion_in_the_middle_of_a_line(completer: HqlCompleter) -> None:
+    text = "cards | ta | count"
+    assert texts(completer, text, cursor=len("cards | ta"))[0] == "take"
+    assert texts(completer, "[[barn-o]] | graph", cursor=len("[[barn-o"))[0] == "barn-owl"
+
+
+def test_meta_commands_complete_and_their_arguments_too(completer: HqlCompleter) -> None:
+    assert texts(completer, ":ty") == [":type"]
+    assert texts(completer, ":type cards | cou") == ["count"]
+
+
+def test_nothing_is_offered_inside_a_string(completer: HqlCompleter) -> None:
+    assert texts(completer, 'cards | filter(c => c.name == "ba') == []
+
+
+@pytest.mark.parametrize(
+    ("text", "complete"),
+    [
+        ("cards | count", True),
+        ("cards |", False),
+        ("cards | take(", False),
+        ("owls = ", False),
+        ("f = (a, b) =>", False),
+        ("[[barn", False),
+        ('"unterminated', True),  # shown as an error at once
+        ("cards |\n", True),  # a blank line ends any input
+        ('cards | filter(c =>\n  c.kind == "ConceptCard")', True),
+        (":type cards |", False),
+        (":help", True),
+        ("List<Int>", True),
+        ("1 // a comment", True),
+    ],
+)
+def test_enter_runs_complete_statements_and_continues_the_rest(text: str, complete: bool) -> None:
+    assert is_complete(text) is complete
+
+
+def test_highlighting_classes_come_from_the_language_tokens() -> None:
+    text = 'import graph\ncards | take(3) // first "three"\nx = [[barn-owl]]'
+    classes = classify(text)
+
+    def at(fragment: str) -> str:
+        return classes[text.index(fragment)]
+
+    assert at("import") == "keyword"
+    assert at("take") == "step"
+    assert at("3") == "number"
+    assert at("|") == "operator"
+    assert at("// first") == "comment" and at('"three"') == "comment"
+    assert at("[[barn") == "docref"
+    assert classify('x = "open')[4:] == ["error"] * 5
+
+
+def test_lexer_splits_styles_by_line() -> None:
+    lines = HqlLexer().lex_document(Document("cards |\n  count"))
+    assert "".join(text for _, text in lines(1)) == "  count"
+    assert ("class:hql.step", "c") in lines(1)
+    assert lines(5) == []

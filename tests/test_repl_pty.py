@@ -1,0 +1,90 @@
+"""`hql repl` in a real pseudo-terminal: a completion and an answer appear on the screen."""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+BIRDS = Path(__file__).parent / "fixtures" / "birds"
+
+pty = pytest.importorskip("pty")
+
+
+class Terminal:
+    """A child process on a pseudo-terminal, read until a pattern shows up."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        import fcntl
+        import struct
+        import termios
+
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        self.process = subprocess.Popen(
+            argv,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            close_fds=True,
+            start_new_session=True,
+        )
+        os.close(slave)
+        self.screen = b""
+
+    def expect(self, pattern: bytes, timeout: float = 20.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if re.search(pattern, self.screen):
+                return True
+            ready, _, _ = select.select([self.master], [], [], 0.1)
+            if ready:
+                try:
+                    self.screen += os.read(self.master, 65536)
+                except OSError:
+                    break
+        return bool(re.search(pattern, self.screen))
+
+    def type(self, keys: bytes) -> None:
+        os.write(self.master, keys)
+
+    def close(self, timeout: float = 20.0) -> int | None:
+        """Wait for the child to leave, reading what it writes meanwhile (a full terminal blocks it)."""
+        deadline = time.monotonic() + timeout
+        while self.process.poll() is None and time.monotonic() < deadline:
+            self.expect(rb"(?!)", timeout=0.1)
+        os.close(self.master)
+        return self.process.poll()
+
+
+def test_completion_and_answer_in_a_pseudo_terminal(tmp_path: Path) -> None:
+    from hql.api import open_vault
+
+    count = len(open_vault(BIRDS).cards)
+    env = dict(os.environ, TERM="xterm", XDG_STATE_HOME=str(tmp_path), PROMPT_TOOLKIT_NO_CPR="1")
+    terminal = Terminal([sys.executable, "-m", "hql", "--vault", str(BIRDS), "repl"], env)
+    try:
+        assert terminal.expect(rb"hql>"), terminal.screen
+        terminal.type(b"cards | cou")
+        assert terminal.expect(rb"how many elements"), terminal.screen  # the menu with the summary
+        terminal.type(b"\t")
+        assert terminal.expect(rb"cou(\x1b\[[0-9;]*m)*nt"), terminal.screen  # completed in place
+        terminal.type(b"\r")  # accept the completion
+        time.sleep(0.2)
+        terminal.type(b"\r")  # run
+        assert terminal.expect(rb"(?<![0-9;])%d\r\n" % count), terminal.screen
+        terminal.screen = b""
+        assert terminal.expect(rb"hql>"), terminal.screen  # the next prompt
+        terminal.type(b"\x04")
+        assert terminal.close() == 0
+    finally:
+        if terminal.process.poll() is None:
+            terminal.process.kill()
+    assert "+cards | count" in (tmp_path / "hql" / "history").read_text(encoding="utf-8")
