@@ -296,13 +296,12 @@ class _Builder(lark.Transformer):
         return t.TypeCall(Span(_span(name).start, span.end), _text(name), types, args)
 
     def lambda_(self, items: list[Any]) -> t.Lambda:
-        names = [
-            _text(item) for item in items if isinstance(item, lark.Token) and item.type == "IDENT"
-        ]
-        body = items[-1]
-        if len(set(names)) != len(names):
-            raise HqlError(syntax(messages.lambda_params_distinct(), _joined(items[:-1])))
-        return t.Lambda(_joined(items), tuple(names), body)
+        params = [item for item in items if isinstance(item, lark.Token) and item.type == "IDENT"]
+        names = [_text(param) for param in params]
+        for index, name in enumerate(names):
+            if name in names[:index]:  # point at the repeated parameter
+                raise HqlError(syntax(messages.lambda_params_distinct(), _span(params[index])))
+        return t.Lambda(_joined(items), tuple(names), items[-1])
 
     def data(self, items: list[Any]) -> t.DataLit:
         return t.DataLit(_joined(items), tuple(_no_punctuation(items)))
