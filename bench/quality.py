@@ -200,7 +200,7 @@ def pira() -> None:
         reference=0.882,
     )
     print_row(
-        "bm25 PT→EN (words cannot cross)",
+        "bm25 PT→EN (cross-language)",
         evaluate(bm25_ranker, docs["en"], questions["pt"], qrels),
         reference=0.274,
     )

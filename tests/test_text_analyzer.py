@@ -110,3 +110,12 @@ def test_astral_characters_survive_icu_offsets() -> None:
 def test_normalize_is_idempotent() -> None:
     text = "Ｒ$ 1.234,50 — Ação"
     assert normalize(normalize(text)) == normalize(text)
+
+
+def test_vietnamese_keeps_its_tone_marks_and_its_own_stop_words(analyzer: Analyzer) -> None:
+    assert segment("Người Việt ăn phở và má") == ["người", "việt", "ăn", "phở", "và", "má"]
+    assert analyzer.analyze("con của mẹ").words == ("con", "mẹ")  # `con` is Spanish `with`
+
+
+def test_thai_sara_am_survives_nfkc() -> None:
+    assert segment("ทำอาหาร") == ["ทำ", "อาหาร"]

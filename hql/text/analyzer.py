@@ -30,10 +30,10 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from hql import messages
-from hql.text.stopwords import all_stop_words
+from hql.text.stopwords import VIETNAMESE, all_stop_words
 from hql.text.synonyms import BUILTIN_GROUPS
 
 VERSION = "hql.analyzer.1"
@@ -43,6 +43,9 @@ BIGRAM_MARK = "bi:"
 SYNONYM_MARK = "syn:"
 
 _LATIN_GREEK_CYRILLIC_MARKS = re.compile("[\u0300-\u036f]+")
+# Letters no other language written in Latin uses: horned o/u and the precomposed
+# tone-marked vowels of the Latin Extended Additional block.
+_VIETNAMESE_LETTER = re.compile("[\u01a1\u01b0\u1ea0-\u1ef9]")
 _SEPARATORS = re.compile("[_'\u2019\u02bc`\u00b4]")
 _CURRENCY_PREFIX = re.compile(r"\b(?:r|us|u\.s\.|a|au|c|ca|nz|hk|s|mx|ar|cl|col)\$")
 _GROUPED_NUMBER = re.compile(r"\d+(?:[.,]\d+)+")
@@ -137,11 +140,11 @@ class Analyzer:
     def __post_init__(self) -> None:
         # Single ASCII letters ("l'", "s", "t") carry nothing; they are ignored like stop words.
         letters = set("abcdefghijklmnopqrstuvwxyz")
-        self._stop = (
-            frozenset(fold_word(word) for word in all_stop_words())
-            | letters
-            | {fold_word(word) for word in self.ignore}
-        )
+        ignored = {fold_word(word) for word in self.ignore}
+        self._stop = frozenset(fold_word(word) for word in all_stop_words()) | letters | ignored
+        # A Vietnamese text keeps its tone marks, so other languages' stop words would
+        # only collide with its syllables (`con`, `do`, `no`); it gets its own list.
+        self._stop_vietnamese = frozenset(VIETNAMESE.split()) | letters | ignored
         groups: list[Sequence[str]] = list(self.synonym_groups)
         if self.builtin_synonyms:
             groups.extend(BUILTIN_GROUPS)
@@ -190,23 +193,23 @@ class Analyzer:
 
     def terms(self, text: str) -> list[str]:
         """Only the terms of a text: the indexing path, not cached (the index keeps them)."""
-        return self._terms(*_segment(text))[0]
+        return self._terms(_segment(text))[0]
 
     def _analyze(self, text: str) -> Analysis:
-        all_words, has_cjk = _segment(text)
-        terms, synonyms = self._terms(all_words, has_cjk)
-        stop = self._stop
+        segmented = _segment(text)
+        all_words = segmented.words
+        terms, synonyms = self._terms(segmented)
+        stop = self._stop_vietnamese if segmented.vietnamese else self._stop
         words = [word for word in all_words if word not in stop]
         ignored = [word for word in all_words if word in stop]
         return Analysis(tuple(words), tuple(terms), tuple(ignored), tuple(synonyms))
 
-    def _terms(
-        self, all_words: list[str], has_cjk: bool
-    ) -> tuple[list[str], list[tuple[str, str]]]:
-        stop = self._stop
+    def _terms(self, segmented: _Segmented) -> tuple[list[str], list[tuple[str, str]]]:
+        all_words = segmented.words
+        stop = self._stop_vietnamese if segmented.vietnamese else self._stop
         terms = [word for word in all_words if word not in stop]
         terms.extend(_prefix_terms(terms))
-        if has_cjk:
+        if segmented.has_cjk:
             terms.extend(_bigram_terms(all_words, stop))
         synonyms = []
         if not self._synonym_starts.isdisjoint(all_words):
@@ -279,13 +282,27 @@ def normalize(text: str) -> str:
     """NFKC, case folding, accent folding and number normalisation (steps 1–3)."""
     text = unicodedata.normalize("NFKC", text).casefold()
     if not text.isascii():
-        decomposed = unicodedata.normalize("NFD", text)
-        text = unicodedata.normalize("NFC", _LATIN_GREEK_CYRILLIC_MARKS.sub("", decomposed))
+        text = _fold_accents(text)
     if "$" in text:
         text = _CURRENCY_PREFIX.sub(" ", text)
     if "." in text or "," in text:
         text = _GROUPED_NUMBER.sub(_plain_number, text)
     return _SEPARATORS.sub(" ", text)
+
+
+def _fold_accents(text: str) -> str:
+    """Drop Latin, Greek and Cyrillic combining accents, except in Vietnamese text.
+
+    Vietnamese tells words apart by their tone marks (`ma`, `má`, `mà`, `mả`, `mã`, `mạ`),
+    so a text holding a letter only Vietnamese uses keeps all its marks. NFKC also splits
+    Thai and Lao SARA AM in two; it is put back so ICU's dictionaries see the usual form.
+    """
+    if "\u0e4d" in text or "\u0ecd" in text:
+        text = text.replace("\u0e4d\u0e32", "\u0e33").replace("\u0ecd\u0eb2", "\u0eb3")
+    if _VIETNAMESE_LETTER.search(text):
+        return text
+    decomposed = unicodedata.normalize("NFD", text)
+    return unicodedata.normalize("NFC", _LATIN_GREEK_CYRILLIC_MARKS.sub("", decomposed))
 
 
 def _plain_number(match: re.Match[str]) -> str:
@@ -305,18 +322,24 @@ def _plain_number(match: re.Match[str]) -> str:
 
 def segment(text: str) -> list[str]:
     """The normalised words of a text, in order (before stop words and synonyms)."""
-    return _segment(text)[0]
+    return _segment(text).words
 
 
-def _segment(text: str) -> tuple[list[str], bool]:
-    """The words, and whether the text holds Chinese, Japanese or Korean characters."""
+class _Segmented(NamedTuple):
+    words: list[str]
+    has_cjk: bool  # Chinese, Japanese or Korean characters: add bigrams
+    vietnamese: bool  # tone marks kept: use the Vietnamese stop words
+
+
+def _segment(text: str) -> _Segmented:
     normalized = normalize(text)
     if normalized.isascii():
-        return _WORDS.findall(normalized), False
+        return _Segmented(_WORDS.findall(normalized), False, False)
     has_cjk = _CJK_CHAR.search(normalized) is not None
     if has_cjk or _DICTIONARY_SCRIPTS.search(normalized):
-        return _icu_words(normalized), has_cjk
-    return _WORDS.findall(normalized), False
+        return _Segmented(_icu_words(normalized), has_cjk, False)
+    vietnamese = _VIETNAMESE_LETTER.search(normalized) is not None
+    return _Segmented(_WORDS.findall(normalized), False, vietnamese)
 
 
 def fold_word(word: str) -> str:

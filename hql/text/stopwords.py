@@ -102,6 +102,18 @@ THAI = """
 ใคร อย่างไร ยังไง ทำไม ไหม หรือ คือ ซึ่ง โดย จาก ไป มา อยู่ ความ ครับ ค่ะ คะ บ้าง เท่าไร เท่าไหร่
 """
 
+HINDI = """
+का के की को में से पर ने है हैं था थे थी और या भी तो ही यह वह ये वे इस उस इन उन एक
+क्या कौन कौनसा कब कहाँ कहां क्यों कैसे कितना कितने कितनी किस किसे किसने किसको
+"""
+
+# Vietnamese is matched with its tone marks (see analyzer._fold_accents), so it is kept
+# apart from the folded lists above and used alone for Vietnamese text.
+VIETNAMESE = """
+của và là có các những được trong cho với một này đã không thì mà để khi từ về như
+cũng đó ra sẽ nào gì ai đâu sao bao nhiêu mấy tại bởi vì nên hay hoặc rằng theo
+"""
+
 BY_LANGUAGE: dict[str, str] = {
     "en": ENGLISH,
     "pt": PORTUGUESE,
@@ -115,6 +127,7 @@ BY_LANGUAGE: dict[str, str] = {
     "zh": CHINESE,
     "ko": KOREAN,
     "th": THAI,
+    "hi": HINDI,
 }
 
 
