@@ -188,3 +188,26 @@ def _copy(value: Any) -> Any:
     if isinstance(value, list):
         return [_copy(item) for item in value]
     return value
+
+
+def edges_unique(cards: list[Card], by_name: Mapping[str, Card]) -> bool:
+    """Whether `build_edges(cards)` holds no two equal edges, without building it.
+
+    Link edges are unique per (source, target) and relation edges per card, so
+    only a link whose merged annotation is exactly `{card: <relation>}`
+    between that relation's endpoints could repeat an edge.
+    """
+    for card in cards:
+        endpoints = card.endpoints if card.kind == RELATION_CARD else None
+        if endpoints is None:
+            continue
+        source_card = by_name.get(endpoints[0])
+        if source_card is None:
+            continue
+        merged: dict[str, Any] | None = None
+        for target, annotation in source_card.raw_links:
+            if target == endpoints[1]:
+                merged = {**(merged or {}), **annotation}
+        if merged == {"card": card.name}:
+            return False
+    return True

@@ -83,13 +83,13 @@ class Vault:
     def _build_edge_tables(self) -> _EdgeTables:
         edges = self._given_edges
         if edges is None:
-            edges = tuple(assembly.build_edges(list(self.cards)))
-        return _EdgeTables(
-            edges,
-            _index(edges, lambda edge: edge.source),
-            _index(edges, lambda edge: edge.target),
-            _edges_unique(edges),
-        )
+            cards = list(self.cards)
+            edges = tuple(assembly.build_edges(cards))
+            unique = assembly.edges_unique(cards, self._by_name)
+        else:
+            unique = _edges_unique(edges)
+        uplinks, downlinks = _index(edges)
+        return _EdgeTables(edges, uplinks, downlinks, unique)
 
     @classmethod
     def open(
@@ -199,8 +199,24 @@ def _edges_unique(edges: tuple[Edge, ...]) -> bool:
     return True
 
 
-def _index(edges: tuple[Edge, ...], key: Any) -> dict[str, tuple[Edge, ...]]:
-    grouped: dict[str, list[Edge]] = {}
+def _index(
+    edges: tuple[Edge, ...],
+) -> tuple[dict[str, tuple[Edge, ...]], dict[str, tuple[Edge, ...]]]:
+    """Edges by source and by target, each group in edge order."""
+    leaving: dict[str, list[Edge]] = {}
+    entering: dict[str, list[Edge]] = {}
     for edge in edges:
-        grouped.setdefault(key(edge), []).append(edge)
-    return {name: tuple(group) for name, group in grouped.items()}
+        group = leaving.get(edge.source)
+        if group is None:
+            leaving[edge.source] = [edge]
+        else:
+            group.append(edge)
+        group = entering.get(edge.target)
+        if group is None:
+            entering[edge.target] = [edge]
+        else:
+            group.append(edge)
+    return (
+        {name: tuple(group) for name, group in leaving.items()},
+        {name: tuple(group) for name, group in entering.items()},
+    )
