@@ -116,3 +116,13 @@ def test_unknown_local_model_is_refused_offline(tmp_path: Path) -> None:
     code, text = build_command(Vault.open(root, use_cache=False))
     assert code == 1
     assert "`nobody/no-such-model`" in text
+
+
+def test_lexical_finds_none_of_the_answer_groups() -> None:
+    """The contrast that makes the birds test meaningful: no answer shares a word with its query."""
+    from hql.search.hashbag import rank
+
+    vault = Vault.open(BIRDS, use_cache=False)
+    for query, group in GROUPS.items():
+        top = [card.name for card, _ in rank(vault.cards, query, 3)]
+        assert not set(top) & group, (query, top)
