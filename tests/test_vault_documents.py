@@ -157,7 +157,17 @@ def test_simple_annotation_fast_path_agrees_with_yaml(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["{a: 1, a: 2}", "{a: .inf}", "{a: 'q'}", "{a: [1]}", "{a: b: c}", "{a: - x}", "{<<: x}"],
+    [
+        "{a: 1, a: 2}",
+        "{true: x}",
+        "{null: x}",
+        "{a: .inf}",
+        "{a: 'q'}",
+        "{a: [1]}",
+        "{a: b: c}",
+        "{a: - x}",
+        "{<<: x}",
+    ],
 )
 def test_annotations_the_fast_path_leaves_to_yaml(text: str) -> None:
     from hql.vault.yamldata import load_simple_flow_mapping
@@ -171,7 +181,7 @@ def test_fast_path_never_disagrees_with_yaml() -> None:
 
     from hql.vault.yamldata import YamlRefused, load_simple_flow_mapping
 
-    alphabet = st.sampled_from(list("ab01.-+~/ _:,exinfTrunl"))
+    alphabet = st.sampled_from([*"ab01.-+~/ _:,exinfTrunl", "true", "null", ": "])
 
     @settings(max_examples=400, deadline=None)
     @given(st.text(alphabet, max_size=24))

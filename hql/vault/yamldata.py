@@ -34,10 +34,10 @@ _STR, _INT, _FLOAT, _BOOL, _NULL = (_TAG + t for t in ("str", "int", "float", "b
 _MAP, _SEQ, _MERGE = _TAG + "map", _TAG + "seq", _TAG + "merge"
 _CORE_TAGS = frozenset({_STR, _INT, _FLOAT, _BOOL, _NULL, _MAP, _SEQ, _MERGE})
 
-_INT_PATTERN = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+_INT_PATTERN = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)\Z")
 _FLOAT_PATTERN = re.compile(
     r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))\Z"
 )
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
@@ -46,8 +46,8 @@ class YamlRefused(Exception):
     """A YAML text the loader will not turn into Data; the message says why."""
 
 
-_BOOL_PATTERN = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
-_NULL_PATTERN = re.compile(r"^(?:~|null|Null|NULL)$")
+_BOOL_PATTERN = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)\Z")
+_NULL_PATTERN = re.compile(r"^(?:~|null|Null|NULL)\Z")
 
 
 def _resolve_plain(value: str) -> str:
@@ -141,7 +141,9 @@ def load_simple_flow_mapping(text: str) -> dict[str, Any] | None:
         if match is None:
             return None
         key, value = match.groups()
-        if key in result or value == "-" or value.startswith("- "):
+        if key in result or _resolve_plain(key) != _STR:  # `true: x` has a bool key
+            return None
+        if value == "-" or value.startswith("- "):
             return None
         tag = _resolve_plain(value)
         if tag == _MERGE:
