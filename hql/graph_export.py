@@ -62,13 +62,21 @@ def node_facts(name: str, presence: Presence) -> NodeFacts:
 
 
 def edge_label(edge: Edge) -> str:
-    """The relation card's name for relation edges, the other data as `key: value`, or nothing."""
+    """What an edge says: its `relation` and relation `card` first, then any other data as `key: value`."""
     data = edge.data
-    if not isinstance(data, dict) or not data:
-        return "" if not data else display_data(data)
-    parts = [str(data["card"])] if isinstance(data.get("card"), str) else []
-    parts.extend(f"{key}: {display_data(value)}" for key, value in data.items() if key != "card")
-    return ", ".join(parts)
+    if not isinstance(data, dict):
+        return "" if data is None else display_data(data)
+    leading = [str(data[key]) for key in ("relation", "card") if isinstance(data.get(key), str)]
+    rest = [
+        f"{key}: {_plain(value)}"
+        for key, value in data.items()
+        if not (key in ("relation", "card") and isinstance(value, str))
+    ]
+    return ", ".join(leading + rest)
+
+
+def _plain(value: Any) -> str:
+    return value if isinstance(value, str) else display_data(value)
 
 
 def _facts(graph: Graph) -> list[NodeFacts]:

@@ -49,6 +49,8 @@ def test_edge_labels_name_the_relation_card() -> None:
     assert edge_label(Edge("a", "b", {})) == ""
     assert edge_label(Edge("a", "b", {"card": "a-in-b"})) == "a-in-b"
     assert edge_label(Edge("a", "b", {"card": "a-in-b", "since": 1850})) == "a-in-b, since: 1850"
+    annotated = Edge("a", "b", {"relation": "uses", "claim": "id_token"})  # an annotated link
+    assert edge_label(annotated) == "uses, claim: id_token"
 
 
 def test_graphml_parses_with_networkx_and_keeps_presence(graph: Graph, tmp_path: Path) -> None:
