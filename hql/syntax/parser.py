@@ -328,7 +328,9 @@ class _Builder(lark.Transformer):
         )
 
     def supertypes(self, items: list[Any]) -> tuple[t.TypeExpr, ...]:
-        return tuple(item for item in items if isinstance(item, t.TypeExpr))
+        return _Spanned(
+            tuple(item for item in items if isinstance(item, t.TypeExpr)), _joined(items)
+        )
 
     def record(self, items: list[Any]) -> tuple[t.FieldDecl, ...]:
         return _Spanned(
