@@ -150,7 +150,8 @@ class Session:
             )
             return outcome, None, scope
         outcome.reports.extend(reports)
-        outcome.type = plan.result
+        if not outcome.failed:  # a program that failed to check has no type (not `Unit`)
+            outcome.type = plan.result
         return outcome, plan, scope
 
     def run(self, text: str, origin: str = "<expression>", *, evaluate: bool = True) -> Outcome:
