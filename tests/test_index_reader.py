@@ -264,3 +264,18 @@ def test_card_alignment_is_shared_across_openers_and_fresh_lists(root: Path) -> 
     reloaded = open_vault(root)  # new card objects: aligned afresh
     second.rank(second.query_vector(QUERY), reloaded.cards)
     assert second._loaded.last_alignment[0] is not memo
+
+
+@pytest.mark.parametrize("fraction", [0.01, 0.25, 0.5, 0.75])
+def test_any_truncation_is_refused_by_reader_verify_and_inspect(
+    root: Path, fraction: float
+) -> None:
+    from hql.index.commands import inspect_command, verify_command
+
+    data = index_file(root).read_bytes()
+    index_file(root).write_bytes(data[: int(len(data) * fraction)])
+    refusal(root)  # a SemanticIndexError, whatever SQLite makes of the stump
+    vault = open_vault(root)
+    assert verify_command(vault)[0] == 1
+    code, _ = inspect_command(vault)
+    assert code in (0, 1)  # a stump that still holds the small tables may be inspected

@@ -8,6 +8,7 @@ one matrix-vector product and a top-k, not a database read.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -302,16 +303,18 @@ def clear_cache() -> None:
 def _load(path: Path, stamp: tuple[int, int, int]) -> _Loaded:
     if not path.is_file():
         raise SemanticIndexError(messages.index_unreadable(str(path), "not a file"))
+    if not os.access(path, os.R_OK):
+        raise SemanticIndexError(messages.index_unreadable(str(path), "permission denied"))
     try:
         connection = schema.connect_readonly(path)
-    except sqlite3.Error:
-        raise SemanticIndexError(messages.index_not_a_database(str(path))) from None
-    try:
-        return _read(connection, path, stamp)
-    except sqlite3.DatabaseError:
-        raise SemanticIndexError(messages.index_not_a_database(str(path))) from None
     except sqlite3.Error as error:
         raise SemanticIndexError(messages.index_unreadable(str(path), str(error))) from None
+    try:
+        return _read(connection, path, stamp)
+    except sqlite3.OperationalError as error:  # locked, unable to open: the file may be fine
+        raise SemanticIndexError(messages.index_unreadable(str(path), str(error))) from None
+    except sqlite3.Error:  # not a database, malformed, truncated
+        raise SemanticIndexError(messages.index_not_a_database(str(path))) from None
     finally:
         connection.close()
 
