@@ -792,6 +792,10 @@ def index_needs_vault() -> str:
     return "`hql index` needs a vault: pass `--vault DIR` or run it inside one"
 
 
+def index_unwritable(path: str, reason: str) -> str:
+    return f"the index `{path}` cannot be written ({reason}); the previous one, if any, is unchanged"
+
+
 def index_interrupted() -> str:
     return "the build was interrupted; the previous index is left as it was"
 

@@ -274,3 +274,9 @@ def test_bad_rows_are_refused(vault_root: Path, server) -> None:
     assert (
         code == 1 and text == "the embedder returned 8-dimensional vectors where 64 were expected"
     )
+
+
+def test_unwritable_index_location(vault_root: Path) -> None:
+    (vault_root / ".hql").write_text("a file where the folder should be")
+    code, text = build_command(open_vault(vault_root))
+    assert code == 1 and "cannot be written" in text

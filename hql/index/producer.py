@@ -256,7 +256,7 @@ def _write_atomically(
         os.close(handle)
     except OSError as error:
         raise SemanticIndexError(
-            messages.index_unreadable(str(path), error.strerror or str(error))
+            messages.index_unwritable(str(path), error.strerror or str(error))
         ) from None
     try:
         connection = sqlite3.connect(temporary)
@@ -271,7 +271,7 @@ def _write_atomically(
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         if isinstance(error, sqlite3.Error | OSError):
-            raise SemanticIndexError(messages.index_unreadable(str(path), str(error))) from None
+            raise SemanticIndexError(messages.index_unwritable(str(path), str(error))) from None
         raise
     clear_cache()
 
