@@ -161,6 +161,9 @@ class Checker:
             vault  # steps may read its configuration while checking (`semantic` needs an index)
         )
         self.scope = scope or Scope(imports=self.registry.default_imports())
+        for always in self.registry.default_imports(prelude=False):  # `core` needs no import
+            if always not in self.scope.imports:
+                self.scope.imports.insert(0, always)
         self.plan = Plan(t.Program(Span(0, 0), ()))
         self.lambda_scopes: list[dict[str, Type]] = []
 
