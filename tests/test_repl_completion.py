@@ -67,8 +67,23 @@ def test_extension_names_after_import(completer: HqlCompleter) -> None:
 
 def test_card_names_inside_a_document_reference(completer: HqlCompleter) -> None:
     found = complete(completer, "[[barn")
-    assert [text for text, _, _ in found] == ["barn-owl", "barn-swallow", "barn-owl-in-tytonidae"]
+    assert [text for text, _, _ in found] == [
+        "barn-owl]]",
+        "barn-swallow]]",
+        "barn-owl-in-tytonidae]]",
+    ]
     assert found[0][1] == "Barn owl"
+    assert texts(completer, "[[barn-o]]", cursor=len("[[barn-o"))[0] == "barn-owl"  # `]]` is there
+
+
+def test_lambda_parameters_get_the_fields_of_the_steps_input(completer: HqlCompleter) -> None:
+    assert texts(completer, "cards | filter(c => c.ti") == ["title"]
+    found = complete(completer, "owls | map(c => c.")
+    assert ("kind", "String", 0) in found and ("metadata", "Data", 0) in found
+    hits = "cards | take(5) | sort(by = c => c.name) | map(c => c.card"
+    assert texts(completer, hits) == []  # cards have no `card` field
+    multi_line = "owls |\n  take(1) |\n  filter(c => c.metadata.knowledge.re"
+    assert texts(completer, multi_line)[0] == "relation"
 
 
 def test_fields_after_a_dot_on_a_card_and_metadata_keys(completer: HqlCompleter) -> None:
@@ -89,6 +104,7 @@ def test_completion_in_the_middle_of_a_line(completer: HqlCompleter) -> None:
     text = "cards | ta | count"
     assert texts(completer, text, cursor=len("cards | ta"))[0] == "take"
     assert texts(completer, "[[barn-o]] | graph", cursor=len("[[barn-o"))[0] == "barn-owl"
+    assert texts(completer, "[[barn-o | graph", cursor=len("[[barn-o"))[0] == "barn-owl]]"
 
 
 def test_meta_commands_complete_and_their_arguments_too(completer: HqlCompleter) -> None:

@@ -130,3 +130,13 @@ def test_an_unwritable_history_falls_back_to_memory(tmp_path: Path) -> None:
     history, warning = open_history(blocker / "hql" / "history")
     assert isinstance(history, InMemoryHistory)
     assert warning is not None and "this session only" in warning
+
+
+def test_eval_does_not_import_prompt_toolkit() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom hql.cli import main\nmain(['eval', '1 + 1'])\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'prompt_toolkit'))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.splitlines() == ["2", "[]"]

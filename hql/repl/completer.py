@@ -25,9 +25,10 @@ from prompt_toolkit.document import Document
 
 from hql import types as ty
 from hql.api import Session
-from hql.checker import fields_of
+from hql.checker import field_type, fields_of
+from hql.diagnostics import HqlError
 from hql.registry import registry
-from hql.syntax.tokens import CLOSERS, iter_highlight_tokens
+from hql.syntax.tokens import CLOSERS, iter_highlight_tokens, layout
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 _IMPORT = re.compile(r"(?:^|[\n;])\s*import\s+([A-Za-z0-9_]*)$")
@@ -84,19 +85,24 @@ class HqlCompleter(Completer):
     ) -> Iterator[Completion]:
         before = document.text_before_cursor
         word, candidates = self.candidates(before, explicit=complete_event.completion_requested)
+        # A card name completes the reference too, unless its `]]` is already there.
+        closing = (
+            "]]" if _open_docref(before) and not document.text_after_cursor.startswith("]]") else ""
+        )
         for candidate in rank(word, candidates):
             yield Completion(
-                candidate.text, -len(word), display=candidate.display, display_meta=candidate.meta
+                candidate.text + closing,
+                -len(word),
+                display=candidate.display or candidate.text,
+                display_meta=candidate.meta,
             )
 
     # --- deciding the context ---------------------------------------------------
 
     def candidates(self, before: str, *, explicit: bool = True) -> tuple[str, list[Candidate]]:
         """The word being completed and what may replace it."""
-        docref_start = before.rfind("[[")
-        if docref_start >= 0 and "]]" not in before[docref_start:]:
-            word = before[docref_start + 2 :]
-            return word, self.card_names()
+        if _open_docref(before):
+            return before[before.rfind("[[") + 2 :], self.card_names()
         if _inside_string(before):
             return "", []
         if before.lstrip().startswith(":"):
@@ -104,7 +110,7 @@ class HqlCompleter(Completer):
         if match := _IMPORT.search(before):
             return match.group(1), self.extensions()
         if match := _FIELD.search(before):
-            return match.group(3), self.fields(match.group(1), match.group(2))
+            return match.group(3), self.fields(match.group(1), match.group(2), before)
         if match := _AFTER_PIPE.search(before):
             return match.group(1) or "", self.steps()
         word_match = _WORD.search(before)
@@ -176,22 +182,40 @@ class HqlCompleter(Completer):
             if param.named and param.name not in given
         ]
 
-    def fields(self, receiver: str, path: str) -> list[Candidate]:
-        """Fields after `receiver.path.`: typed fields of bound names, card fields, metadata keys."""
+    def fields(self, receiver: str, path: str, before: str = "") -> list[Candidate]:
+        """Fields after `receiver.path.`, typed where the type is known; metadata keys from the vault."""
+        current = self.receiver_type(receiver, before)
         steps = [part for part in path.split(".") if part]
-        if steps and steps[0] == "metadata":
-            return [
-                Candidate(key, "metadata key")
-                for key in sorted(self.metadata_keys(tuple(steps[1:])))
-            ]
-        if steps:
-            return []
-        known = self.session.scope.names.get(receiver)
-        if receiver == "]]" or known is None:
-            names = CARD_FIELDS  # a card reference, or most likely a lambda's card
-        else:
-            names = fields_of(ty.strip_option(known))
-        return [Candidate(name, "field") for name in names]
+        if current is None and not steps:
+            return [Candidate(name, "field") for name in CARD_FIELDS]  # most likely a card
+        for index, step in enumerate(steps):
+            if step == "metadata" and (current is None or _is_card_type(current)):
+                keys = self.metadata_keys(tuple(steps[index + 1 :]))
+                return [Candidate(key, "metadata key") for key in sorted(keys)]
+            current = field_type(ty.strip_option(current), step) if current is not None else None
+            if current is None:
+                return []
+        assert current is not None
+        current = ty.strip_option(current)
+        return [Candidate(name, str(field_type(current, name))) for name in fields_of(current)]
+
+    def receiver_type(self, receiver: str, before: str) -> ty.Type | None:
+        if receiver == "]]":
+            return ty.CARD
+        if re.search(rf"\b{re.escape(receiver)}\b[\w\s,]*\)?\s*=>", before):
+            return self.lambda_input_type(before)
+        return self.session.scope.names.get(receiver)
+
+    def lambda_input_type(self, before: str) -> ty.Type | None:
+        """The element type flowing into the step whose lambda is being written, by checking its input."""
+        prefix = _pipeline_before_open_step(before)
+        if prefix is None:
+            return None
+        prefix = re.sub(r"^\s*[A-Za-z_][A-Za-z0-9_]*\s*=(?![=>])", "", prefix)
+        outcome, _, _ = self.session.check(prefix, "<completion>")
+        if outcome.failed or outcome.type is None:
+            return None
+        return ty.element_type(outcome.type)
 
     def metadata_keys(self, path: tuple[str, ...]) -> set[str]:
         """Keys found under `metadata.<path>` in any card of the vault."""
@@ -244,3 +268,39 @@ def _enclosing_call(before: str) -> str | None:
     if tokens[opener].kind != "LPAR" or opener == 0 or tokens[opener - 1].kind != "IDENT":
         return None
     return tokens[opener - 1].text
+
+
+def _open_docref(before: str) -> bool:
+    start = before.rfind("[[")
+    return start >= 0 and "]]" not in before[start:]
+
+
+def _is_card_type(kind: ty.Type) -> bool:
+    kind = ty.strip_option(kind)
+    return kind.name in ty.CARD_FAMILY or kind == ty.DOC
+
+
+def _pipeline_before_open_step(before: str) -> str | None:
+    """`cards | take(2)` for `cards | take(2) | filter(c => c.`: the input of the open step."""
+    tokens = list(iter_highlight_tokens(before))
+    stack: list[int] = []
+    for index, token in enumerate(tokens):
+        if token.kind in ("LPAR", "LBRACE", "LSQB"):
+            stack.append(index)
+        elif token.kind in CLOSERS and token.kind != "GT" and stack:
+            stack.pop()
+    for opener in reversed(stack):
+        before_opener = [i for i in range(opener) if tokens[i].kind != "NEWLINE"][-2:]
+        if len(before_opener) < 2:
+            continue
+        pipe_index, name_index = before_opener
+        if tokens[name_index].kind == "IDENT" and tokens[pipe_index].kind == "PIPE":
+            pipe = tokens[pipe_index]
+            try:
+                laid = layout(tokens[:pipe_index])
+            except HqlError:
+                return None
+            ends = [token.span.end for token in laid if token.kind == "NEWLINE"]
+            data = before.encode("utf-8")
+            return data[(ends[-1] if ends else 0) : pipe.span.start].decode("utf-8", "replace")
+    return None
