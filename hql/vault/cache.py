@@ -21,7 +21,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 CACHE_FILE = "vault-cache.marshal"
 _MAGIC = "hql.vault-cache.v1"
@@ -45,17 +45,17 @@ class LoadCache:
     def lookup(self, relpath: str, size: int, mtime_ns: int) -> Payload | None:
         """The payload parsed from this very file (same size and mtime), if cached.
 
-        The links list is checked here, where it is used, rather than for every
-        entry up front.
+        Entries are checked here, one by one as they are used, rather than all
+        up front: a malformed entry is simply a miss.
         """
-        entry = self._old.get(relpath)
-        if entry is None or entry[0] != size or entry[1] != mtime_ns:
+        entry: object = self._old.get(relpath)
+        if not _well_formed(entry):
             return None
-        payload = entry[2]
-        if payload[0] == "ok" and not all(map(_well_formed_link, payload[4])):
+        checked = cast(Entry, entry)
+        if checked[0] != size or checked[1] != mtime_ns:
             return None
-        self._new[relpath] = entry
-        return payload
+        self._new[relpath] = checked
+        return checked[2]
 
     def store(self, relpath: str, size: int, mtime_ns: int, payload: Payload) -> None:
         self._new[relpath] = (size, mtime_ns, payload)
@@ -80,9 +80,7 @@ class LoadCache:
             return {}
         if magic != (_MAGIC, self._fingerprint) or python != _PYTHON:
             return {}
-        if not isinstance(entries, dict):
-            return {}
-        return {key: entry for key, entry in entries.items() if _well_formed(key, entry)}
+        return entries if type(entries) is dict else {}
 
     def _write(self, file: Path) -> None:
         file.parent.mkdir(exist_ok=True)
@@ -98,23 +96,23 @@ class LoadCache:
             raise
 
 
-def _well_formed(key: object, entry: object) -> bool:
-    if not isinstance(key, str) or not isinstance(entry, tuple) or len(entry) != 3:
+def _well_formed(entry: object) -> bool:
+    """(size, mtime_ns, payload) with a payload of the documented shape."""
+    if type(entry) is not tuple or len(entry) != 3:
         return False
     size, mtime_ns, payload = entry
-    if not isinstance(size, int) or not isinstance(mtime_ns, int):
+    if type(size) is not int or type(mtime_ns) is not int or type(payload) is not tuple:
         return False
-    if not isinstance(payload, tuple) or not payload:
-        return False
-    if payload[0] == "ok":
+    if len(payload) == 5 and payload[0] == "ok":
+        _, authored, body, heading, links = payload
         return (
-            len(payload) == 5
-            and isinstance(payload[1], dict)
-            and isinstance(payload[2], str)
-            and (payload[3] is None or isinstance(payload[3], str))
-            and isinstance(payload[4], list)
+            type(authored) is dict
+            and type(body) is str
+            and (heading is None or type(heading) is str)
+            and type(links) is list
+            and all(map(_well_formed_link, links))
         )
-    return payload[0] == "refused" and len(payload) == 2 and isinstance(payload[1], str)
+    return len(payload) == 2 and payload[0] == "refused" and type(payload[1]) is str
 
 
 def _well_formed_link(link: object) -> bool:

@@ -94,7 +94,8 @@ def _walk(
         if _is_dir(entry):
             yield from _walk(entry.path, relpath + "/", visited, warnings)
             continue
-        format_name = FORMATS.get(os.path.splitext(entry.name)[1])
+        dot = entry.name.rfind(".")
+        format_name = FORMATS.get(entry.name[dot:]) if dot > 0 else None
         if format_name is not None:
             yield FoundFile(relpath, entry.path, format_name)
 
