@@ -117,8 +117,9 @@ def to_dot(graph: Graph, name: str = "hql") -> str:
 
 
 def _mermaid_text(text: str) -> str:
-    """Mermaid labels are quoted; `#quot;` is its escape for a double quote."""
-    return '"' + text.replace('"', "#quot;").replace("\n", "<br/>") + '"'
+    """Mermaid labels are quoted; `#quot;`, `#lt;`, `#gt;` are its entity escapes."""
+    escaped = text.replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
+    return '"' + escaped.replace("\n", "<br/>") + '"'
 
 
 def to_mermaid(graph: Graph) -> str:
@@ -262,6 +263,9 @@ def emit_picture(outcome: Any, format_name: str, out: TextIO, err: TextIO) -> in
         print(outcome.render_reports(), file=err)
     if outcome.failed:
         return 1
+    if not outcome.evaluated:  # `hql check`: there is only a type to print
+        print(outcome.text(), file=out)
+        return 0
     try:
         print(export(graph_of(outcome, format_name), format_name), file=out)
     except ExportError as error:

@@ -118,7 +118,11 @@ def test_mermaid_lists_nodes_edges_and_classes(graph: Graph) -> None:
     assert f"  {ids['barn-owl']} --> {ids['tytonidae']}" in lines
     assert f"  class {ids['strigiformes']},{ids['tytonidae']} expanded" in lines
     assert f"  class {ids['barn-owl']} retrieved" in lines
-    assert "#quot;name#quot;" in text and sum(line.count("-->") for line in lines) == 4
+    assert (
+        "#quot;name#quot;" in text
+        and "<br/>" in text
+        and sum(line.count("-->") for line in lines) == 4
+    )
 
 
 def test_presenters_in_a_program_and_on_the_command_line() -> None:
@@ -154,6 +158,14 @@ def test_presenters_in_a_program_and_on_the_command_line() -> None:
         check=False,
     )
     assert run.returncode == 1 and "has type Int" in run.stderr and "Traceback" not in run.stderr
+    run = subprocess.run(
+        [sys.executable, "-m", "hql", "--vault", str(BIRDS), "--format", "dot", "check", "-"],
+        input=OWL_GRAPH,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (run.returncode, run.stdout) == (0, "Graph\n")  # checking has only a type to show
 
 
 def test_svg_needs_graphviz_and_says_how_to_install_it(
