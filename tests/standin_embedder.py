@@ -38,6 +38,7 @@ class StandinState:
     fail_status: int | None = None
     garbage: bool = False
     dimensions: int = DIMENSIONS
+    later_dimensions: int | None = None  # width of every answer after the first
 
     @property
     def texts_embedded(self) -> list[str]:
@@ -56,12 +57,11 @@ def _handler(state: StandinState) -> type[BaseHTTPRequestHandler]:
             if state.garbage:
                 self._send(200, b"<html>not json</html>")
                 return
+            width = state.dimensions
+            if state.later_dimensions is not None and len(state.requests) > 1:
+                width = state.later_dimensions
             rows = [
-                {
-                    "object": "embedding",
-                    "index": i,
-                    "embedding": standin_vector(t, state.dimensions),
-                }
+                {"object": "embedding", "index": i, "embedding": standin_vector(t, width)}
                 for i, t in enumerate(body["input"])
             ]
             answer = {"object": "list", "model": body["model"], "data": list(reversed(rows))}

@@ -280,3 +280,12 @@ def test_unwritable_index_location(vault_root: Path) -> None:
     (vault_root / ".hql").write_text("a file where the folder should be")
     code, text = build_command(open_vault(vault_root))
     assert code == 1 and "cannot be written" in text
+
+
+def test_batches_of_different_widths_are_refused(tmp_path: Path, server) -> None:
+    endpoint, state = server
+    root = tmp_path / "zoo"
+    write_vault(root, BASE_CARDS, http_toml(endpoint, embedder_extra="batch_size = 2\n"))
+    state.later_dimensions = 32
+    code, text = build_command(open_vault(root))
+    assert code == 1 and "batches of 32 and 64 dimensions" in text

@@ -121,6 +121,9 @@ class HttpEmbedder:
         ]
         if not batches:
             return np.zeros((0, self._config.dimensions or 0), dtype=np.float32)
+        widths = sorted({batch.shape[1] for batch in batches})
+        if len(widths) > 1:
+            raise self._bad(f"batches of {widths[0]} and {widths[-1]} dimensions")
         return _unit_rows(np.vstack(batches), texts, self._config.dimensions)
 
     def _post(self, batch: list[str], input_type: str) -> np.ndarray:
