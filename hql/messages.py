@@ -477,6 +477,14 @@ def yaml_too_large(limit: int) -> str:
     return f"aliases expand to more than {limit} nodes"
 
 
+def yaml_too_many_nodes(limit: int) -> str:
+    return f"more than {limit} nodes"
+
+
+def too_many_links(limit: int) -> str:
+    return document_skipped(f"more than {limit} `[[…]]` references")
+
+
 def yaml_too_deep(limit: int) -> str:
     return f"nested more than {limit} levels deep"
 

@@ -225,3 +225,17 @@ def test_badly_shaped_hql_toml_entries(tmp_path: Path) -> None:
     vault = open_vault(tmp_path)
     assert vault.config.report_mode is None and vault.config.imports == ()
     assert len(vault.warnings) == 3
+
+
+def test_header_with_too_many_nodes(tmp_path: Path) -> None:
+    good_card(tmp_path)
+    (tmp_path / "wide.md").write_text("---\na: [" + "1," * 300_000 + "1]\n---\n")
+    message = only_warning(open_vault(tmp_path), "wide.md")
+    assert message == "header: more than 100000 nodes; document skipped"
+
+
+def test_body_with_too_many_links(tmp_path: Path) -> None:
+    good_card(tmp_path)
+    (tmp_path / "spam.md").write_text("[[x]]" * 100_001)
+    message = only_warning(open_vault(tmp_path), "spam.md")
+    assert message == "more than 100000 `[[…]]` references; document skipped"

@@ -13,6 +13,9 @@ from hql import messages
 from hql.vault import yamldata
 from hql.vault.yamldata import YamlRefused
 
+# More references than this refuse the document: one card must not cost the whole load.
+MAX_LINKS = 100_000
+
 
 class DocumentRefused(Exception):
     """The document cannot be loaded faithfully; the message is the warning text."""
@@ -97,6 +100,8 @@ def references(body: str) -> list[tuple[str, dict[str, Any]]]:
             annotation = _parse_annotation(body, probe, end)
             position = end
         found.append((target, annotation))
+        if len(found) > MAX_LINKS:
+            raise DocumentRefused(messages.too_many_links(MAX_LINKS))
     return found
 
 

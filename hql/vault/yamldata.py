@@ -11,7 +11,8 @@ naming the problem: a non-mapping header, duplicate keys, non-string keys,
 tags outside the core schema, `.inf`/`.nan`, integers beyond signed 64 bits,
 more than one document. Anchors, aliases and merge keys work, but a tree
 whose aliases expand beyond `MAX_NODES` nodes or `MAX_DEPTH` levels is
-refused, so a "billion laughs" header costs milliseconds, not memory.
+refused, so a "billion laughs" header costs milliseconds, not memory; so is
+a document that holds more than `MAX_NODES` nodes as written.
 """
 
 from __future__ import annotations
@@ -78,7 +79,16 @@ class _CoreSchemaLoader(_BaseLoader):
     also skips PyYAML's general resolver machinery, the hot spot of a load.
     """
 
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.nodes_composed = 0
+
     def resolve(self, kind: type, value: Any, implicit: Any) -> str:
+        # libyaml asks for every node it composes: the one place to stop a huge
+        # document early, before it has cost seconds and memory.
+        self.nodes_composed += 1
+        if self.nodes_composed > MAX_NODES:
+            raise YamlRefused(messages.yaml_too_many_nodes(MAX_NODES))
         if kind is ScalarNode:
             return _resolve_plain(value) if implicit[0] else _STR
         return _SEQ if kind is SequenceNode else _MAP
@@ -95,6 +105,8 @@ def load(text: str) -> Any:
     loader = _CoreSchemaLoader(text)
     try:
         node = loader.get_single_node()
+    except YamlRefused:
+        raise
     except yaml.MarkedYAMLError as error:
         raise YamlRefused(_describe_marked(error)) from None
     except yaml.YAMLError as error:
