@@ -164,4 +164,7 @@ def run_interactive(
             if meta.run(text) == "quit":
                 return 0
             continue
-        show_outcome(session.run(text, "<repl>"), out, err, color)
+        try:
+            show_outcome(session.run(text, "<repl>"), out, err, color)
+        except KeyboardInterrupt:  # Ctrl-C during a long evaluation stops it, not the REPL
+            print(messages.interrupted(), file=err)
