@@ -147,6 +147,8 @@ def load_simple_flow_mapping(text: str) -> dict[str, Any] | None:
     inner = text[1:-1]
     if not inner.strip():
         return {}
+    if inner.count(",") >= MAX_NODES // 2:
+        return None  # YAML counts the nodes and refuses
     result: dict[str, Any] = {}
     for entry in inner.split(","):
         match = _SIMPLE_ENTRY.fullmatch(entry)
