@@ -136,7 +136,35 @@ def test_eval_does_not_import_prompt_toolkit() -> None:
     import subprocess
     import sys
 
-    code = ("import sys\nfrom hql.cli import main\nmain(['eval', '1 + 1'])\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'prompt_toolkit'))")
+    code = (
+        "import sys\nfrom hql.cli import main\nmain(['eval', '1 + 1'])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'prompt_toolkit'))"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.splitlines() == ["2", "[]"]
+
+
+def test_ctrl_c_during_an_evaluation_stops_it_and_the_session_goes_on() -> None:
+    session = Session(None)
+    plain_run = session.run
+
+    def run(text: str, origin: str = "<expression>", *, evaluate: bool = True) -> object:
+        if text == "1 + 1":
+            raise KeyboardInterrupt  # as if Ctrl-C arrived while it ran
+        return plain_run(text, origin, evaluate=evaluate)
+
+    session.run = run  # type: ignore[method-assign,assignment]
+    out, err = io.StringIO(), io.StringIO()
+    with create_pipe_input() as pipe:
+        pipe.send_text("1 + 1\r2 + 2\r\x04")
+        status = run_interactive(
+            session,
+            input=pipe,
+            output=DummyOutput(),
+            out=out,
+            err=err,
+            history=InMemoryHistory(),
+            color=False,
+        )
+    assert status == 0 and "interrupted" in err.getvalue()
+    assert out.getvalue().splitlines()[1:] == ["4"]
