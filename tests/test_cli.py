@@ -1,0 +1,200 @@
+"""The `hql` command line (reference section 14), run as a subprocess.
+
+Exit codes: 0 success (warnings allowed), 1 a language or host failure, 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+VAULT = Path(__file__).parent / "fixtures" / "vault"
+
+
+def hql(
+    *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
+    environment = {key: value for key, value in os.environ.items() if key != "HQL_REPORT"}
+    environment.update(env or {})
+    done = subprocess.run(
+        [sys.executable, "-m", "hql", *args],
+        input=stdin if stdin is not None else "",
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=60,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_version_and_help() -> None:
+    assert hql("--version") == (0, "hql 0.1.0\n", "")
+    code, out, _ = hql("--help")
+    assert code == 0 and "Hyper Query Language" in out
+    for command in ("eval", "check", "run", "repl", "builtins", "config"):
+        assert command in out
+
+
+@pytest.mark.parametrize(
+    "args", [(), ("frob",), ("eval",), ("run",), ("--format", "yaml", "eval", "1")]
+)
+def test_usage_errors_exit_2(args: tuple[str, ...]) -> None:
+    code, out, err = hql(*args)
+    assert code == 2 and out == "" and "usage: hql" in err
+
+
+def test_eval_prints_the_value() -> None:
+    assert hql("eval", "1 + 1") == (0, "2\n", "")
+    assert hql("eval", "-1") == (0, "-1\n", "")  # a program may start with `-`
+    assert hql("eval", '"Bearer tokens"')[1] == "Bearer tokens\n"
+
+
+def test_a_language_failure_exits_1_with_the_report_on_stderr() -> None:
+    code, out, err = hql("eval", "1 + 2.0")
+    assert (code, out) == (1, "")
+    assert err.startswith(
+        "type error: addition requires two Int or two Float operands\n --> <expression>:1:5\n"
+    )
+    assert "1 | 1 + 2.0\n  |     ^^^\n" in err
+
+
+def test_warnings_exit_0() -> None:
+    code, out, err = hql("--vault", str(VAULT), "eval", "[[nowhere]].title")
+    assert (code, out) == (0, "none\n")
+    assert "evaluation warning: `[[nowhere]]` does not resolve in this vault" in err
+
+
+def test_options_before_or_after_the_subcommand() -> None:
+    expected = "6\n"
+    assert hql("--vault", str(VAULT), "eval", "cards | count")[1] == expected
+    assert hql("eval", "--vault", str(VAULT), "cards | count")[1] == expected
+    assert hql("eval", "cards | count", "--vault", str(VAULT))[1] == expected
+
+
+def test_json_envelope() -> None:
+    code, out, err = hql("--format", "json", "eval", "[1, 2] | map(x => x + 1)")
+    assert code == 0 and err == ""
+    assert json.loads(out) == {
+        "origin": "<expression>",
+        "type": "List<Int>",
+        "value": [2, 3],
+        "reports": [],
+    }
+
+
+def test_json_envelope_of_a_failure() -> None:
+    code, out, _ = hql("eval", '1 + "a"', "--format", "json")
+    assert code == 1
+    assert json.loads(out) == {
+        "origin": "<expression>",
+        "type": None,
+        "value": None,
+        "reports": [
+            {
+                "severity": "error",
+                "stage": "type",
+                "message": "addition requires two Int or two Float operands",
+                "span": {"start": 4, "end": 7},
+            }
+        ],
+    }
+
+
+def test_json_envelope_keeps_warnings_and_the_value() -> None:
+    code, out, _ = hql("--vault", str(VAULT), "--format", "json", "eval", "[[nowhere]] | count")
+    envelope = json.loads(out)
+    assert code == 0 and envelope["value"] == 0 and envelope["type"] == "Int"
+    assert [r["severity"] for r in envelope["reports"]] == ["warning"]
+
+
+def test_check_prints_the_type_only(tmp_path: Path) -> None:
+    program = tmp_path / "q.hql"
+    program.write_text("x = [1, 2]\nx | map(n => n + 1)\n", encoding="utf-8")
+    assert hql("check", str(program)) == (0, "List<Int>\n", "")
+    assert hql("check", "-", stdin="[9223372036854775807] | map(n => n + 1)") == (
+        0,
+        "List<Int>\n",
+        "",
+    )
+
+
+def test_run_reads_a_file_or_stdin(tmp_path: Path) -> None:
+    program = tmp_path / "q.hql"
+    program.write_text("// a query\ncards\n  | take(2)\n", encoding="utf-8")
+    assert hql("--vault", str(VAULT), "run", str(program))[:2] == (
+        0,
+        "[bearer-tokens, broken-relation]\n",
+    )
+    code, out, err = hql("run", "-", stdin="1 +\n")
+    assert (code, out) == (1, "")
+    assert " --> <stdin>:" in err
+
+
+def test_run_reports_carry_the_file_name(tmp_path: Path) -> None:
+    program = tmp_path / "bad.hql"
+    program.write_text("x = 1\nx + true\n", encoding="utf-8")
+    code, _, err = hql("run", str(program))
+    assert code == 1 and f" --> {program}:2:5" in err
+
+
+def test_collect_mode_on_the_command_line() -> None:
+    code, _, err = hql("--report", "collect", "eval", "a = nosuchthing\nb = a + 1")
+    assert code == 1 and err.rstrip().endswith("2 reports: 0 failure, 2 error, 0 warning")
+    _, _, err = hql("eval", "a = nosuchthing\nb = a + 1", env={"HQL_REPORT": "collect"})
+    assert "2 reports" in err
+    _, _, err = hql(
+        "--report", "strict", "eval", "a = nosuchthing\nb = a + 1", env={"HQL_REPORT": "collect"}
+    )
+    assert "2 reports" not in err
+
+
+def test_host_errors_exit_1() -> None:
+    code, out, err = hql("--report", "loud", "eval", "1")
+    assert (code, out, err) == (
+        1,
+        "",
+        "hql: unknown report mode `loud`; expected `strict` or `collect`\n",
+    )
+    code, _, err = hql("--vault", str(VAULT / "oauth.hmd"), "eval", "1")
+    assert code == 1 and err.startswith("hql: ") and err.rstrip().endswith("not a directory")
+    code, _, err = hql("run", "/nonexistent/q.hql")
+    assert code == 1 and err.startswith("hql: /nonexistent/q.hql")
+
+
+def test_config() -> None:
+    assert hql("config") == (0, "report mode: strict (from the default)\nvault: none\n", "")
+    code, out, _ = hql("--vault", str(VAULT), "--report", "collect", "config")
+    assert code == 0
+    assert out.splitlines()[:2] == [
+        "report mode: collect (from this query)",
+        f"vault: {VAULT} (6 cards)",
+    ]
+
+
+def test_builtins_lists_extensions_and_signatures() -> None:
+    code, out, _ = hql("builtins")
+    assert code == 0
+    assert "core 0.1.0 (always available)" in out
+    assert "graph 0.1.0 (prelude)" in out and "present 0.1.0 (prelude)" in out
+    assert "lexical 0.1.0 (imported where it is used)" in out
+    assert (
+        "  take\n    Collection<T> | take<T>(n: Int) -> List<T> (Ranking input stays Ranking)\n"
+        in out
+    )
+
+
+def test_plain_repl_with_piped_stdin() -> None:
+    lines = "x = 2\nx + 1\n:type x\n\n1 +\n:quit\nx\n"
+    code, out, err = hql("repl", stdin=lines)
+    assert code == 0
+    assert out == "()\n3\nInt\n"  # no banner, no prompt when stdin is not a terminal
+    assert "syntax failure: expected an expression\n --> <stdin>:1:4" in err
+
+
+def test_plain_repl_ends_at_end_of_input() -> None:
+    assert hql("repl", stdin="[1, 2] | count\n") == (0, "2\n", "")
