@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from hql.vault import CONCEPT_CARD, RELATION_CARD, Edge, Vault, VaultError
 
 FIXTURES = Path(__file__).parent / "fixtures"
+REPOSITORY = Path(__file__).parent.parent
 LEXICAL = {"lexical": {"model": "hql.hashbag.v1", "indexed": True}}
 
 
+def open_as_typed(**options: Any) -> Vault:
+    """Open the fixture vault by the relative path a user would type from the repository."""
+    previous = os.getcwd()
+    os.chdir(REPOSITORY)
+    try:
+        return Vault.open("tests/fixtures/vault", use_cache=False, **options)
+    finally:
+        os.chdir(previous)
+
+
 @pytest.fixture(scope="module")
-def vault(tmp_path_factory: pytest.TempPathFactory) -> Vault:
-    return Vault.open("tests/fixtures/vault", extension_metadata=LEXICAL, use_cache=False)
+def vault() -> Vault:
+    return open_as_typed(extension_metadata=LEXICAL)
 
 
 def test_names_are_stems_sorted(vault: Vault) -> None:
@@ -119,7 +132,7 @@ def test_cards_are_immutable_and_equal_by_path(vault: Vault) -> None:
     card = vault.cards[0]
     with pytest.raises(AttributeError):
         card.name = "x"  # type: ignore[misc]
-    again = Vault.open("tests/fixtures/vault", use_cache=False).cards[0]
+    again = open_as_typed().cards[0]
     assert again == card and hash(again) == hash(card)
 
 

@@ -19,7 +19,7 @@ class Hit:
 
 @pytest.fixture(scope="module")
 def vault() -> Vault:
-    return Vault.open("tests/fixtures/vault", use_cache=False)
+    return Vault.open(Path(__file__).parent / "fixtures" / "vault", use_cache=False)
 
 
 def card(vault: Vault, name: str) -> Card:
