@@ -168,3 +168,32 @@ def test_ctrl_c_during_an_evaluation_stops_it_and_the_session_goes_on() -> None:
         )
     assert status == 0 and "interrupted" in err.getvalue()
     assert out.getvalue().splitlines()[1:] == ["4"]
+
+
+def test_tab_completes_inside_the_prompt() -> None:
+    import threading
+    import time
+
+    session = Session(open_vault(BIRDS))
+    out, err = io.StringIO(), io.StringIO()
+    with create_pipe_input() as pipe:
+
+        def type_slowly() -> None:
+            # Completion runs in the background: give it time between keys, as a person would.
+            for keys in ("[[barn-s", "\t", "\r", ".tit", "\t", "\r", "\r", "\x04"):
+                time.sleep(0.3)
+                pipe.send_text(keys)
+
+        typist = threading.Thread(target=type_slowly)
+        typist.start()
+        run_interactive(
+            session,
+            input=pipe,
+            output=DummyOutput(),
+            out=out,
+            err=err,
+            history=InMemoryHistory(),
+            color=False,
+        )
+        typist.join()
+    assert out.getvalue().splitlines()[1:] == ["Barn swallow"]
