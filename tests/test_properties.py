@@ -1,0 +1,203 @@
+"""Property tests: whatever a user types, HQL answers with reports or a value, never a traceback.
+
+Programs are random token soups and mutations of a corpus of valid programs; each runs
+with and without the fixture vault, in both modes. `hql.run` must return an `Outcome`
+whose reports have spans inside the program.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hql
+from hql.api import Outcome
+from hql.diagnostics import Report
+
+VAULT = hql.open_vault(Path(__file__).parent / "fixtures" / "vault")
+
+CORPUS = [
+    "[1, 2] | map(x => x + 1)",
+    "1 + 2",
+    "1.5 + 2.5",
+    '"a" == "b"',
+    "{a: 1, b: [1, 2]}",
+    "{1, 2, 1}",
+    "Set<Int>([])",
+    'SortedMap<String, Int>(["b", "a"], [2, 1])',
+    'Map(["a"], [1]) | get("a")',
+    "compare(1, 2)",
+    "x = [3, 1, 2]\nx | sort",
+    "x: Data = 1\nx",
+    "[1, 2] | take(1)",
+    "[1, 2] | count(2)",
+    "size([1])",
+    "[3, 1] | sort((a, b) => compare(b, a))",
+    '[1, "a"] | typed(String)',
+    "[1] | table | json",
+    "type Colour : String",
+    "abstract type Shape { sides: Int, name?: String }",
+    "type U = union { Int, String }",
+    'import graph\n[[a]] -> [[b]] {k: "v"}',
+    'OrderedMap([1, 2], ["a", "b"]).keys',
+    "{a: {b: 1}}.a.b",
+    "[1, 2]\n  | map(x => x + 1)\n  | take(1)",
+    "9223372036854775807 + 1",
+    "[1] | take(-1)",
+    "Map([1, 1], [2, 3])",
+    'cards | filter(c => c.metadata.status == "todo") | map(c => c.title)',
+    'cards | take(2) | expand(depth = 2, direction = "uplinks") | table',
+    "[[oauth]] | downlinks | map(e => e.source)",
+    "cards | typed(RelationCard) | graph | json",
+    "g = cards | graph\ng.nodes",
+    "[[bearer-tokens]].metadata.status",
+    "cards | sort(by = c => c.title) | text",
+]
+
+FRAGMENTS = [
+    "|",
+    "+",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    ":",
+    "=",
+    "==",
+    "!=",
+    "=>",
+    "->",
+    ".",
+    "<",
+    ">",
+    "?",
+    "\n",
+    " ",
+    "x",
+    "cards",
+    "import",
+    "type",
+    "where",
+    "union",
+    "abstract",
+    "1",
+    "-1",
+    "1.5",
+    '"s"',
+    '"',
+    "\\",
+    "[[a]]",
+    "[[",
+    "]]",
+    "map",
+    "filter",
+    "sort",
+    "take",
+    "count",
+    "Set",
+    "Map",
+    "List",
+    "SortedMap",
+    "Int",
+    "Data",
+    "compare",
+    "true",
+    "table",
+    "typed",
+    "get",
+    "size",
+    "contains",
+    "graph",
+    "expand",
+    "uplinks",
+    "downlinks",
+    "json",
+    "text",
+    "Option",
+    "Card",
+    "x => x",
+    "(a, b) => a",
+    "//",
+    "é",
+    "😀",
+    "²",
+    ";",
+    "-",
+    "9223372036854775807",
+    "depth",
+    "direction",
+]
+
+programs_from_fragments = st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=14).map(
+    " ".join
+)
+
+
+@st.composite
+def mutated_programs(draw: st.DrawFn) -> str:
+    text = list(draw(st.sampled_from(CORPUS)))
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, len(text)))
+        action = draw(st.sampled_from(["delete", "insert", "cut"]))
+        if action == "delete" and text:
+            del text[min(at, len(text) - 1)]
+        elif action == "insert":
+            text[at:at] = list(draw(st.sampled_from(FRAGMENTS)))
+        else:
+            end = draw(st.integers(at, len(text)))
+            del text[at:end]
+    return "".join(text)
+
+
+def assert_answered(text: str, outcome: Outcome) -> None:
+    assert isinstance(outcome, Outcome)
+    size = len(text.encode("utf-8"))
+    for report in outcome.reports:
+        assert isinstance(report, Report)
+        assert report.message and 0 <= report.span.start <= report.span.end <= size, report
+    if outcome.failed:
+        assert outcome.value is None
+    outcome.text()
+    outcome.to_json()
+    outcome.render_reports()
+
+
+def run_everywhere(text: str) -> None:
+    for vault in (None, VAULT):
+        for mode in ("strict", "collect"):
+            assert_answered(text, hql.run(text, vault=vault, mode=mode))
+
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(mutated_programs())
+def test_mutated_programs_get_reports_or_values(text: str) -> None:
+    run_everywhere(text)
+
+
+@SETTINGS
+@given(programs_from_fragments)
+def test_token_soup_gets_reports_or_values(text: str) -> None:
+    run_everywhere(text)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=40))
+def test_arbitrary_text_gets_reports_or_values(text: str) -> None:
+    assert_answered(text, hql.run(text))
+
+
+def test_the_corpus_is_valid() -> None:
+    for text in CORPUS:
+        outcome = hql.run(text, vault=VAULT)
+        assert not [r for r in outcome.reports if r.stage.value in ("syntax", "type", "name")], (
+            text,
+            outcome.reports,
+        )
