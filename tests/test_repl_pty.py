@@ -39,18 +39,21 @@ class Terminal:
         os.close(slave)
         self.screen = b""
 
-    def expect(self, pattern: bytes, timeout: float = 20.0) -> bool:
+    def expect(self, pattern: bytes, timeout: float = 20.0, since: int = 0) -> int | None:
+        """Read until `pattern` shows up after offset `since`; the offset where it ends, or None."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if re.search(pattern, self.screen):
-                return True
+        while True:
+            match = re.compile(pattern).search(self.screen, since)
+            if match:
+                return match.end()
+            if time.monotonic() >= deadline:
+                return None
             ready, _, _ = select.select([self.master], [], [], 0.1)
             if ready:
                 try:
                     self.screen += os.read(self.master, 65536)
                 except OSError:
-                    break
-        return bool(re.search(pattern, self.screen))
+                    return None
 
     def type(self, keys: bytes) -> None:
         os.write(self.master, keys)
@@ -59,7 +62,7 @@ class Terminal:
         """Wait for the child to leave, reading what it writes meanwhile (a full terminal blocks it)."""
         deadline = time.monotonic() + timeout
         while self.process.poll() is None and time.monotonic() < deadline:
-            self.expect(rb"(?!)", timeout=0.1)
+            self.expect(rb"(?!)", timeout=0.1)  # never matches: just drains the terminal
         os.close(self.master)
         return self.process.poll()
 
@@ -71,17 +74,21 @@ def test_completion_and_answer_in_a_pseudo_terminal(tmp_path: Path) -> None:
     env = dict(os.environ, TERM="xterm", XDG_STATE_HOME=str(tmp_path), PROMPT_TOOLKIT_NO_CPR="1")
     terminal = Terminal([sys.executable, "-m", "hql", "--vault", str(BIRDS), "repl"], env)
     try:
-        assert terminal.expect(rb"hql>"), terminal.screen
+        assert terminal.expect(rb"hql>") is not None, terminal.screen
         terminal.type(b"cards | cou")
-        assert terminal.expect(rb"how many elements"), terminal.screen  # the menu with the summary
+        assert terminal.expect(rb"how many elements") is not None, (
+            terminal.screen
+        )  # the menu with the summary
         terminal.type(b"\t")
-        assert terminal.expect(rb"cou(\x1b\[[0-9;]*m)*nt"), terminal.screen  # completed in place
+        assert terminal.expect(rb"cou(\x1b\[[0-9;]*m)*nt") is not None, (
+            terminal.screen
+        )  # completed in place
         terminal.type(b"\r")  # accept the completion
         time.sleep(0.2)
         terminal.type(b"\r")  # run
-        assert terminal.expect(rb"(?<![0-9;])%d\r\n" % count), terminal.screen
-        terminal.screen = b""
-        assert terminal.expect(rb"hql>"), terminal.screen  # the next prompt
+        answered = terminal.expect(rb"(?<![0-9;])%d\r\n" % count)
+        assert answered is not None, terminal.screen
+        assert terminal.expect(rb"hql>", since=answered), terminal.screen  # the next prompt
         terminal.type(b"\x04")
         assert terminal.close() == 0
     finally:
