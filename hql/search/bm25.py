@@ -82,14 +82,14 @@ class _Postings:
     text_length: npt.NDArray[np.float32]
     term: npt.NDArray[np.int32]
     slot: npt.NDArray[np.int32]
-    title_tf: npt.NDArray[np.float32]
-    text_tf: npt.NDArray[np.float32]
+    title_tf: npt.NDArray[np.uint16]
+    text_tf: npt.NDArray[np.uint16]
     _term_ids: dict[str, int] | None = field(default=None, repr=False)
 
     @classmethod
     def empty(cls) -> _Postings:
-        floats, ints = np.zeros(0, np.float32), np.zeros(0, np.int32)
-        return cls([], [], floats, floats, ints, ints, floats, floats)
+        floats, ints, tfs = np.zeros(0, np.float32), np.zeros(0, np.int32), np.zeros(0, np.uint16)
+        return cls([], [], floats, floats, ints, ints, tfs, tfs)
 
     @property
     def term_ids(self) -> dict[str, int]:
@@ -119,52 +119,69 @@ class _Postings:
     ) -> _Postings:
         """These postings plus new slots, one per (title terms, text terms), numbered last."""
         first_slot = len(self.keys)
-        term_ids = self.term_ids
-        known = len(term_ids)
-        title_terms, title_slots = self._term_ids_of([title for title, _ in analyses], first_slot)
-        text_terms, text_slots = self._term_ids_of([text for _, text in analyses], first_slot)
-        self.vocabulary.extend(list(term_ids)[known:])
-        # One entry per distinct (term, slot): count both fields' occurrences by key.
-        title_keys = (title_terms << 32) | title_slots
-        text_keys = (text_terms << 32) | text_slots
-        entry_keys, inverse = np.unique(
-            np.concatenate([title_keys, text_keys]), return_inverse=True
+        text_term, text_slot, text_tf = self._entries([text for _, text in analyses], first_slot)
+        title_term, title_slot, title_tf = self._entries(
+            [title for title, _ in analyses], first_slot
         )
-        in_title = np.zeros(len(title_keys) + len(text_keys), dtype=np.float32)
-        in_title[: len(title_keys)] = 1.0
-        title_tf = np.bincount(inverse, weights=in_title, minlength=len(entry_keys))
-        text_tf = np.bincount(inverse, weights=1.0 - in_title, minlength=len(entry_keys))
-        new_term = (entry_keys >> 32).astype(np.int32)
-        new_slot = (entry_keys & 0xFFFFFFFF).astype(np.int32)
+        order = _stable_order(text_term)
+        new_term, new_slot, new_text_tf = text_term[order], text_slot[order], text_tf[order]
+        new_title_tf = np.zeros(len(new_term), dtype=np.uint16)
+        # Give each title entry to the text entry of the same (term, slot); a title term
+        # missing from the card text becomes an entry of its own.
+        text_keys = (new_term.astype(np.int64) << 32) | new_slot
+        title_keys = (title_term.astype(np.int64) << 32) | title_slot
+        at = np.searchsorted(text_keys, title_keys)
+        found = (at < len(text_keys)) & (
+            text_keys[np.minimum(at, len(text_keys) - 1)] == title_keys
+        )
+        new_title_tf[at[found]] = title_tf[found]
+        if not found.all():
+            missing = ~found
+            new_term = np.insert(new_term, at[missing], title_term[missing])
+            new_slot = np.insert(new_slot, at[missing], title_slot[missing])
+            new_text_tf = np.insert(new_text_tf, at[missing], 0.0)
+            new_title_tf = np.insert(new_title_tf, at[missing], title_tf[missing])
         # Old entries are sorted and new slots are numbered last, so inserting each new
         # entry after the old entries of its term keeps the (term, slot) order.
-        at = np.searchsorted(self.term, new_term, side="right")
+        at_old = np.searchsorted(self.term, new_term, side="right")
         return _Postings(
             [*self.keys, *keys],
             self.vocabulary,
             np.concatenate([self.title_length, _lengths(title for title, _ in analyses)]),
             np.concatenate([self.text_length, _lengths(text for _, text in analyses)]),
-            np.insert(self.term, at, new_term),
-            np.insert(self.slot, at, new_slot),
-            np.insert(self.title_tf, at, title_tf.astype(np.float32)),
-            np.insert(self.text_tf, at, text_tf.astype(np.float32)),
-            term_ids,
+            np.insert(self.term, at_old, new_term),
+            np.insert(self.slot, at_old, new_slot),
+            np.insert(self.title_tf, at_old, new_title_tf),
+            np.insert(self.text_tf, at_old, new_text_tf),
+            self.term_ids,
         )
 
-    def _term_ids_of(
+    def _entries(
         self, analyses: Sequence[Sequence[str]], first_slot: int
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """Every term occurrence as (term id, slot); unseen terms get the next ids."""
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.uint16]]:
+        """(term id, slot, frequency) per distinct term of each text, in slot order.
+
+        Unseen terms get the next ids and join the vocabulary.
+        """
+        counts = [Counter(terms) for terms in analyses]
+        sizes = [len(count) for count in counts]
+        total = sum(sizes)
         term_ids = self.term_ids
+        known = len(term_ids)
         # A defaultdict numbering unseen terms lets `map` do the lookups at C speed.
-        numbering = defaultdict(itertools.count(len(term_ids)).__next__, term_ids)
-        ids = list(map(numbering.__getitem__, itertools.chain.from_iterable(analyses)))
-        term_ids.update(itertools.islice(numbering.items(), len(term_ids), None))
-        lengths = [len(terms) for terms in analyses]
-        slots = np.repeat(
-            np.arange(first_slot, first_slot + len(analyses), dtype=np.int64), lengths
+        numbering = defaultdict(itertools.count(known).__next__, term_ids)
+        ids = np.fromiter(
+            map(numbering.__getitem__, itertools.chain.from_iterable(counts)), np.int32, total
         )
-        return np.asarray(ids, dtype=np.int64), slots
+        if len(numbering) > known:
+            new_terms = list(itertools.islice(numbering, known, None))
+            term_ids.update(zip(new_terms, range(known, known + len(new_terms)), strict=True))
+            self.vocabulary.extend(new_terms)
+        frequencies = np.fromiter(
+            itertools.chain.from_iterable(count.values() for count in counts), np.int64, total
+        )
+        slots = np.repeat(np.arange(first_slot, first_slot + len(analyses), dtype=np.int32), sizes)
+        return ids, slots, np.minimum(frequencies, 65535).astype(np.uint16)
 
     # Persistence: a small JSON header, then raw little-endian arrays. No zip and no
     # checksum pass: opening the store is one read and a few zero-copy views, and
@@ -178,9 +195,9 @@ class _Postings:
             "title_length": self.title_length.astype("<f4"),
             "text_length": self.text_length.astype("<f4"),
             "term_start": np.concatenate([[0], np.cumsum(counts)]).astype("<i8"),
-            "slot": self.slot.astype("<i4"),
-            "title_tf": np.minimum(self.title_tf, 65535).astype("<u2"),
-            "text_tf": np.minimum(self.text_tf, 65535).astype("<u2"),
+            "slot": self.slot.astype("<i4", copy=False),
+            "title_tf": self.title_tf.astype("<u2", copy=False),
+            "text_tf": self.text_tf.astype("<u2", copy=False),
         }
         layout = {name: [array.dtype.str, len(array)] for name, array in arrays.items()}
         header = json.dumps({"format": _STORE_FORMAT, "analyzer": fingerprint, "arrays": layout})
@@ -226,9 +243,9 @@ class _Postings:
             arrays["title_length"].astype(np.float32),
             arrays["text_length"].astype(np.float32),
             np.repeat(np.arange(len(vocabulary), dtype=np.int32), np.diff(term_start)),
-            arrays["slot"].astype(np.int32),
-            arrays["title_tf"].astype(np.float32),
-            arrays["text_tf"].astype(np.float32),
+            arrays["slot"].astype(np.int32, copy=False),  # read-only views: never
+            arrays["title_tf"].astype(np.uint16, copy=False),  # changed in place
+            arrays["text_tf"].astype(np.uint16, copy=False),
         )
         postings._check()
         return postings
@@ -246,6 +263,17 @@ class _Postings:
             or np.any(np.diff(self.term) < 0)
         ):
             raise ValueError("postings out of range or out of order")
+
+
+def _stable_order(values: npt.NDArray[np.int32]) -> npt.NDArray[np.intp]:
+    """A stable sort order of non-negative int32 values: two 16-bit radix passes.
+
+    numpy sorts 16-bit keys with a radix sort, much faster than its timsort on int32.
+    """
+    low = (values & 0xFFFF).astype(np.uint16)
+    high = (values >> 16).astype(np.uint16)
+    order = np.argsort(low, kind="stable")
+    return order[np.argsort(high[order], kind="stable")]
 
 
 def _lengths(analyses: Iterable[Sequence[str]]) -> npt.NDArray[np.float32]:
@@ -442,7 +470,8 @@ class Bm25Index(Generic[CardT]):
         title_scale = TITLE_WEIGHT / _length_norm(postings.title_length)
         weighted[in_title] += postings.title_tf[in_title] * title_scale[slot[in_title]]
         saturation = weighted / (weighted + np.float32(K1))
-        self._impact = np.multiply(self._idf[postings.term], saturation, out=saturation)
+        # Entries are sorted by term, so repeating each idf by its count lines them up.
+        self._impact = np.multiply(np.repeat(self._idf, counts), saturation, out=saturation)
 
 
 def _query_weight(term: str, count: int) -> float:

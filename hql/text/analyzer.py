@@ -30,6 +30,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from itertools import chain
 from typing import Any, NamedTuple
 
 from hql import messages
@@ -112,15 +113,16 @@ class _SynonymTable:
 
     def find(self, words: Sequence[str]) -> list[tuple[str, str]]:
         found: list[tuple[str, str]] = []
-        position = 0
-        while position < len(words):
-            step = 1
-            for member, group in self.by_first_word.get(words[position], ()):
+        table = self.by_first_word
+        covered = 0  # a phrase's words are not matched again
+        for position in [i for i, word in enumerate(words) if word in table]:
+            if position < covered:
+                continue
+            for member, group in table[words[position]]:
                 if tuple(words[position : position + len(member)]) == member:
                     found.append((" ".join(member), group))
-                    step = len(member)  # a phrase's words are not matched again
+                    covered = position + len(member)
                     break
-            position += step
         return found
 
 
@@ -133,6 +135,9 @@ class Analyzer:
     builtin_synonyms: bool = True
     version: str = VERSION
     _stop: frozenset[str] = field(init=False, repr=False)
+    _stop_vietnamese: frozenset[str] = field(init=False, repr=False)
+    _tokens: _TokenTable = field(init=False, repr=False)
+    _tokens_vietnamese: _TokenTable = field(init=False, repr=False)
     _synonyms: _SynonymTable = field(init=False, repr=False)
     _synonym_starts: frozenset[str] = field(init=False, repr=False)
     _cache: dict[str, Analysis] = field(init=False, repr=False, default_factory=dict)
@@ -145,6 +150,8 @@ class Analyzer:
         # A Vietnamese text keeps its tone marks, so other languages' stop words would
         # only collide with its syllables (`con`, `do`, `no`); it gets its own list.
         self._stop_vietnamese = frozenset(VIETNAMESE.split()) | letters | ignored
+        self._tokens = _TokenTable(self._stop)
+        self._tokens_vietnamese = _TokenTable(self._stop_vietnamese)
         groups: list[Sequence[str]] = list(self.synonym_groups)
         if self.builtin_synonyms:
             groups.extend(BUILTIN_GROUPS)
@@ -193,57 +200,61 @@ class Analyzer:
 
     def terms(self, text: str) -> list[str]:
         """Only the terms of a text: the indexing path, not cached (the index keeps them)."""
-        return self._terms(_segment(text))[0]
+        return self._terms(_tokenize(text))[0]
 
     def _analyze(self, text: str) -> Analysis:
-        segmented = _segment(text)
-        all_words = segmented.words
-        terms, synonyms = self._terms(segmented)
-        stop = self._stop_vietnamese if segmented.vietnamese else self._stop
-        words = [word for word in all_words if word not in stop]
-        ignored = [word for word in all_words if word in stop]
-        return Analysis(tuple(words), tuple(terms), tuple(ignored), tuple(synonyms))
+        tokens = _tokenize(text)
+        terms, synonyms = self._terms(tokens)
+        stop = self._stop_vietnamese if tokens.vietnamese else self._stop
+        words = [_plain_token(token) for token in tokens.words]
+        kept = tuple(word for word in words if word not in stop)
+        ignored = tuple(word for word in words if word in stop)
+        return Analysis(kept, tuple(terms), ignored, tuple(synonyms))
 
-    def _terms(self, segmented: _Segmented) -> tuple[list[str], list[tuple[str, str]]]:
-        all_words = segmented.words
-        stop = self._stop_vietnamese if segmented.vietnamese else self._stop
-        terms = [word for word in all_words if word not in stop]
-        terms.extend(_prefix_terms(terms))
-        if segmented.has_cjk:
-            terms.extend(_bigram_terms(all_words, stop))
+    def _terms(self, tokens: _Tokens) -> tuple[list[str], list[tuple[str, str]]]:
+        table = self._tokens_vietnamese if tokens.vietnamese else self._tokens
+        if len(table) > _TOKEN_CACHE_LIMIT:
+            table.clear()
+        # Each distinct token's terms (word, prefix) are worked out once per analyser.
+        terms = list(chain.from_iterable(map(table.__getitem__, tokens.words)))
+        if tokens.has_cjk:
+            terms.extend(_bigram_terms(tokens.words, table.stop))
         synonyms = []
-        if not self._synonym_starts.isdisjoint(all_words):
-            synonyms = self._synonyms.find(all_words)
+        if not self._synonym_starts.isdisjoint(tokens.words):
+            synonyms = self._synonyms.find(tokens.words)
             terms.extend(SYNONYM_MARK + group for _, group in synonyms)
         return terms, synonyms
 
 
-def _prefix_terms(words: Sequence[str]) -> list[str]:
-    """`pref:` + 5 letters for alphabetic words of 5+ letters, in spaced scripts only."""
-    if len(_PREFIXES) > _PREFIX_CACHE_LIMIT:
-        _PREFIXES.clear()
-    return [prefix for prefix in map(_PREFIXES.__getitem__, words) if prefix]
+class _TokenTable(dict[str, tuple[str, ...]]):
+    """token → the terms it contributes: () for a stop word, else the word and its prefix."""
+
+    def __init__(self, stop: frozenset[str]) -> None:
+        super().__init__()
+        self.stop = stop
+
+    def __missing__(self, token: str) -> tuple[str, ...]:
+        word = _plain_token(token)
+        terms: tuple[str, ...] = ()
+        if word not in self.stop:
+            prefix = _prefix(word)
+            terms = (word, prefix) if prefix else (word,)
+        self[token] = terms
+        return terms
 
 
-class _PrefixCache(dict[str, str]):
-    """word → its prefix term ("" when it has none); words repeat, so look each up once."""
-
-    def __missing__(self, word: str) -> str:
-        prefix = ""
-        if (
-            len(word) >= PREFIX_LENGTH
-            and word.isalpha()
-            and (
-                word.isascii() or not _DICTIONARY_SCRIPTS.match(word) and not _CJK_CHAR.match(word)
-            )
-        ):
-            prefix = PREFIX_MARK + word[:PREFIX_LENGTH]
-        self[word] = prefix
-        return prefix
+_TOKEN_CACHE_LIMIT = 1 << 20
 
 
-_PREFIXES = _PrefixCache()
-_PREFIX_CACHE_LIMIT = 1 << 20
+def _prefix(word: str) -> str:
+    """`pref:` + 5 letters for an alphabetic word of 5+ letters in a spaced script, else ""."""
+    if (
+        len(word) >= PREFIX_LENGTH
+        and word.isalpha()
+        and (word.isascii() or not _DICTIONARY_SCRIPTS.match(word) and not _CJK_CHAR.match(word))
+    ):
+        return PREFIX_MARK + word[:PREFIX_LENGTH]
+    return ""
 
 
 def _bigram_terms(words: Sequence[str], stop: frozenset[str]) -> list[str]:
@@ -279,14 +290,17 @@ def _bad_group() -> tuple[str, ...]:
 
 
 def normalize(text: str) -> str:
-    """NFKC, case folding, accent folding and number normalisation (steps 1–3)."""
+    """NFKC, case folding, accent folding and currency (steps 1–3, before segmentation).
+
+    Numbers are made plain per token afterwards (`_plain_token`), where the segmenter
+    has already found them whole.
+    """
     text = unicodedata.normalize("NFKC", text).casefold()
-    if not text.isascii():
-        text = _fold_accents(text)
+    if text.isascii():
+        return _CURRENCY_PREFIX.sub(" ", text) if "$" in text else text
+    text = _fold_accents(text)
     if "$" in text:
         text = _CURRENCY_PREFIX.sub(" ", text)
-    if "." in text or "," in text:
-        text = _GROUPED_NUMBER.sub(_plain_number, text)
     return _SEPARATORS.sub(" ", text)
 
 
@@ -305,12 +319,18 @@ def _fold_accents(text: str) -> str:
     return unicodedata.normalize("NFC", _LATIN_GREEK_CYRILLIC_MARKS.sub("", decomposed))
 
 
-def _plain_number(match: re.Match[str]) -> str:
+def _plain_token(token: str) -> str:
+    """A token as a word: grouped or decimal numbers made plain, anything else as is."""
+    if token[0].isdigit() and ("," in token or "." in token) and _GROUPED_NUMBER.fullmatch(token):
+        return _plain_number(token)
+    return token
+
+
+def _plain_number(number: str) -> str:
     """`20,00` → `20`; `1.234,50` → `1234.5`; `1,000` → `1000`; `3.14` stays."""
-    number = match.group(0)
     separators = [char for char in number if char in ".,"]
     groups = re.split("[.,]", number)
-    if len(set(separators)) == 2 or (len(separators) > 1 and separators[-1] != separators[0]):
+    if len(set(separators)) == 2:
         whole, fraction = "".join(groups[:-1]), groups[-1]
     elif len(separators) > 1 or len(groups[-1]) == 3:
         whole, fraction = "".join(groups), ""  # digit grouping only
@@ -322,24 +342,7 @@ def _plain_number(match: re.Match[str]) -> str:
 
 def segment(text: str) -> list[str]:
     """The normalised words of a text, in order (before stop words and synonyms)."""
-    return _segment(text).words
-
-
-class _Segmented(NamedTuple):
-    words: list[str]
-    has_cjk: bool  # Chinese, Japanese or Korean characters: add bigrams
-    vietnamese: bool  # tone marks kept: use the Vietnamese stop words
-
-
-def _segment(text: str) -> _Segmented:
-    normalized = normalize(text)
-    if normalized.isascii():
-        return _Segmented(_WORDS.findall(normalized), False, False)
-    has_cjk = _CJK_CHAR.search(normalized) is not None
-    if has_cjk or _DICTIONARY_SCRIPTS.search(normalized):
-        return _Segmented(_icu_words(normalized), has_cjk, False)
-    vietnamese = _VIETNAMESE_LETTER.search(normalized) is not None
-    return _Segmented(_WORDS.findall(normalized), False, vietnamese)
+    return [_plain_token(token) for token in _tokenize(text).words]
 
 
 def fold_word(word: str) -> str:
@@ -347,15 +350,35 @@ def fold_word(word: str) -> str:
     return " ".join(segment(word))
 
 
+class _Tokens(NamedTuple):
+    words: list[str]  # folded, numbers not yet made plain
+    has_cjk: bool  # Chinese, Japanese or Korean characters: add bigrams
+    vietnamese: bool  # tone marks kept: use the Vietnamese stop words
+
+
+def _tokenize(text: str) -> _Tokens:
+    normalized = normalize(text)
+    if normalized.isascii():
+        return _Tokens(_ASCII_WORDS.findall(normalized), False, False)
+    has_cjk = _CJK_CHAR.search(normalized) is not None
+    if has_cjk or _DICTIONARY_SCRIPTS.search(normalized):
+        return _Tokens(_icu_words(normalized), has_cjk, False)
+    vietnamese = _VIETNAMESE_LETTER.search(normalized) is not None
+    return _Tokens(_WORDS.findall(normalized), False, vietnamese)
+
+
 # Word characters: \w plus the combining marks of scripts written with spaces (Arabic,
 # Hebrew, Syriac, Indic, ...) that \w leaves out; a short explicit class keeps the
-# regular expression as fast as plain \w. Dandas (U+0964/5) are punctuation.
+# regular expression as fast as plain \w. Dandas (U+0964/5) are punctuation. A number
+# with separators (`1.234,50`) is one token; `.` joins letters or digits (UAX #29).
 _WORD_CLASS = (
     "\\w\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670"
     "\u06d6-\u06ed\u0711\u0730-\u074a\u0900-\u0963\u0966-\u0dff\u1ab0-\u1aff"
     "\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 )
-_WORDS = re.compile(f"[{_WORD_CLASS}]+(?:\\.[{_WORD_CLASS}]+)*")
+_WORDS = re.compile(f"\\d+(?:[.,]\\d+)+|[{_WORD_CLASS}]+(?:\\.[{_WORD_CLASS}]+)*")
+# The same rules for ASCII text: a bitmap class, no underscore or apostrophe to remove.
+_ASCII_WORDS = re.compile(r"[0-9]+(?:[.,][0-9]+)+|[a-z0-9]+(?:\.[a-z0-9]+)*")
 
 
 class _IcuWords:
