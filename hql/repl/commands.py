@@ -19,8 +19,9 @@ COMMANDS = {
 
 
 class MetaCommands:
-    def __init__(self, session: Session, out: TextIO, err: TextIO,
-                 paint: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self, session: Session, out: TextIO, err: TextIO, paint: Callable[[str], str] | None = None
+    ) -> None:
         self.session = session
         self.out = out
         self.err = err
