@@ -187,3 +187,13 @@ def test_root_errors(tmp_path: Path) -> None:
 def test_empty_vault() -> None:
     vault = Vault.empty()
     assert vault.cards == () and vault.card("x") is None and vault.uplinks("x") == ()
+
+
+def test_a_broken_neighbour_still_counts_for_names(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "note.md").write_bytes(b"\xff not utf-8")
+    (tmp_path / "b" / "note.md").write_text("# B\n")
+    vault = Vault.open(tmp_path)
+    assert [card.name for card in vault.cards] == ["b/note"]
+    assert len(vault.warnings) == 1

@@ -12,33 +12,38 @@ from collections.abc import Mapping
 from typing import Any
 
 from hql import messages
-from hql.vault.loader import ReadDocument
+from hql.vault.loader import FoundFile, ReadDocument
 from hql.vault.model import CONCEPT_CARD, RELATION_CARD, Card, Edge, LoadWarning
 
 
-def assign_names(documents: list[ReadDocument], warnings: list[LoadWarning]) -> list[str]:
-    """Stem, or the vault-relative path without extension when stems clash."""
-    stems = [_stem(item.found.relpath) for item in documents]
+def assign_names(found: list[FoundFile], warnings: list[LoadWarning]) -> dict[str, str]:
+    """Name per relpath: the stem, or the relative path without extension when stems clash.
+
+    Every discovered file counts, even one that then fails to load, as in the
+    reference: a card's name does not change because a neighbour is broken.
+    """
+    stems = [_stem(item.relpath) for item in found]
     counts = Counter(stems)
     names = [
-        _without_extension(item.found.relpath) if counts[stem] > 1 else stem
-        for item, stem in zip(documents, stems, strict=True)
+        _without_extension(item.relpath) if counts[stem] > 1 else stem
+        for item, stem in zip(found, stems, strict=True)
     ]
     # `x.md` beside `x.hmd` clash even by path; only the full path tells them apart.
     repeated = Counter(names)
-    for index, item in enumerate(documents):
+    for index, item in enumerate(found):
         if repeated[names[index]] > 1:
-            warnings.append(LoadWarning(item.found.path, messages.name_clash(names[index])))
-            names[index] = item.found.relpath
-    return names
+            warnings.append(LoadWarning(item.path, messages.name_clash(names[index])))
+            names[index] = item.relpath
+    return {item.relpath: name for item, name in zip(found, names, strict=True)}
 
 
 def build_cards(
     documents: list[ReadDocument],
-    names: list[str],
+    names_by_relpath: dict[str, str],
     extension_metadata: Mapping[str, Mapping[str, Any]],
     warnings: list[LoadWarning],
 ) -> list[Card]:
+    names = [names_by_relpath[item.found.relpath] for item in documents]
     known = set(names)
     # Each extension's entries, as one sorted map that every card shares (Data is
     # never mutated once loaded), so a contribution costs nothing per card.

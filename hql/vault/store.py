@@ -122,9 +122,9 @@ class Vault:
         config, config_warnings = load_config(root)
         found = loader.discover(shown, warnings)
         cache = LoadCache(root / STATE_DIR if use_cache else None, loader.parser_fingerprint())
+        names = assembly.assign_names(found, warnings)
         documents = loader.read_all(found, cache, warnings)
         cache.save()
-        names = assembly.assign_names(documents, warnings)
         cards = assembly.build_cards(documents, names, extension_metadata, warnings)
         return cls(root, tuple(cards), None, tuple(config_warnings + warnings), config)
 
