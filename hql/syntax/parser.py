@@ -13,13 +13,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import lark
-from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
-
 from hql import messages
 from hql.diagnostics import HqlError, syntax
 from hql.source import Span
 from hql.syntax import tree as t
+from hql.syntax.larkimport import UnexpectedInput, UnexpectedToken, VisitError, lark
 from hql.syntax.tokens import CLOSERS, DESCRIPTIONS, Token, tokenize
 from hql.version import __version__
 
