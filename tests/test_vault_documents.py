@@ -196,3 +196,27 @@ def test_fast_path_never_disagrees_with_yaml() -> None:
             raise AssertionError(f"fast path accepted {text!r}, YAML refuses it") from None
 
     agree()
+
+
+def test_random_documents_are_loaded_or_refused_never_crash() -> None:
+    import marshal
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from hql.vault.loader import _parse
+
+    pieces = st.sampled_from(
+        ["a: ", "&x ", "*x ", "<<: ", "[", "]", "{", "}", ",", "\n", "  ", "- ", "'", '"']
+        + ["!t ", "!!int ", "? ", ":", "#", "|", "1", "x", "true", "~", ".inf", "\t", "--- "]
+    )
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(pieces, max_size=20), st.lists(pieces, max_size=6))
+    def loads_or_refuses(header: list[str], annotation: list[str]) -> None:
+        text = "---\n" + "".join(header) + "\n---\n[[x]] {" + "".join(annotation) + "}"
+        payload = _parse(text.encode("utf-8"))
+        assert payload[0] in ("ok", "refused")
+        assert marshal.loads(marshal.dumps(payload)) == payload  # cacheable as is
+
+    loads_or_refuses()
