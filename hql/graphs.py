@@ -12,6 +12,7 @@ data) twice, where the reference could collect one twice.
 from __future__ import annotations
 
 import json
+import numbers
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -157,7 +158,7 @@ def _card_and_presence(element: object) -> tuple[Card, Presence]:
         return element, Member()
     card = getattr(element, "card", None)
     score = getattr(element, "score", None)
-    if isinstance(card, Card) and isinstance(score, int | float):
+    if isinstance(card, Card) and isinstance(score, numbers.Real):  # numpy scores too
         return card, Retrieved(float(score))
     raise TypeError(messages.graph_bad_element(type(element).__name__))
 
