@@ -197,3 +197,12 @@ def test_a_broken_neighbour_still_counts_for_names(tmp_path: Path) -> None:
     vault = Vault.open(tmp_path)
     assert [card.name for card in vault.cards] == ["b/note"]
     assert len(vault.warnings) == 1
+
+
+def test_root_keeps_the_form_it_was_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("# A\n")
+    monkeypatch.chdir(tmp_path)
+    vault = Vault.open("./notes/", use_cache=False)
+    assert vault.root_text == "./notes/" and vault.root == Path("notes")
+    assert vault.cards[0].path == "./notes/a.md"

@@ -36,6 +36,7 @@ class Vault:
     """
 
     root: Path
+    root_text: str  # the root exactly as given (`./notes/`), for messages; Path normalises it
     cards: tuple[Card, ...]
     warnings: tuple[LoadWarning, ...]
     config: VaultConfig
@@ -48,9 +49,11 @@ class Vault:
         edges: tuple[Edge, ...] | None,
         warnings: tuple[LoadWarning, ...],
         config: VaultConfig,
+        root_text: str | None = None,
     ) -> None:
         """`edges=None` derives them from the cards when first needed."""
         self.root = root
+        self.root_text = os.fspath(root) if root_text is None else root_text
         self.cards = cards
         self.warnings = warnings
         self.config = config
@@ -126,7 +129,8 @@ class Vault:
         documents = loader.read_all(found, cache, warnings)
         cache.save()
         cards = assembly.build_cards(documents, names, extension_metadata, warnings)
-        return cls(root, tuple(cards), None, tuple(config_warnings + warnings), config)
+        all_warnings = tuple(config_warnings + warnings)
+        return cls(root, tuple(cards), None, all_warnings, config, root_text=shown)
 
     @classmethod
     def empty(cls) -> Vault:
@@ -151,7 +155,7 @@ class Vault:
         return self._edge_tables().downlinks.get(name, ())
 
     def __repr__(self) -> str:
-        return f"Vault({os.fspath(self.root)!r}, {messages.plural(len(self.cards), 'card')})"
+        return f"Vault({self.root_text!r}, {messages.plural(len(self.cards), 'card')})"
 
 
 @contextlib.contextmanager
