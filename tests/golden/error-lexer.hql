@@ -1,0 +1,2 @@
+// stage: parse
+x = "a \q"

@@ -1,0 +1,4 @@
+// mode: collect
+[1] | tabel
+[1] | lexical("q")
+cards = 1

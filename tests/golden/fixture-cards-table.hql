@@ -1,0 +1,4 @@
+// vault: vault
+cards
+| filter(c => c.metadata.owner == "ada")
+| table

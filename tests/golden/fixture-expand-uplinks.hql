@@ -1,0 +1,2 @@
+// vault: vault
+[[bearer-tokens]] | expand(direction = "uplinks") | json

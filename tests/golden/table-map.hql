@@ -1,0 +1,1 @@
+OrderedMap(["robin", "barn-owl"], [1, 2]) | table
