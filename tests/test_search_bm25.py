@@ -174,3 +174,35 @@ def test_a_truncated_store_is_ignored_and_rebuilt(tmp_path: Path) -> None:
     store.write_bytes(store.read_bytes()[:-10])
     index = Bm25Index.build(cards, Analyzer(), tmp_path)
     assert index.analysed == len(cards) and len(index.warnings) == 1
+
+
+def test_cached_reuses_repoints_and_updates_in_memory(tmp_path: Path) -> None:
+    cards = load_cards(MULTILINGUAL)
+    first = Bm25Index.cached(cards, Analyzer(), tmp_path)
+    assert Bm25Index.cached(cards, Analyzer(), tmp_path) is first
+    reloaded = load_cards(MULTILINGUAL)  # equal content, new objects
+    again = Bm25Index.cached(reloaded, Analyzer(), tmp_path)
+    assert again is not first and again.analysed == 0
+    assert (
+        again.search("sourdough")[0].card is reloaded[[c.name for c in reloaded].index("sourdough")]
+    )
+    edited = [*reloaded[:-1], make_card(reloaded[-1].name, "Renamed", "quokka")]
+    updated = Bm25Index.cached(edited, Analyzer(), tmp_path)
+    assert updated.analysed == 1
+    assert [hit.card.name for hit in updated.search("quokka")] == [reloaded[-1].name]
+    assert [hit.card.name for hit in first.search("sourdough")] == ["sourdough"]  # old index intact
+    assert first.search("quokka") == []
+
+
+def test_previous_index_feeds_an_incremental_build_without_a_store() -> None:
+    cards = load_cards(MULTILINGUAL)
+    first = Bm25Index.build(cards, Analyzer())
+    added = Bm25Index.build(
+        [*cards, make_card("new", "New", "platypus")], Analyzer(), previous=first
+    )
+    assert added.analysed == 1
+    assert [hit.card.name for hit in added.search("platypus")] == ["new"]
+    fresh = Bm25Index.build([*cards, make_card("new", "New", "platypus")], Analyzer())
+    assert [(h.card.name, round(h.score, 5)) for h in added.search("volcanes platypus")] == [
+        (h.card.name, round(h.score, 5)) for h in fresh.search("volcanes platypus")
+    ]

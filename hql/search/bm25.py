@@ -15,6 +15,7 @@ cannot be read, is ignored and rebuilt (with a warning for the unreadable case).
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import os
@@ -344,6 +345,7 @@ class Bm25Index(Generic[CardT]):
         self.analysed = analysed  # cards analysed by this build (the rest came from the store)
         self._card_of_slot = card_of_slot
         self._postings = postings
+        self._keys: list[str] = []
         names = [cards[index].name for index in card_of_slot.tolist()]
         self._name_rank = np.empty(len(names), dtype=np.int64)
         self._name_rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
@@ -360,15 +362,21 @@ class Bm25Index(Generic[CardT]):
         analyzer: Analyzer,
         state_dir: Path | None = None,
         background_save: bool = False,
+        previous: Bm25Index[Any] | None = None,
     ) -> Bm25Index[CardT]:
         """Index the cards, reusing a stored analysis for every card whose content is unchanged.
 
+        The stored analyses come from `previous` (an index of an earlier version of the same
+        vault, built with the same analyser) or else from the store under `state_dir`.
         With `background_save`, the updated store is written by a (non-daemon) thread, so
         the index answers queries at once; a crash before the write only costs re-analysis.
         """
         warnings: list[str] = []
         store_path = state_dir / STORE_NAME if state_dir is not None else None
-        postings = _load_or_empty(store_path, analyzer.fingerprint, warnings)
+        if previous is not None and previous.analyzer.fingerprint == analyzer.fingerprint:
+            postings = previous._postings
+        else:
+            postings = _load_or_empty(store_path, analyzer.fingerprint, warnings)
         unchanged = len(postings.keys)
         keys = [_card_key(card) for card in cards]
         slot_of_card, postings = _reuse_stored_slots(keys, postings)
@@ -392,7 +400,42 @@ class Bm25Index(Generic[CardT]):
                 _save_quietly(snapshot, store_path, analyzer.fingerprint, warnings)
         card_of_slot = np.empty(len(cards), dtype=np.int64)
         card_of_slot[np.asarray(slot_of_card, dtype=np.int64)] = np.arange(len(cards))
-        return cls(cards, card_of_slot, postings, analyzer, warnings, len(fresh))
+        built = cls(cards, card_of_slot, postings, analyzer, warnings, len(fresh))
+        built._keys = keys
+        return built
+
+    @classmethod
+    def cached(
+        cls, cards: Sequence[CardT], analyzer: Analyzer, state_dir: Path | None = None
+    ) -> Bm25Index[CardT]:
+        """The index of these cards, kept in memory between queries of one process.
+
+        The last index per (state directory, analyser) is reused as is when the cards are
+        the same objects, re-pointed at new card objects when only they changed (a vault
+        reload), and updated incrementally (in memory, store saved behind) otherwise.
+        """
+        key = (str(state_dir) if state_dir is not None else None, analyzer.fingerprint)
+        previous = _RECENT.pop(key, None)
+        if previous is not None and len(previous.cards) == len(cards):
+            if all(old is new for old, new in zip(previous.cards, cards, strict=True)):
+                index: Bm25Index[Any] = previous
+            elif previous._keys == [_card_key(card) for card in cards]:
+                index = previous._for_cards(cards)
+            else:
+                index = cls.build(cards, analyzer, state_dir, True, previous)
+        else:
+            index = cls.build(cards, analyzer, state_dir, True, previous)
+        _RECENT[key] = index
+        while len(_RECENT) > _RECENT_LIMIT:
+            _RECENT.pop(next(iter(_RECENT)))
+        return index
+
+    def _for_cards(self, cards: Sequence[CardT]) -> Bm25Index[CardT]:
+        """This index answering with other card objects of the same content, same order."""
+        twin = copy.copy(self)
+        twin.cards = list(cards)
+        twin.warnings, twin.analysed = [], 0
+        return twin
 
     def analysis(self, query: str) -> Analysis:
         return self.analyzer.analyze(query)
@@ -472,6 +515,10 @@ class Bm25Index(Generic[CardT]):
         saturation = weighted / (weighted + np.float32(K1))
         # Entries are sorted by term, so repeating each idf by its count lines them up.
         self._impact = np.multiply(np.repeat(self._idf, counts), saturation, out=saturation)
+
+
+_RECENT: dict[tuple[str | None, str], Bm25Index[Any]] = {}
+_RECENT_LIMIT = 4
 
 
 def _query_weight(term: str, count: int) -> float:
