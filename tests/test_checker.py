@@ -6,10 +6,13 @@ when checking found an error.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import hql
 from hql.checker import Checker, Scope
+from hql.registry import Registry, StepSpec, registry
 from hql.syntax.parser import parse
 
 
@@ -483,3 +486,57 @@ def test_plan_records_types_and_steps() -> None:
     assert not reports
     assert [spec.name for spec in plan.steps.values()] == ["take"]
     assert "List<Int>" in {str(found) for found in plan.types.values()}
+
+
+# --- extensions and the prelude (reference section 11) ---------------------------------------------------
+
+
+def test_a_vault_may_decline_the_prelude_and_import_extensions() -> None:
+    vault = hql.open_vault(Path(__file__).parent / "fixtures" / "configured")
+    declined = hql.run("[1] | table", vault=vault)
+    assert [r.message for r in declined.reports] == [
+        "`table` is provided by the `present` extension: write `import present`"
+    ]
+    assert hql.run("import present\n[1] | table", vault=vault).text() == "value\n-----\n1"
+    assert not hql.run('cards | lexical("x") | count', vault=vault).failed  # imported by hql.toml
+
+
+def fake_registry() -> Registry:
+    """Two extensions that both provide `frob`, beside the real `core`."""
+    fake = Registry()
+    fake.extensions["core"] = registry().extensions["core"]
+    for name in ("alpha", "beta"):
+        fake.extension(name, version="1", summary=name)
+        fake.add(
+            StepSpec(
+                "frob",
+                name,
+                (),
+                "T | frob -> T",
+                "frob",
+                "1 | frob",
+                check=lambda call: call.input,
+                run=lambda call: call.input,
+            )
+        )
+    return fake
+
+
+def test_importing_two_providers_of_a_step_is_ambiguous() -> None:
+    checker = Checker(has_vault=False, registry_=fake_registry())
+    _, reports = checker.check(parse("import alpha\nimport beta"), collect=False)
+    assert [(r.message, r.span.start, r.span.end) for r in reports] == [
+        ("`alpha` and `beta` both provide `frob`, so importing both leaves it ambiguous", 13, 24)
+    ]
+
+
+def test_a_qualified_step_needs_its_extension_imported() -> None:
+    checker = Checker(has_vault=False, registry_=fake_registry())
+    _, reports = checker.check(parse("1 | beta.frob"), collect=False)
+    assert [r.message for r in reports] == [
+        "`frob` is provided by the `beta` extension: write `import beta`"
+    ]
+    plan, reports = Checker(has_vault=False, registry_=fake_registry()).check(
+        parse("import alpha\n1 | alpha.frob"), collect=False
+    )
+    assert not reports and str(plan.result) == "Int"
