@@ -107,6 +107,8 @@ def load(text: str) -> Any:
         node = loader.get_single_node()
     except YamlRefused:
         raise
+    except RecursionError:  # the pure-Python parser, when libyaml is missing, recurses
+        raise YamlRefused(messages.yaml_too_deep(MAX_DEPTH)) from None
     except yaml.MarkedYAMLError as error:
         raise YamlRefused(_describe_marked(error)) from None
     except yaml.YAMLError as error:
