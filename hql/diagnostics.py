@@ -88,7 +88,10 @@ def render(report: Report, source: Source) -> str:
     start_char = column - 1
     end_line, end_column = source.location(report.span.end)
     width = max(1, end_column - column) if end_line == line else max(1, len(text) - start_char)
-    carets = " " * start_char + "^" * width
+    # Keep the line's tabs under it, so the carets line up however wide a terminal draws a tab.
+    indent = "".join("\t" if char == "\t" else " " for char in text[:start_char])
+    indent += " " * (start_char - len(indent))  # a span past the line's end (end of input)
+    carets = indent + "^" * width
     return "\n".join(
         [
             f"{report.stage.value} {report.severity.word}: {report.message}",
