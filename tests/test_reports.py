@@ -204,3 +204,8 @@ def test_unknown_mode_is_a_host_error(monkeypatch: pytest.MonkeyPatch) -> None:
         resolve_mode("loud", None)
     monkeypatch.setenv("HQL_REPORT", "")
     assert resolve_mode(None, None) == ("strict", "the default")  # an empty variable means unset
+
+
+def test_carets_keep_the_tabs_of_the_line() -> None:
+    rendered = hql.run("\tx = 1\n\t1 +\ttrue").render_reports().splitlines()
+    assert rendered[3:5] == ["2 | \t1 +\ttrue", "  | \t   \t^^^^"]
