@@ -279,6 +279,7 @@ def config_command(args: argparse.Namespace) -> int:
         print("vault: none")
     else:
         print(f"vault: {vault.root} ({messages.plural(len(vault.cards), 'card')})")
+        print(f"config: {vault.config.path if vault.config.path else messages.no_config_file()}")
         for item in vault.warnings:
             print(f"warning: {item}")
     return 0

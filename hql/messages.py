@@ -810,6 +810,10 @@ def index_interrupted() -> str:
 # --- cli, render, repl -------------------------------------------------------
 
 
+def no_config_file() -> str:
+    return "no hql.toml, so the defaults (`hql init` writes a starter one)"
+
+
 def render_needs_file() -> str:
     return "render needs a document (or - for stdin), or --all with --vault"
 
