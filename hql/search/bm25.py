@@ -484,10 +484,12 @@ class Bm25Index(Generic[CardT]):
         """
         term_ids = self._postings.term_ids
         unknown_idf = float(_idf(len(self.cards), 0))
-        return sum(
-            _query_weight(term, count)
-            * (float(self._idf[term_ids[term]]) if term in term_ids else unknown_idf)
-            for term, count in Counter(self.analyzer.analyze(query).terms).items()
+        return float(
+            sum(
+                _query_weight(term, count)
+                * (float(self._idf[term_ids[term]]) if term in term_ids else unknown_idf)
+                for term, count in Counter(self.analyzer.analyze(query).terms).items()
+            )
         )
 
     def _query_terms(self, query: str) -> list[tuple[int, float]]:

@@ -79,7 +79,7 @@ def median_margin(
     scores = [score(item) for item in items]
     best, median = max(scores), statistics.median(scores)
     parameters.update(best=best, median=median)
-    if best - median < margin and len(items) > 1:
+    if best - median < margin:  # one candidate cannot stand out from itself
         return [], Cutoff("median-margin", parameters, 0, len(items))
     kept = [item for item, value in zip(items, scores, strict=True) if value >= best - window]
     return kept, Cutoff("median-margin", parameters, len(kept), len(items))
