@@ -198,3 +198,27 @@ def test_plain_repl_with_piped_stdin() -> None:
 
 def test_plain_repl_ends_at_end_of_input() -> None:
     assert hql("repl", stdin="[1, 2] | count\n") == (0, "2\n", "")
+
+
+def test_plain_repl_meta_commands_in_process() -> None:
+    import io
+
+    import hql
+    from hql.repl.lines import run_lines
+
+    out, err = io.StringIO(), io.StringIO()
+    lines = io.StringIO("x = 1\n:vault\n:reset\nx\n:type [1]\n:q\n")
+    assert run_lines(hql.Session(), lines, out, err, interactive=False) == 0
+    assert out.getvalue() == "()\nvault: none\nbindings and imports forgotten\nList<Int>\n"
+    assert err.getvalue().startswith("name error: unknown name `x`\n --> <stdin>:1:1")
+
+
+def test_plain_repl_prompts_when_interactive() -> None:
+    import io
+
+    import hql
+    from hql.repl.lines import run_lines
+
+    out = io.StringIO()
+    run_lines(hql.Session(), io.StringIO("1 + 1\n"), out, io.StringIO(), interactive=True)
+    assert out.getvalue() == "hql 0.1.0. `:help` for commands, `:quit` to leave.\nhql> 2\nhql> "
