@@ -357,3 +357,34 @@ def test_expand_checks_its_arguments(vault: Vault) -> None:
     assert [(r.stage.value, r.message) for r in outcome.reports] == [
         ("type", "`depth` of `expand` is Int, not String")
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "span"),
+    [
+        (
+            "[[x]] | downlinks",
+            "`downlinks` needs a vault: a document cannot know what points at it",
+            (8, 17),
+        ),
+        ("[[x]] | expand", "`expand` needs a vault to traverse", (8, 14)),
+        ("1 | graph", "`graph` works on cards, hits or collections of them, not Int", (0, 1)),
+        (
+            "[1] | uplinks",
+            "`uplinks` works on cards, hits or collections of them, not List<Int>",
+            (0, 3),
+        ),
+        ('[[x]] | expand(1, "both")', "`expand` takes 1 positional argument", (18, 24)),
+        ("[[x]] | expand(direction = 1)", "`direction` of `expand` is String, not Int", (15, 28)),
+    ],
+)
+def test_graph_step_contracts(text: str, message: str, span: tuple[int, int]) -> None:
+    outcome = hql.run(text)
+    assert [(r.stage.value, r.message, (r.span.start, r.span.end)) for r in outcome.reports] == [
+        ("type", message, span)
+    ]
+
+
+def test_graph_steps_lift_over_absence_without_a_vault() -> None:
+    assert hql.run("[[x]] | uplinks | count").text() == "0"
+    assert hql.run("[[x]] | graph").text() == "graph of 0 nodes and 0 edges"
