@@ -265,8 +265,8 @@ def sort_needs_order(element: object) -> str:
             "sort with an explicit key first")
 
 
-def take_needs_order(element: object) -> str:
-    return (f"`take` on a set orders it first, and {element} has no order of its own; "
+def take_needs_order(element: object, taken_from: str = "a set") -> str:
+    return (f"`take` on {taken_from} orders it first, and {element} has no order of its own; "
             "sort with an explicit key first")
 
 

@@ -168,7 +168,8 @@ def check_take(call: StepTyping) -> Type:
     if shape.name == "Ranking":
         return shape
     if shape.name not in ty.SEQUENCES and not ty.is_orderable(element):
-        raise call.error(messages.take_needs_order(element), call.input_span)
+        taken_from = "a set" if shape.name == "Set" else str(shape)  # Data has no positions either
+        raise call.error(messages.take_needs_order(element, taken_from), call.input_span)
     return ty.list_of(element)
 
 
