@@ -9,6 +9,7 @@ one matrix-vector product.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -29,6 +30,7 @@ _FNV_PRIME = 0x100000001B3
 _MASK64 = 0xFFFFFFFFFFFFFFFF
 # `\w` minus the underscore is exactly "Unicode alphanumeric" in Python's re.
 _WORD = re.compile(r"[^\W_]+")
+_ASCII_WORD = re.compile(r"[a-z0-9]{2,}")  # the same rule for lowercased ASCII text
 
 
 class TextCard(Protocol):
@@ -56,9 +58,12 @@ def bucket(word: str) -> int:
 
 def words(text: str) -> list[str]:
     """Lowercased alphanumeric runs longer than one UTF-8 byte."""
+    if text.isascii():
+        # Lowercasing ASCII first cannot move a word boundary, and is one call.
+        return _ASCII_WORD.findall(text.lower())
     found = []
     for match in _WORD.findall(text):
-        word = match.lower()
+        word = match.lower()  # per word, as the original does (`İ` lowercases to two chars)
         if len(word) > 1 or not word.isascii():
             found.append(word)
     return found
@@ -91,12 +96,12 @@ def _embed_many(texts: Sequence[str]) -> npt.NDArray[np.float64]:
     """`embed` for many texts at once: one bincount instead of a Python loop per word."""
     import numpy as np
 
-    rows, ids = [], []
-    for row, text in enumerate(texts):
-        found = list(map(_BUCKETS.__getitem__, words(text)))
-        ids.extend(found)
-        rows.extend([row] * len(found))
-    flat = np.asarray(rows, dtype=np.int64) * BUCKETS + np.asarray(ids, dtype=np.int64)
+    found = [words(text) for text in texts]
+    lengths = [len(text_words) for text_words in found]
+    ids = np.fromiter(
+        map(_BUCKETS.__getitem__, itertools.chain.from_iterable(found)), np.int64, sum(lengths)
+    )
+    flat = np.repeat(np.arange(len(texts), dtype=np.int64) * BUCKETS, lengths) + ids
     counts = np.bincount(flat, minlength=len(texts) * BUCKETS).reshape(len(texts), BUCKETS)
     weights = np.zeros(counts.shape, dtype=np.float64)
     present = counts > 0
