@@ -206,3 +206,7 @@ def test_previous_index_feeds_an_incremental_build_without_a_store() -> None:
     assert [(h.card.name, round(h.score, 5)) for h in added.search("volcanes platypus")] == [
         (h.card.name, round(h.score, 5)) for h in fresh.search("volcanes platypus")
     ]
+
+
+def test_limit_zero_ranks_nothing(index: Bm25Index[Card]) -> None:
+    assert index.search("sourdough", limit=0) == []

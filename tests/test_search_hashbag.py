@@ -64,3 +64,7 @@ def test_limit_keeps_the_order_of_the_full_ranking() -> None:
     cards = load_cards(FIXTURES / "birds")
     full = hashbag.rank(cards, "night hunting birds")
     assert hashbag.rank(cards, "night hunting birds", limit=3) == full[:3]
+
+
+def test_limit_zero_ranks_nothing() -> None:
+    assert hashbag.rank(load_cards(FIXTURES / "vault"), "bearer", limit=0) == []

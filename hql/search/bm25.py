@@ -453,7 +453,7 @@ class Bm25Index(Generic[CardT]):
     def search(self, query: str, limit: int | None = None) -> list[Bm25Hit[CardT]]:
         """Cards sharing a term with the query, best first, ties by card name."""
         term_ids = self._query_terms(query)
-        if not term_ids or not self.cards:
+        if not term_ids or not self.cards or (limit is not None and limit <= 0):
             return []
         scores = np.zeros(len(self.cards), dtype=np.float32)
         ptr, slots, impact = self._ptr, self._postings.slot, self._impact

@@ -90,6 +90,7 @@ class _Buckets(dict[str, int]):
 
 
 _BUCKETS = _Buckets()
+_VECTOR_CACHE_LIMIT = 1 << 18
 
 
 def _embed_many(texts: Sequence[str]) -> npt.NDArray[np.float64]:
@@ -126,7 +127,7 @@ class HashbagIndex:
         import numpy as np
 
         query_vector = np.asarray(embed(query), dtype=np.float64)
-        if not cards or not query_vector.any():
+        if not cards or not query_vector.any() or (limit is not None and limit <= 0):
             return []
         matrix, name_rank = self._card_matrix(cards)
         scores = matrix @ query_vector
@@ -148,6 +149,9 @@ class HashbagIndex:
         key = tuple(card.digest for card in cards)
         if self._matrix is None or self._name_rank is None or key != self._matrix_key:
             missing = [card for card in cards if card.digest not in self._vectors]
+            if len(self._vectors) + len(missing) > _VECTOR_CACHE_LIMIT:
+                self._vectors.clear()  # edits leave old digests behind; start afresh
+                missing = list(cards)
             if missing:
                 for card, vector in zip(
                     missing, _embed_many([c.text for c in missing]), strict=True
