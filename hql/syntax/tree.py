@@ -15,13 +15,21 @@ T = TypeVar("T")
 
 @dataclass_transform(frozen_default=True, eq_default=False)
 def node(cls: type[T]) -> type[T]:
-    """A syntax-tree node: frozen, compared by identity, with slots."""
-    return dataclass(frozen=True, eq=False, slots=True)(cls)
+    """A syntax-tree node: frozen, compared by identity, with slots.
+
+    The one `__repr__` is `Node`'s: a generated one per class would double the
+    time the module takes to import, and every `hql` command imports it.
+    """
+    return dataclass(frozen=True, eq=False, slots=True, repr=False)(cls)
 
 
 @node
 class Node:
     span: Span
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__dataclass_fields__)
+        return f"{type(self).__name__}({fields})"
 
 
 # --- types as written ------------------------------------------------------
