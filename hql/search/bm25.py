@@ -75,13 +75,17 @@ def _card_key(card: SearchCard) -> str:
 
 @dataclass
 class _Postings:
-    """Term frequencies per (term, card slot), sorted by term then slot."""
+    """Term frequencies per (term, card slot), sorted by term then slot.
+
+    The term of an entry is implicit: `term_count[t]` entries in a row belong to term t
+    (so removing or adding entries touches three arrays, not four).
+    """
 
     keys: list[str]
     vocabulary: list[str]
     title_length: npt.NDArray[np.float32]
     text_length: npt.NDArray[np.float32]
-    term: npt.NDArray[np.int32]
+    term_count: npt.NDArray[np.int64]
     slot: npt.NDArray[np.int32]
     title_tf: npt.NDArray[np.uint16]
     text_tf: npt.NDArray[np.uint16]
@@ -90,7 +94,12 @@ class _Postings:
     @classmethod
     def empty(cls) -> _Postings:
         floats, ints, tfs = np.zeros(0, np.float32), np.zeros(0, np.int32), np.zeros(0, np.uint16)
-        return cls([], [], floats, floats, ints, ints, tfs, tfs)
+        return cls([], [], floats, floats, np.zeros(0, np.int64), ints, tfs, tfs)
+
+    @property
+    def term_start(self) -> npt.NDArray[np.int64]:
+        """Where each term's entries start, plus the total at the end."""
+        return np.concatenate([[0], np.cumsum(self.term_count)]).astype(np.int64)
 
     @property
     def term_ids(self) -> dict[str, int]:
@@ -102,12 +111,14 @@ class _Postings:
         """These postings minus the dropped slots, and each old slot's new number."""
         renumber = np.cumsum(~drop) - 1
         keep = ~drop[self.slot]
+        removed = np.flatnonzero(~keep)
+        removed_terms = np.searchsorted(self.term_start, removed, side="right") - 1
         kept = _Postings(
             [key for key, dropped in zip(self.keys, drop.tolist(), strict=True) if not dropped],
             self.vocabulary,
             self.title_length[~drop],
             self.text_length[~drop],
-            self.term[keep],
+            self.term_count - np.bincount(removed_terms, minlength=len(self.term_count)),
             renumber[self.slot[keep]].astype(np.int32),
             self.title_tf[keep],
             self.text_tf[keep],
@@ -143,13 +154,16 @@ class _Postings:
             new_title_tf = np.insert(new_title_tf, at[missing], title_tf[missing])
         # Old entries are sorted and new slots are numbered last, so inserting each new
         # entry after the old entries of its term keeps the (term, slot) order.
-        at_old = np.searchsorted(self.term, new_term, side="right")
+        vocabulary_size = len(self.vocabulary)
+        old_count = np.zeros(vocabulary_size, dtype=np.int64)
+        old_count[: len(self.term_count)] = self.term_count
+        at_old = np.cumsum(old_count)[new_term]
         return _Postings(
             [*self.keys, *keys],
             self.vocabulary,
             np.concatenate([self.title_length, _lengths(title for title, _ in analyses)]),
             np.concatenate([self.text_length, _lengths(text for _, text in analyses)]),
-            np.insert(self.term, at_old, new_term),
+            old_count + np.bincount(new_term, minlength=vocabulary_size),
             np.insert(self.slot, at_old, new_slot),
             np.insert(self.title_tf, at_old, new_title_tf),
             np.insert(self.text_tf, at_old, new_text_tf),
@@ -199,13 +213,12 @@ class _Postings:
     # `_check` refuses any store whose structure does not hold together.
 
     def save(self, path: Path, fingerprint: str) -> None:
-        counts = np.bincount(self.term, minlength=len(self.vocabulary))
         arrays: dict[str, npt.NDArray[Any]] = {
             "keys": _blob(self.keys),
             "vocabulary": _blob(self.vocabulary),
             "title_length": self.title_length.astype("<f4"),
             "text_length": self.text_length.astype("<f4"),
-            "term_start": np.concatenate([[0], np.cumsum(counts)]).astype("<i8"),
+            "term_start": self.term_start.astype("<i8"),
             "slot": self.slot.astype("<i4", copy=False),
             "title_tf": self.title_tf.astype("<u2", copy=False),
             "text_tf": self.text_tf.astype("<u2", copy=False),
@@ -246,14 +259,18 @@ class _Postings:
             raise ValueError("the file has the wrong length")
         term_start = arrays["term_start"]
         vocabulary = _unblob(arrays["vocabulary"])
-        if len(term_start) != len(vocabulary) + 1 or np.any(np.diff(term_start) < 0):
+        if (
+            len(term_start) != len(vocabulary) + 1
+            or term_start[0] != 0
+            or np.any(np.diff(term_start) < 0)
+        ):
             raise ValueError("term offsets out of order")
         postings = cls(
             _unblob(arrays["keys"]),
             vocabulary,
             arrays["title_length"].astype(np.float32),
             arrays["text_length"].astype(np.float32),
-            np.repeat(np.arange(len(vocabulary), dtype=np.int32), np.diff(term_start)),
+            np.diff(term_start).astype(np.int64),
             arrays["slot"].astype(np.int32, copy=False),  # read-only views: never
             arrays["title_tf"].astype(np.uint16, copy=False),  # changed in place
             arrays["text_tf"].astype(np.uint16, copy=False),
@@ -262,18 +279,14 @@ class _Postings:
         return postings
 
     def _check(self) -> None:
-        slots, terms, entries = len(self.keys), len(self.vocabulary), len(self.term)
-        sizes = {len(self.slot), len(self.title_tf), len(self.text_tf)}
+        slots, entries = len(self.keys), len(self.slot)
+        sizes = {len(self.title_tf), len(self.text_tf)}
         if sizes != {entries} or {len(self.title_length), len(self.text_length)} != {slots}:
             raise ValueError("array sizes disagree")
-        if entries and (
-            self.term.min() < 0
-            or self.term.max() >= terms
-            or self.slot.min() < 0
-            or self.slot.max() >= slots
-            or np.any(np.diff(self.term) < 0)
-        ):
-            raise ValueError("postings out of range or out of order")
+        if len(self.term_count) != len(self.vocabulary) or int(self.term_count.sum()) != entries:
+            raise ValueError("term counts disagree with the entries")
+        if entries and (self.slot.min() < 0 or self.slot.max() >= slots):
+            raise ValueError("postings out of range")
 
 
 def _stable_order(values: npt.NDArray[np.int32]) -> npt.NDArray[np.intp]:
@@ -515,7 +528,7 @@ class Bm25Index(Generic[CardT]):
     def _compute_impacts(self) -> None:
         postings = self._postings
         documents = len(postings.keys)
-        counts = np.bincount(postings.term, minlength=len(postings.vocabulary))
+        counts = postings.term_count
         self._ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self._idf = _idf(documents, counts).astype(np.float32)
         slot = postings.slot
