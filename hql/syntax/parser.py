@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +25,14 @@ EXPRESSION_STARTS = {"INT", "FLOAT", "STRING", "DOCREF", "IDENT", "TRUE", "FALSE
 
 
 def grammar_text() -> str:
-    try:
-        return resources.files("hql.grammar").joinpath("hql.lark").read_text(encoding="utf-8")
-    except (ModuleNotFoundError, FileNotFoundError):
-        return (Path(__file__).resolve().parents[2] / "grammar" / "hql.lark").read_text(
-            encoding="utf-8"
-        )
+    """The grammar file: installed as `hql/grammar/`, or at the top of a checkout."""
+    package = Path(__file__).resolve().parents[1]
+    for candidate in (package / "grammar" / "hql.lark", package.parent / "grammar" / "hql.lark"):
+        if candidate.is_file():
+            return candidate.read_text(encoding="utf-8")
+    from importlib import resources  # a zipped install; importing this costs ~5 ms, so only here
+
+    return resources.files("hql.grammar").joinpath("hql.lark").read_text(encoding="utf-8")
 
 
 class _TokenStream(lark.lexer.Lexer):
