@@ -205,6 +205,7 @@ class Analyzer:
     def _analyze(self, text: str) -> Analysis:
         tokens = _tokenize(text)
         terms, synonyms = self._terms(tokens)
+        terms = _display_order(terms)
         stop = self._stop_vietnamese if tokens.vietnamese else self._stop
         words = [_plain_token(token) for token in tokens.words]
         kept = tuple(word for word in words if word not in stop)
@@ -224,6 +225,12 @@ class Analyzer:
             synonyms = self._synonyms.find(tokens.words)
             terms.extend(SYNONYM_MARK + group for _, group in synonyms)
         return terms, synonyms
+
+
+def _display_order(terms: list[str]) -> list[str]:
+    """Words first, then prefixes, bigrams and synonyms, each in text order (for explain)."""
+    rank = {PREFIX_MARK: 1, BIGRAM_MARK: 2, SYNONYM_MARK: 3}
+    return sorted(terms, key=lambda term: rank.get(term[: term.find(":") + 1], 0))
 
 
 class _TokenTable(dict[str, tuple[str, ...]]):
