@@ -94,7 +94,17 @@ def test_builtin_synonyms_cover_phrases_and_can_be_turned_off() -> None:
 )
 def test_bad_search_config_is_refused_with_a_message(section: dict[str, object]) -> None:
     with pytest.raises(SearchConfigError, match=r"`\[search\]"):
-        Analyzer.from_config(section)
+        Analyzer.from_config(section, strict=True)
+    lenient = Analyzer.from_config(section)
+    assert len(lenient.config_warnings) == 1
+    assert "`[search]" in lenient.config_warnings[0] and "ignored" in lenient.config_warnings[0]
+    assert lenient.analyze("the price").words == ("price",)
+
+
+def test_a_bad_entry_leaves_the_good_ones_working() -> None:
+    analyzer = Analyzer.from_config({"ignore": "menu", "synonyms": [["bike", "bicycle"]]})
+    assert "syn:bike" in analyzer.analyze("bicycle").terms
+    assert analyzer.config_warnings
 
 
 def test_fingerprint_follows_the_configuration() -> None:

@@ -394,7 +394,7 @@ class Bm25Index(Generic[CardT]):
         With `background_save`, the updated store is written by a (non-daemon) thread, so
         the index answers queries at once; a crash before the write only costs re-analysis.
         """
-        warnings: list[str] = []
+        warnings: list[str] = list(analyzer.config_warnings)
         store_path = state_dir / STORE_NAME if state_dir is not None else None
         if previous is not None and previous.analyzer.fingerprint == analyzer.fingerprint:
             postings = previous._postings

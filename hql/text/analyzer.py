@@ -134,6 +134,7 @@ class Analyzer:
     synonym_groups: tuple[tuple[str, ...], ...] = ()
     builtin_synonyms: bool = True
     version: str = VERSION
+    config_warnings: list[str] = field(default_factory=list, compare=False)
     _stop: frozenset[str] = field(init=False, repr=False)
     _stop_vietnamese: frozenset[str] = field(init=False, repr=False)
     _tokens: _TokenTable = field(init=False, repr=False)
@@ -159,21 +160,28 @@ class Analyzer:
         self._synonym_starts = frozenset(self._synonyms.by_first_word)
 
     @classmethod
-    def from_config(cls, search_section: Mapping[str, Any] | None) -> Analyzer:
-        """An analyser for a vault's `[search]` table (None: the defaults)."""
-        section = dict(search_section or {})
-        ignore = _string_list(section.get("ignore", []), "ignore")
-        groups = section.get("synonyms", [])
-        if not isinstance(groups, list):
-            raise SearchConfigError(messages.search_synonyms_not_groups())
-        synonym_groups = tuple(
-            tuple(_string_list(group, "synonyms")) if isinstance(group, list) else _bad_group()
-            for group in groups
-        )
+    def from_config(
+        cls, search_section: Mapping[str, Any] | None, strict: bool = False
+    ) -> Analyzer:
+        """An analyser for a vault's `[search]` table (None: the defaults).
+
+        A malformed entry raises `SearchConfigError` when `strict`; otherwise it is left
+        out and its message kept in `config_warnings` (the index reports them), so a
+        typo in hql.toml never stops a search.
+        """
+        section = dict(search_section or {}) if isinstance(search_section, Mapping) else {}
+        problems: list[str] = []
+        ignore = _string_list(section.get("ignore", []), "ignore", problems)
+        synonym_groups = _synonym_groups(section.get("synonyms", []), problems)
         builtin = section.get("builtin_synonyms", True)
         if not isinstance(builtin, bool):
-            raise SearchConfigError(messages.search_builtin_synonyms_not_bool())
-        return cls(frozenset(ignore), synonym_groups, builtin)
+            problems.append(messages.search_builtin_synonyms_not_bool())
+            builtin = True
+        if problems and strict:
+            raise SearchConfigError(problems[0])
+        analyzer = cls(frozenset(ignore), synonym_groups, builtin)
+        analyzer.config_warnings = [messages.search_config_entry_ignored(p) for p in problems]
+        return analyzer
 
     @cached_property
     def fingerprint(self) -> str:
@@ -283,14 +291,21 @@ def _is_all_cjk(word: str) -> bool:
     return all(_CJK_CHAR.match(char) for char in word)
 
 
-def _string_list(value: Any, key: str) -> list[str]:
+def _string_list(value: Any, key: str, problems: list[str]) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise SearchConfigError(messages.search_not_a_word_list(key))
+        problems.append(messages.search_not_a_word_list(key))
+        return []
     return list(value)
 
 
-def _bad_group() -> tuple[str, ...]:
-    raise SearchConfigError(messages.search_synonyms_not_groups())
+def _synonym_groups(value: Any, problems: list[str]) -> tuple[tuple[str, ...], ...]:
+    groups = value if isinstance(value, list) else None
+    if groups is None or not all(
+        isinstance(group, list) and all(isinstance(word, str) for word in group) for group in groups
+    ):
+        problems.append(messages.search_synonyms_not_groups())
+        return ()
+    return tuple(tuple(group) for group in groups)
 
 
 # --- normalisation and segmentation -------------------------------------------------
