@@ -562,6 +562,10 @@ def search_builtin_synonyms_not_bool() -> str:
     return "`[search] builtin_synonyms` must be `true` or `false`"
 
 
+def search_config_entry_ignored(problem: str) -> str:
+    return f"{problem}; hql.toml's entry is ignored until it is fixed"
+
+
 def search_index_unreadable(path: str, reason: str) -> str:
     return f"the search index `{path}` could not be read ({reason}), so it was rebuilt"
 
