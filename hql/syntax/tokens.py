@@ -83,9 +83,24 @@ class Token(NamedTuple):
         return self.text
 
 
-# Runs of blanks other than newline, and identifier tails: `\w` is exactly `isalnum() or "_"`.
-_BLANKS = re.compile(r"[^\S\n]+")
+# Identifier tails: `\w` is exactly `isalnum() or "_"`.
 _WORD = re.compile(r"\w+")
+# Well-formed tokens in one regex step (numbers not glued to a `.` or a letter, strings with
+# known escapes only); anything else, `[[` included, goes to the careful scanner.
+_WELL_FORMED = re.compile(
+    r"(?P<BLANK>[^\S\n]+)|(?P<NEWLINE>\n)|(?P<COMMENT>//[^\n]*)"
+    r"|(?P<FLOAT>-?[0-9]+\.[0-9]+)(?![.\w])|(?P<INT>-?[0-9]+)(?![.\w])"
+    r'|(?P<STRING>"(?:[^"\\\n]|\\[nt\\"])*")'
+    r"|(?P<IDENT>[^\W\d]\w*)"
+    r"|(?P<PUNCT>==|!=|=>|->|\[(?!\[)|[|+.,:(){}\]<>?=])"
+)
+_KEYWORDS = {"true": "TRUE", "false": "FALSE"}
+_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
+_ESCAPE = re.compile(r"\\(.)")
+
+
+def _unescape(match: re.Match[str]) -> str:
+    return _ESCAPES[match[1]]
 
 
 def is_digit(char: str) -> bool:
@@ -115,11 +130,11 @@ class _Scanner:
         return self.byte + len(self.text[self.pos : self.pos + count].encode("utf-8"))
 
     def emit(self, kind: str, length: int, value: object = None) -> None:
-        end = self.offset_after(length)
-        self.tokens.append(
-            Token(kind, self.text[self.pos : self.pos + length], Span(self.byte, end), value)
-        )
-        self.advance(length, end)
+        pos, byte = self.pos, self.byte
+        text = self.text[pos : pos + length]
+        end = byte + (length if self.ascii else len(text.encode("utf-8")))
+        self.tokens.append(Token(kind, text, Span(byte, end), value))
+        self.pos, self.byte = pos + length, end
 
     def advance(self, length: int, end: int | None = None) -> None:
         self.byte = self.offset_after(length) if end is None else end
@@ -131,30 +146,55 @@ class _Scanner:
     def run(self) -> list[Token]:
         text = self.text
         while self.pos < len(text):
-            char = text[self.pos]
-            if char == "\n":
-                self.emit("NEWLINE", 1)
-            elif char.isspace():
-                self.advance(_BLANKS.match(text, self.pos).end() - self.pos)  # type: ignore[union-attr]
-            elif text.startswith("//", self.pos):
-                end = text.find("\n", self.pos)
-                self.advance((len(text) if end < 0 else end) - self.pos)
-            elif is_digit(char) or (char == "-" and self.peek_digit(1)):
-                self.number()
-            elif char == '"':
-                self.string()
-            elif text.startswith("[[", self.pos):
-                self.docref()
-            elif is_identifier_start(char):
-                self.identifier()
-            else:
-                for candidate in (text[self.pos : self.pos + 2], char):
-                    if candidate in PUNCTUATION:
-                        self.emit(PUNCTUATION[candidate], len(candidate))
-                        break
-                else:
-                    raise self.fail(messages.unexpected_character(char))
+            match = _WELL_FORMED.match(text, self.pos)
+            if match is None or not self.well_formed(match):
+                self.careful_step()
         return self.tokens
+
+    def well_formed(self, match: re.Match[str]) -> bool:
+        """Emit a token the fast regex read; False leaves it to `careful_step` (which explains errors)."""
+        kind, word = match.lastgroup, match[0]
+        if kind == "BLANK":
+            self.advance(len(word))
+        elif kind == "IDENT":
+            if not is_identifier_start(word[0]):
+                return False
+            self.emit(_KEYWORDS.get(word, "IDENT"), len(word), word)
+        elif kind == "INT":
+            number = int(word)
+            if not -(2**63) <= number < 2**63:
+                return False
+            self.emit("INT", len(word), number)
+        elif kind == "FLOAT":
+            value = float(word)
+            if not math.isfinite(value):
+                return False
+            self.emit("FLOAT", len(word), value)
+        elif kind == "STRING":
+            body = word[1:-1]
+            self.emit("STRING", len(word), _ESCAPE.sub(_unescape, body) if "\\" in body else body)
+        elif kind == "PUNCT":
+            self.emit(PUNCTUATION[word], len(word))
+        elif kind == "NEWLINE":
+            self.emit("NEWLINE", 1)
+        else:  # a comment
+            self.advance(len(word))
+        return True
+
+    def careful_step(self) -> None:
+        """One token the slow way, character by character: the lexical errors are found here."""
+        text = self.text
+        char = text[self.pos]
+        if text.startswith("[[", self.pos):
+            self.docref()
+        elif is_digit(char) or (char == "-" and self.peek_digit(1)):
+            self.number()
+        elif char == '"':
+            self.string()
+        elif is_identifier_start(char):
+            self.identifier()
+        else:
+            raise self.fail(messages.unexpected_character(char))
 
     def peek_digit(self, ahead: int) -> bool:
         index = self.pos + ahead
@@ -194,7 +234,7 @@ class _Scanner:
         text = self.text
         index = self.pos + 1
         chars: list[str] = []
-        escapes = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
+        escapes = _ESCAPES
         while True:
             if index >= len(text):
                 raise self.fail(messages.unterminated_string(), index - self.pos)
