@@ -210,3 +210,11 @@ def test_previous_index_feeds_an_incremental_build_without_a_store() -> None:
 
 def test_limit_zero_ranks_nothing(index: Bm25Index[Card]) -> None:
     assert index.search("sourdough", limit=0) == []
+
+
+def test_every_hits_matched_terms_add_up_to_its_score(index: Bm25Index[Card]) -> None:
+    hits = index.search("the bread tower opening hours 富士山 метро")
+    assert len(hits) >= 4
+    for hit in hits:
+        assert hit.matched
+        assert sum(hit.matched.values()) == pytest.approx(hit.score, rel=1e-5)

@@ -319,32 +319,38 @@ def _unblob(array: npt.NDArray[Any]) -> list[str]:
 class Bm25Hit(Generic[CardT]):
     """One ranked card; `matched` maps each shared term to its share of the score.
 
-    The matched terms are looked up on first access (explain), not for every hit.
+    The matched terms are worked out on first access (explain), for all the hits of
+    the query at once, not while ranking.
     """
 
-    __slots__ = ("card", "score", "_index", "_slot", "_term_ids", "_matched")
+    __slots__ = ("card", "score", "_slot", "_explanation")
 
-    def __init__(
-        self,
-        card: CardT,
-        score: float,
-        index: Bm25Index[Any],
-        slot: int,
-        term_ids: Sequence[tuple[int, float]],
-    ) -> None:
+    def __init__(self, card: CardT, score: float, slot: int, explanation: _Explanation) -> None:
         self.card = card
         self.score = score
-        self._index, self._slot, self._term_ids = index, slot, term_ids
-        self._matched: dict[str, float] | None = None
+        self._slot, self._explanation = slot, explanation
 
     @property
     def matched(self) -> Mapping[str, float]:
-        if self._matched is None:
-            self._matched = self._index._impacts_of(self._slot, self._term_ids)
-        return self._matched
+        return self._explanation.matched(self._slot)
 
     def __repr__(self) -> str:
         return f"Bm25Hit({self.card.name!r}, {self.score:.4f})"
+
+
+class _Explanation:
+    """The matched terms of every hit of one query, found in one pass when first asked."""
+
+    def __init__(
+        self, index: Bm25Index[Any], term_ids: Sequence[tuple[int, float]], slots: Any
+    ) -> None:
+        self._index, self._term_ids, self._slots = index, term_ids, slots
+        self._by_slot: dict[int, dict[str, float]] | None = None
+
+    def matched(self, slot: int) -> dict[str, float]:
+        if self._by_slot is None:
+            self._by_slot = self._index._impacts_of_all(self._slots, self._term_ids)
+        return self._by_slot.get(slot, {})
 
 
 class Bm25Index(Generic[CardT]):
@@ -482,8 +488,9 @@ class Bm25Index(Generic[CardT]):
         order = np.lexsort((self._name_rank[found], -scores[found]))
         ranked = found[order][:limit] if limit is not None else found[order]
         cards, card_of_slot = self.cards, self._card_of_slot[ranked].tolist()
+        explanation = _Explanation(self, term_ids, ranked)
         return [
-            Bm25Hit(cards[card], score, self, slot, term_ids)
+            Bm25Hit(cards[card], score, slot, explanation)
             for card, score, slot in zip(
                 card_of_slot, scores[ranked].tolist(), ranked.tolist(), strict=True
             )
@@ -515,15 +522,24 @@ class Bm25Index(Generic[CardT]):
                 weighted.append((term_id, _query_weight(term, count)))
         return weighted
 
-    def _impacts_of(self, slot: int, term_ids: Sequence[tuple[int, float]]) -> dict[str, float]:
-        matched: dict[str, float] = {}
+    def _impacts_of_all(
+        self, slots: npt.NDArray[np.int64], term_ids: Sequence[tuple[int, float]]
+    ) -> dict[int, dict[str, float]]:
+        """Each slot's matched terms and their weighted impacts, in query term order."""
+        by_slot: dict[int, dict[str, float]] = {slot: {} for slot in slots.tolist()}
+        posting_slots = self._postings.slot
         for term_id, weight in term_ids:
-            start, end = self._ptr[term_id], self._ptr[term_id + 1]
-            at = start + int(np.searchsorted(self._postings.slot[start:end], slot))
-            if at < end and self._postings.slot[at] == slot:
-                contribution = np.float32(weight) * self._impact[at]
-                matched[self._postings.vocabulary[term_id]] = float(contribution)
-        return matched
+            start, end = int(self._ptr[term_id]), int(self._ptr[term_id + 1])
+            if start == end:
+                continue
+            postings = posting_slots[start:end]  # sorted by slot within a term
+            at = np.minimum(np.searchsorted(postings, slots), end - start - 1)
+            present = postings[at] == slots
+            term = self._postings.vocabulary[term_id]
+            shares = np.float32(weight) * self._impact[start + at[present]]
+            for slot, share in zip(slots[present].tolist(), shares.tolist(), strict=True):
+                by_slot[slot][term] = share
+        return by_slot
 
     def _compute_impacts(self) -> None:
         postings = self._postings
