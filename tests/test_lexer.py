@@ -6,6 +6,8 @@ Spans are zero-based half-open UTF-8 byte ranges.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hql.diagnostics import HqlError, Severity, Stage
 from hql.source import Span
@@ -247,3 +249,31 @@ def test_nesting_limit() -> None:
 def test_highlighting_stops_quietly_at_an_error() -> None:
     tokens = list(iter_highlight_tokens('x | take(2) "open'))
     assert [t.kind for t in tokens] == ["IDENT", "PIPE", "IDENT", "LPAR", "INT", "RPAR"]
+
+
+# --- spans are byte ranges of the source, whatever the text ---------------------------------------
+
+ALPHABET = list('abX_09 \t\n\r\u2003".-+|=!<>[]{}(),:?/é東²😀\\') + [
+    "//",
+    "[[",
+    "]]",
+    "true",
+    "\\n",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(ALPHABET), max_size=16).map("".join))
+def test_token_spans_are_the_bytes_of_their_text(text: str) -> None:
+    data = text.encode("utf-8")
+    try:
+        tokens = scan(text)
+    except HqlError as error:
+        span = error.report.span
+        assert 0 <= span.start <= span.end <= len(data)
+        return
+    previous_end = 0
+    for token in tokens:
+        assert previous_end <= token.span.start < token.span.end <= len(data)
+        assert data[token.span.start : token.span.end].decode("utf-8") == token.text
+        previous_end = token.span.end
