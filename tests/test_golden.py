@@ -102,3 +102,39 @@ def check_headers(outcome: Outcome, given: dict[str, str]) -> None:
     if "stage" in given:
         wanted = STAGES[given["stage"]]
         assert outcome.failed and outcome.reports[0].stage.value in wanted
+
+
+@pytest.mark.parametrize(
+    "name", ["fixture-nowhere", "error-collect", "fixture-expand", "birds-tree"]
+)
+def test_the_command_line_prints_the_same(name: str) -> None:
+    """`hql run` in the golden folder prints exactly the .out and .err files."""
+    import subprocess
+    import sys
+
+    path = GOLDEN / f"{name}.hql"
+    given = headers(path.read_text(encoding="utf-8"))
+    args = [sys.executable, "-m", "hql", "--report", given.get("mode", "strict")]
+    if "vault" in given:
+        args += [
+            "--vault",
+            str(next(h / given["vault"] for h in VAULT_HOMES if (h / given["vault"]).is_dir())),
+        ]
+    environment = {key: value for key, value in os.environ.items() if key != "HQL_REPORT"}
+    done = subprocess.run(
+        [*args, "run", path.name],
+        cwd=GOLDEN,
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=60,
+    )
+    err = path.with_suffix(".err")
+    load_warnings = [
+        line for line in done.stderr.splitlines(keepends=True) if line.startswith("warning: ")
+    ]
+    assert done.stdout == path.with_suffix(".out").read_text(encoding="utf-8")
+    assert (
+        "".join(load_warnings) + (err.read_text(encoding="utf-8") if err.exists() else "")
+        == done.stderr
+    )
