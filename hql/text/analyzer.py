@@ -5,20 +5,25 @@ Pipeline (product §4.1), in this order:
 1. NFKC (full-width letters become ASCII, half-width kana full-width), case folding.
 2. Accent folding for Latin, Greek and Cyrillic: the combining marks of U+0300–U+036F are
    removed after canonical decomposition; kana keep their (semi-)voiced marks, which are
-   U+3099/U+309A and so untouched; Indic and Thai vowel signs are untouched too.
-3. Numbers and currency: `R$ 20,00` becomes `20`, `1.234,50` becomes `1234.5`, so a price
-   meets its plain number.
-4. Word segmentation: ICU's BreakIterator (dictionaries for Chinese, Japanese, Thai, Lao,
+   U+3099/U+309A and so untouched; Indic and Thai vowel signs are untouched too. A
+   Vietnamese text keeps its marks (they tell its words apart).
+3. Word segmentation: ICU's BreakIterator (dictionaries for Chinese, Japanese, Thai, Lao,
    Khmer, Myanmar) for texts holding those scripts; other texts take a regular expression
    with the same word rules (UAX #29 letters, digits and combining marks), which is several
    times faster than stepping through ICU boundaries from Python. Apostrophes and
    underscores separate words in both paths (`l'homme` → `l`, `homme`).
+4. Numbers and currency: a currency prefix (`R$`) is dropped and a number token with
+   separators is made plain: `20,00` → `20`, `1.234,50` → `1234.5`, so a price meets its
+   plain number.
 5. Synonyms (vault groups, then the built-in ones) are found on the full word sequence,
    phrases included; then stop words, the vault's `[search] ignore` and single ASCII letters
    are dropped (and reported as ignored).
 6. Terms: every kept word; `pref:` + the first 5 letters of an alphabetic word of 5 or more
    letters (a language-neutral stem); `bi:` + each character bigram of a run of Chinese,
    Japanese or Korean words; `syn:` + the group name of each synonym found.
+
+Each distinct token's terms are worked out once per analyser (`_TokenTable`), so indexing
+a vault costs one regular-expression pass per text and a dictionary lookup per word.
 """
 
 from __future__ import annotations
