@@ -48,9 +48,31 @@ class Scope:
     names: dict[str, Type] = field(default_factory=dict)
     imports: list[str] = field(default_factory=list)
     declared_types: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Each declared record's fields: name -> whether it is optional.
+    declared_fields: dict[str, dict[str, bool]] = field(default_factory=dict)
 
     def copy(self) -> Scope:
-        return Scope(dict(self.names), list(self.imports), dict(self.declared_types))
+        return Scope(
+            dict(self.names),
+            list(self.imports),
+            dict(self.declared_types),
+            dict(self.declared_fields),
+        )
+
+    def required_fields(self, parents: list[str]) -> dict[str, str]:
+        """The fields the declared ancestors require: field -> the ancestor that requires it."""
+        required: dict[str, str] = {}
+        pending, seen = list(parents), set()
+        while pending:
+            parent = pending.pop()
+            if parent in seen:
+                continue
+            seen.add(parent)
+            for name, optional in self.declared_fields.get(parent, {}).items():
+                if not optional:
+                    required.setdefault(name, parent)
+            pending.extend(self.declared_types.get(parent, ()))
+        return required
 
 
 class StepTyping:
@@ -276,7 +298,15 @@ class Checker:
                             messages.uninhabitable(statement.name, first, second), statement.span
                         )
                     )
+        required = self.scope.required_fields([p.name for p in parents])
+        for entry in statement.fields:
+            if entry.optional and entry.name in required:
+                message = messages.required_field_made_optional(
+                    statement.name, entry.name, required[entry.name]
+                )
+                raise HqlError(type_error(message, entry.span))
         self.scope.declared_types[statement.name] = tuple(p.name for p in parents if not p.args)
+        self.scope.declared_fields[statement.name] = {f.name: f.optional for f in statement.fields}
 
     # --- types -------------------------------------------------------------
 

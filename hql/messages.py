@@ -334,6 +334,10 @@ def field_declared_twice(name: str) -> str:
     return f"the field `{name}` is declared twice"
 
 
+def required_field_made_optional(name: str, field: str, parent: str) -> str:
+    return f"`{name}` may not make the field `{field}` optional: `{parent}` requires it"
+
+
 def contradicts_builtin(name: str, parent: object) -> str:
     return f"`{name}` is built in and does not narrow {parent}"
 
