@@ -428,6 +428,16 @@ def test_declaration_errors(text: str, stage: str, message: str, span: tuple[int
     assert only_report(text) == (stage, message, span)
 
 
+def test_a_subtype_may_not_make_a_required_field_optional() -> None:
+    text = "abstract type Shape { sides: Int }\ntype Square : Shape\ntype Tile : Square { sides?: Int }"
+    assert only_report(text) == (
+        "type",
+        "`Tile` may not make the field `sides` optional: `Shape` requires it",
+        (76, 87),
+    )
+    assert not hql.run("type A { x?: Int }\ntype B : A { x?: Int, y: Int }").reports
+
+
 def test_a_declared_type_can_annotate() -> None:
     assert only_report("type A : Int\nx: A = 1") == (
         "type",
