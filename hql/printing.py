@@ -192,9 +192,47 @@ def to_json(value: Any) -> Any:
     return str(value)
 
 
-def dumps(tree: Any) -> str:
-    """Pretty JSON with two-space indentation, as serde_json writes it."""
-    return json.dumps(tree, indent=2, ensure_ascii=False)
+def dumps(tree: Any, indent: str = "") -> str:
+    """Pretty JSON with two-space indentation, as serde_json writes it (floats included)."""
+    if isinstance(tree, float) and math.isfinite(tree):
+        return json_float(tree)
+    inner = indent + "  "
+    if isinstance(tree, dict) and tree:
+        entries = (
+            f"{inner}{json.dumps(str(key), ensure_ascii=False)}: {dumps(value, inner)}"
+            for key, value in tree.items()
+        )
+        return "{\n" + ",\n".join(entries) + f"\n{indent}}}"
+    if isinstance(tree, list | tuple) and tree:
+        return "[\n" + ",\n".join(f"{inner}{dumps(item, inner)}" for item in tree) + f"\n{indent}]"
+    return json.dumps(tree, ensure_ascii=False)
+
+
+def json_float(value: float) -> str:
+    """A float as serde_json writes it (ryu): `1.0`, `0.00001`, `1e20`, `1.5e-7`; never `1e+20`."""
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    sign = "-" if value < 0 else ""
+    digits, point = _shortest_digits(abs(value))  # value = 0.<digits> * 10**point
+    length = len(digits)
+    if length <= point <= 16:
+        return f"{sign}{digits}{'0' * (point - length)}.0"
+    if 0 < point <= 16:
+        return f"{sign}{digits[:point]}.{digits[point:]}"
+    if -5 < point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    mantissa = digits if length == 1 else f"{digits[0]}.{digits[1:]}"
+    return f"{sign}{mantissa}e{point - 1}"
+
+
+def _shortest_digits(value: float) -> tuple[str, int]:
+    """The shortest round-trip digits of a positive float (as repr finds them) and the point's place."""
+    mantissa, _, exponent = repr(value).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0")
+    leading_zeros = len(whole + fraction) - len(digits)
+    point = len(whole) - leading_zeros + int(exponent or 0)
+    return digits.rstrip("0") or "0", point
 
 
 # --- tables ------------------------------------------------------------------
