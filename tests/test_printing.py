@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 
 import hql
-from hql.printing import compare_values, display, dumps, format_float, layout, table, to_json
+from hql.printing import (
+    compare_values,
+    display,
+    dumps,
+    format_float,
+    json_float,
+    layout,
+    table,
+    to_json,
+)
 from hql.values import (
     ABSENT,
     UNIT,
@@ -184,9 +193,36 @@ def test_json_of_graphs(vault: Vault) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("number", "expected"),
+    [
+        (1.0, "1.0"),
+        (100.0, "100.0"),
+        (0.5, "0.5"),
+        (-2.5, "-2.5"),
+        (0.0, "0.0"),
+        (1e15, "1000000000000000.0"),
+        (1e16, "1e16"),
+        (1e20, "1e20"),
+        (1.5e300, "1.5e300"),
+        (1e-4, "0.0001"),
+        (1e-5, "0.00001"),
+        (1e-7, "1e-7"),
+        (1.25e-7, "1.25e-7"),
+        (1.2345678901234568e17, "1.2345678901234568e17"),
+        (5e-324, "5e-324"),
+    ],
+)
+def test_json_floats_are_written_as_serde_json_writes_them(number: float, expected: str) -> None:
+    assert json_float(number) == expected
+    assert dumps([number]) == f"[\n  {expected}\n]"
+
+
 def test_pretty_json_uses_two_spaces_and_keeps_unicode() -> None:
     assert dumps({"a": [1, "é"]}) == '{\n  "a": [\n    1,\n    "é"\n  ]\n}'
     assert dumps(1.0) == "1.0"
+    tree = {"a": [1, 2.5, {}, [], 'é\n"', None, True], "b": {"c": {"d": []}}, "e": []}
+    assert dumps(tree) == json.dumps(tree, indent=2, ensure_ascii=False)
 
 
 # --- tables (8.3) ---------------------------------------------------------------------------------
