@@ -505,6 +505,10 @@ def config_bad_entry(key: str, expected: str) -> str:
     return f"`{key}` must be {expected}; ignored"
 
 
+def loading_cards() -> str:
+    return "loading cards"
+
+
 # --- graph ------------------------------------------------------------------
 
 

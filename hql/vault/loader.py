@@ -107,16 +107,24 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
+PROGRESS_FROM = 2000  # files
+
+
 def read_all(
     found: list[FoundFile], cache: LoadCache, warnings: list[LoadWarning]
 ) -> list[ReadDocument]:
+    from hql.progress import Progress
+
     documents = []
-    for item in found:
-        result = _read_one(item, cache)
-        if isinstance(result, str):
-            warnings.append(LoadWarning(item.path, result))
-        else:
-            documents.append(result)
+    # A large first load shows progress on a terminal; cached loads finish before it would draw.
+    with Progress(len(found), messages.loading_cards(), minimum=PROGRESS_FROM) as bar:
+        for item in found:
+            result = _read_one(item, cache)
+            if isinstance(result, str):
+                warnings.append(LoadWarning(item.path, result))
+            else:
+                documents.append(result)
+            bar.advance(1)
     return documents
 
 
