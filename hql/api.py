@@ -11,6 +11,7 @@ A `Session` keeps bindings and imports between programs (the REPL uses one).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -133,6 +134,7 @@ class Session:
         self.values = {}
 
     def check(self, text: str, origin: str = "<expression>") -> tuple[Outcome, Plan | None, Scope]:
+        text = _encodable(text)
         source = Source(text, origin)
         outcome = Outcome(source)
         try:
@@ -178,6 +180,17 @@ class Session:
             self.scope = scope
             self.values = values
         return outcome
+
+
+def _encodable(text: str) -> str:
+    """Lone surrogates (undecodable bytes read with `surrogateescape`) become U+FFFD, which
+    the lexer then reports as an unexpected character: spans are UTF-8 bytes, and a lone
+    surrogate has none."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return re.sub("[\ud800-\udfff]", "\ufffd", text)
+    return text
 
 
 def _vault_of(vault: Vault | str | os.PathLike[str] | None) -> Vault | None:

@@ -155,7 +155,10 @@ def session_for(args: argparse.Namespace) -> Session:
 def read_program(path: str) -> tuple[str, str]:
     """(text, origin) of a program file, or of stdin for `-`."""
     if path == "-":
-        return sys.stdin.read(), "<stdin>"
+        try:  # strictly, as a file is read: undecodable bytes are the reader's problem, not a lexer's
+            return sys.stdin.buffer.read().decode("utf-8"), "<stdin>"
+        except UnicodeDecodeError as error:
+            raise HostError(messages.cannot_read("<stdin>", error)) from None
     try:
         with open(path, encoding="utf-8") as handle:
             return handle.read(), path
