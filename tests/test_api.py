@@ -146,3 +146,14 @@ def test_session_mode() -> None:
     session = hql.Session(mode="collect")
     assert (session.mode, session.mode_origin) == ("collect", "this query")
     assert len(session.run('1 + "a"\n2 + "b"').reports) == 2
+
+
+def test_lone_surrogates_are_reported_not_raised() -> None:
+    outcome = hql.run('"\ud800" + \udcff')
+    (report,) = outcome.reports
+    assert (report.message, report.span.start, report.span.end) == (
+        "unexpected character `\ufffd`",
+        8,
+        11,
+    )
+    assert '1 | "\ufffd" + \ufffd' in outcome.render_reports()

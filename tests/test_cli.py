@@ -222,3 +222,14 @@ def test_plain_repl_prompts_when_interactive() -> None:
     out = io.StringIO()
     run_lines(hql.Session(), io.StringIO("1 + 1\n"), out, io.StringIO(), interactive=True)
     assert out.getvalue() == "hql 0.1.0. `:help` for commands, `:quit` to leave.\nhql> 2\nhql> "
+
+
+def test_undecodable_stdin_is_a_host_error() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "hql", "run", "-"],
+        input=b"\xff1 + 1\n",
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 1 and done.stdout == b""
+    assert done.stderr.decode().startswith("hql: <stdin>: 'utf-8' codec can't decode byte 0xff")
