@@ -168,6 +168,7 @@ def assert_answered(text: str, outcome: Outcome) -> None:
 
 
 def run_everywhere(text: str) -> None:
+    assert_answered(text, hql.check(text))
     for vault in (None, VAULT):
         for mode in ("strict", "collect"):
             assert_answered(text, hql.run(text, vault=vault, mode=mode))
