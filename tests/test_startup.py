@@ -2,48 +2,50 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
-HEAVY = ("numpy", "networkx", "prompt_toolkit")
+HEAVY = ["numpy", "networkx", "prompt_toolkit"]
 
-# Run the real command line in a fresh interpreter, then list what it imported.
+# Runs the real command line in a fresh interpreter, then reports which heavy libraries it loaded.
 PROBE = """
-import sys
+import json, sys
 from hql.cli import main
-code = main(sys.argv[1:])
-heavy = sorted({name.split(".")[0] for name in sys.modules} & set(sys.argv[0].split(",")))
-print("CODE", code)
-print("HEAVY", ",".join(heavy))
+heavy = json.loads(sys.argv[1])
+code = main(sys.argv[2:])
+print(json.dumps({"code": code, "heavy": sorted({m.split(".")[0] for m in sys.modules} & set(heavy))}))
 """
 
 
-def imported_by(*args: str) -> tuple[str, list[str]]:
+def run_probe(*args: str) -> tuple[list[str], dict[str, object]]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE.replace("sys.argv[0]", repr(",".join(HEAVY))), *args],
+        [sys.executable, "-c", PROBE, json.dumps(HEAVY), *args],
         capture_output=True,
         text=True,
         timeout=60,
     )
-    lines = dict(
-        line.split(" ", 1)
-        for line in done.stdout.splitlines()
-        if line.startswith(("CODE", "HEAVY"))
-    )
-    assert lines.get("CODE") == "0", done.stdout + done.stderr
-    heavy = lines.get("HEAVY", "").strip()
-    return done.stdout.splitlines()[0], heavy.split(",") if heavy else []
+    *printed, summary = done.stdout.splitlines()
+    return printed, json.loads(summary)
 
 
 def test_eval_imports_no_heavy_library() -> None:
-    first_line, heavy = imported_by("eval", "1 + 1")
-    assert first_line == "2"
-    assert heavy == []
+    printed, summary = run_probe("eval", "1 + 1")
+    assert printed == ["2"]
+    assert summary == {"code": 0, "heavy": []}
 
 
-def test_check_imports_no_heavy_library() -> None:
-    _, heavy = imported_by("eval", "[1, 2] | map(x => x + 1) | sort | table")
-    assert heavy == []
+def test_a_pipeline_with_presenters_imports_no_heavy_library() -> None:
+    printed, summary = run_probe("eval", "[2, 1] | map(x => x + 1) | sort | table")
+    assert printed[-1] == "3" and summary == {"code": 0, "heavy": []}
+
+
+def test_the_probe_sees_heavy_imports() -> None:
+    """A graph expansion does load networkx: the probe would notice a regression."""
+    vault = str(Path(__file__).parent / "fixtures" / "vault")
+    _, summary = run_probe("--vault", vault, "eval", "[[oauth]] | expand | graph")
+    assert summary["heavy"] == ["networkx"]
 
 
 def test_importing_the_api_is_light() -> None:
