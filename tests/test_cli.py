@@ -233,3 +233,9 @@ def test_undecodable_stdin_is_a_host_error() -> None:
     )
     assert done.returncode == 1 and done.stdout == b""
     assert done.stderr.decode().startswith("hql: <stdin>: 'utf-8' codec can't decode byte 0xff")
+
+
+def test_check_in_json_gives_the_type_and_no_value() -> None:
+    code, out, _ = hql("--format", "json", "check", "-", stdin="[1] | count")
+    assert code == 0
+    assert json.loads(out) == {"origin": "<stdin>", "type": "Int", "value": None, "reports": []}
