@@ -105,6 +105,16 @@ def test_data_fields_and_absence() -> None:
     assert shown("{e: {a: 1}.nope}") == "{e: empty}"
 
 
+def test_edges_are_equal_by_source_and_target() -> None:
+    assert shown('("a" -> "b" {k: 1}) == ("a" -> "b")') == "true"
+    assert shown('("a" -> "b") == ("b" -> "a")') == "false"
+
+
+def test_absent_references_compare_as_empty(vault: Vault) -> None:
+    assert shown("[[nowhere]] == [[elsewhere]]", vault) == "true"
+    assert shown("[[oauth]] == [[nowhere]]", vault) == "false"
+
+
 def test_edges_use_names_as_written() -> None:
     assert shown('[[a]] -> [[b]] {k: "v"}') == "a -> b"
     assert shown('("x" -> "y").data') == "{}"
