@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from hql import messages
 from hql.api import HostError, Outcome, Session, open_vault, resolve_mode
@@ -52,7 +52,87 @@ PLUGIN_COMMANDS = {"index"}
 PICTURE_FORMATS = ("dot", "mermaid", "graphml")
 
 
+def _eval_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("program")
+    parser.add_argument(
+        "--svg", metavar="FILE", help="draw the graph value as SVG (needs Graphviz)"
+    )
+
+
+def _render_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", nargs="?", help="the document (or - for stdin)")
+    parser.add_argument("--write", action="store_true", help="write the rendered document back")
+    parser.add_argument(
+        "--all", action="store_true", help="render every document of the vault that carries blocks"
+    )
+
+
+def _config_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "action", nargs="?", choices=("get", "set"), help="read or change one setting"
+    )
+    parser.add_argument("key", nargs="?", help="a setting such as report.mode")
+    parser.add_argument(
+        "value", nargs="?", help="its new value: a TOML literal, or plain text for a string"
+    )
+
+
+def _one(name: str, **options: Any) -> Callable[[argparse.ArgumentParser], None]:
+    """Arguments of a subcommand that takes one positional."""
+
+    def add(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(name, **options)
+
+    return add
+
+
+SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "eval": ("evaluate a program given as an argument", _eval_arguments),
+    "check": ("check a program from a file (or - for stdin) and print its type", _one("file")),
+    "run": ("run a program from a file (or - for stdin)", _one("file")),
+    "explain": (
+        "show the checked plan, the analysed questions and why each hit scored",
+        _one("program"),
+    ),
+    "repl": ("read and evaluate programs interactively", lambda parser: None),
+    "render": (
+        "run the hql blocks of a document and write their answers beneath them",
+        _render_arguments,
+    ),
+    "analyze": (
+        "show how bm25 analyses a text: words, terms, ignored words, synonyms",
+        _one("text"),
+    ),
+    "builtins": ("list the registered extensions and their steps", lambda parser: None),
+    "config": (
+        "show the report mode and the vault; `get KEY` / `set KEY VALUE` read and edit hql.toml",
+        _config_arguments,
+    ),
+    "init": (
+        "write a starter hql.toml for a vault",
+        _one("directory", nargs="?", default=".", help="the vault folder (default: here)"),
+    ),
+}
+VALUED_OPTIONS = {"--vault", "--format", "--report"}
+
+
+def _requested_command(argv: Sequence[str]) -> str | None:
+    """The subcommand named in argv, when it is a known one and no help is asked for."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("-h", "--help"):
+            return None
+        elif arg in VALUED_OPTIONS:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg if arg in SUBCOMMANDS else None
+    return None
+
+
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The argument parser; for a well-formed command it holds just that subcommand (faster to build)."""
     parser = argparse.ArgumentParser(
         prog="hql", description="HQL, the Hyper Query Language: query a vault of Markdown cards."
     )
@@ -66,43 +146,12 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         _global_options(child, suppress=True)
         return child
 
-    evaluate = sub("eval", "evaluate a program given as an argument")
-    evaluate.add_argument("program")
-    evaluate.add_argument(
-        "--svg", metavar="FILE", help="draw the graph value as SVG (needs Graphviz)"
-    )
-    sub("check", "check a program from a file (or - for stdin) and print its type").add_argument(
-        "file"
-    )
-    sub("run", "run a program from a file (or - for stdin)").add_argument("file")
-    sub(
-        "explain", "show the checked plan, the analysed questions and why each hit scored"
-    ).add_argument("program")
-    sub("repl", "read and evaluate programs interactively")
-    render = sub("render", "run the hql blocks of a document and write their answers beneath them")
-    render.add_argument("file", nargs="?", help="the document (or - for stdin)")
-    render.add_argument("--write", action="store_true", help="write the rendered document back")
-    render.add_argument(
-        "--all", action="store_true", help="render every document of the vault that carries blocks"
-    )
-    sub("analyze", "show how bm25 analyses a text: words, terms, ignored words, synonyms").add_argument("text")
-    sub("builtins", "list the registered extensions and their steps")
-    config = sub(
-        "config",
-        "show the report mode and the vault; `get KEY` / `set KEY VALUE` read and edit hql.toml",
-    )
-    config.add_argument(
-        "action", nargs="?", choices=("get", "set"), help="read or change one setting"
-    )
-    config.add_argument("key", nargs="?", help="a setting such as report.mode")
-    config.add_argument(
-        "value", nargs="?", help="its new value: a TOML literal, or plain text for a string"
-    )
-    sub("init", "write a starter hql.toml for a vault").add_argument(
-        "directory", nargs="?", default=".", help="the vault folder (default: here)"
-    )
+    wanted = _requested_command(argv)
+    for name, (help_text, arguments) in SUBCOMMANDS.items():
+        if wanted is None or name == wanted:
+            arguments(sub(name, help_text))
     # Plugin commands pull in their libraries, so they are added only when asked for (or for help).
-    if not argv or any(arg in PLUGIN_COMMANDS or arg in ("-h", "--help") for arg in argv):
+    if wanted is None:
         _add_plugin_commands(commands, sub)
     return parser
 

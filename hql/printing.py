@@ -6,7 +6,6 @@ rendered by the original.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -194,6 +193,8 @@ def to_json(value: Any) -> Any:
 
 def dumps(tree: Any, indent: str = "") -> str:
     """Pretty JSON with two-space indentation, as serde_json writes it (floats included)."""
+    import json  # only programs that print JSON pay for it
+
     if isinstance(tree, float) and math.isfinite(tree):
         return json_float(tree)
     inner = indent + "  "

@@ -1,13 +1,15 @@
-"""Parsing: tokens to a syntax tree, with Lark's LALR(1) parser over our own lexer.
+"""Parsing: tokens to a syntax tree, by LALR(1) over tables Lark computed from grammar/hql.lark.
 
-Lark never sees characters: `tokens.tokenize` has already applied the layout
-rules. Lark's own errors are turned into plain-words syntax reports here.
+Lark analyses the grammar once, ahead of time (`python -m hql.syntax.build_tables`
+writes hql/syntax/tables.py); at run time a small driver walks those tables over
+the tokens of `tokens.tokenize`, so starting `hql` costs no grammar analysis and
+no Lark import. The tree is built as Lark's LALR front end builds it with
+`_Builder` as its transformer: `?rule`s with a single child collapse, and the
+helper rules of `*`/`+` repetitions hand their children to the parent.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -16,9 +18,7 @@ from hql import messages
 from hql.diagnostics import HqlError, syntax
 from hql.source import Span
 from hql.syntax import tree as t
-from hql.syntax.larkimport import UnexpectedInput, UnexpectedToken, VisitError, lark
 from hql.syntax.tokens import CLOSERS, DESCRIPTIONS, Token, tokenize
-from hql.version import __version__
 
 MAX_ADDITIONS = 255
 EXPRESSION_STARTS = {"INT", "FLOAT", "STRING", "DOCREF", "IDENT", "TRUE", "FALSE", "LSQB", "LBRACE"}
@@ -35,44 +35,74 @@ def grammar_text() -> str:
     return resources.files("hql.grammar").joinpath("hql.lark").read_text(encoding="utf-8")
 
 
-class _TokenStream(lark.lexer.Lexer):
-    """Feeds Lark the tokens that `tokenize` produced; `parse` hands them over in `data`."""
-
-    def __init__(self, lexer_conf: Any) -> None:
-        pass
-
-    def lex(self, data: Any, *args: Any) -> Iterator[lark.Token]:
-        # Positions live in our token's span; Lark needs none (and keyword arguments cost it 60%).
-        for token in data:
-            yield lark.Token(token.kind, token)
+class _Inline(list[Any]):
+    """The children of a repetition's helper rule, which the parent rule takes as its own."""
 
 
-def _cache_file() -> str | None:
-    """Where Lark keeps the analysed grammar, so a process starts without rebuilding the tables."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = os.path.join(base, "hql")
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError:
-        return None
-    return os.path.join(folder, f"grammar-{__version__}-lark{lark.__version__}.cache")
+class _Unexpected(Exception):
+    def __init__(self, token: Token | None, expected: set[str]) -> None:
+        super().__init__()
+        self.token = token  # None at the end of the input
+        self.expected = expected
 
 
 @cache
-def _parser() -> lark.Lark:
-    options: dict[str, Any] = {
-        "parser": "lalr",
-        "lexer": _TokenStream,
-        "maybe_placeholders": False,
-        "transformer": _Builder(),
-    }
-    cache_file = _cache_file()
-    if cache_file is not None:
-        try:
-            return lark.Lark(grammar_text(), cache=cache_file, **options)
-        except (OSError, EOFError, ValueError, TypeError, AttributeError):
-            pass  # an unwritable or damaged cache: build the tables instead
-    return lark.Lark(grammar_text(), **options)
+def _tables() -> tuple[Any, ...]:
+    """(start, end, rules with their callbacks, actions); recomputed by Lark if the grammar changed."""
+    import zlib  # a checksum is enough to notice an edit, and costs far less to import than hashlib
+
+    from hql.syntax import tables
+
+    grammar = grammar_text()
+    data: dict[str, Any] = vars(tables)
+    if zlib.crc32(grammar.encode("utf-8")) != tables.GRAMMAR_CRC32:
+        from hql.syntax.build_tables import compute  # edited without regenerating: analyse it now
+
+        data = compute(grammar)
+    builder = _Builder()
+    rules = tuple(
+        (origin, length, expand, callback.startswith("_"), getattr(builder, callback, None))
+        for origin, callback, length, expand in data["RULES"]
+    )
+    return data["START"], data["END"], rules, data["ACTIONS"]
+
+
+def _drive(tokens: list[Token]) -> Any:
+    start, end_state, rules, actions = _tables()
+    states = [start]
+    values: list[Any] = []
+    for token in [*tokens, None]:
+        kind = "$END" if token is None else token.kind
+        while True:
+            row = actions[states[-1]]
+            code = row.get(kind)
+            if code is None:
+                raise _Unexpected(token, {symbol for symbol in row if symbol.isupper()})
+            if code >= 0:
+                states.append(code)
+                values.append(token)
+                break
+            origin, length, expand, inline, callback = rules[-code - 1]
+            children: list[Any] = []
+            if length:
+                for child in values[-length:]:
+                    if isinstance(child, _Inline):
+                        children.extend(child)
+                    else:
+                        children.append(child)
+                del values[-length:]
+                del states[-length:]
+            if inline:
+                value: Any = _Inline(children)
+            elif expand and len(children) == 1:
+                value = children[0]
+            else:
+                value = callback(children)  # every rule that builds a node has a method
+            states.append(actions[states[-1]][origin])
+            values.append(value)
+            if token is None and states[-1] == end_state:
+                return values[-1]
+    raise AssertionError("the tables accept only at the end of the input")  # pragma: no cover
 
 
 def parse(text: str) -> t.Program:
@@ -82,26 +112,19 @@ def parse(text: str) -> t.Program:
     if not tokens:
         raise HqlError(syntax(messages.expected_expression(), Span(end, end)))
     try:
-        program = _parser().parse(tokens)
-    except UnexpectedToken as error:
+        program = _drive(tokens)
+    except _Unexpected as error:
         raise HqlError(_syntax_report(error, end, tokens)) from None
-    except UnexpectedInput:  # pragma: no cover - other Lark failures
-        raise HqlError(syntax(messages.expected_expression(), Span(end, end))) from None
-    except VisitError as error:
-        if isinstance(error.orig_exc, HqlError):
-            raise error.orig_exc from None
-        raise
     assert isinstance(program, t.Program)
     return program
 
 
-def _syntax_report(error: UnexpectedToken, end: int, tokens: list[Token]) -> Any:
-    token = error.token
-    expected = set(error.expected)
-    if token.type == "$END":
+def _syntax_report(error: _Unexpected, end: int, tokens: list[Token]) -> Any:
+    ours = error.token
+    expected = error.expected
+    if ours is None:
         span, found = Span(end, end), DESCRIPTIONS["$END"]
     else:
-        ours: Token = token.value
         span, found = ours.span, _describe_found(ours)
         # LALR merges lookaheads, so inside brackets "end of statement" would mislead: name the closer.
         closing = _inside_brackets(tokens, span.start)
@@ -110,10 +133,10 @@ def _syntax_report(error: UnexpectedToken, end: int, tokens: list[Token]) -> Any
     if expected == {"IDENT"}:
         return syntax(messages.expected_one_of([DESCRIPTIONS["IDENT"]], found), span)
     ends_statement = "NEWLINE" in expected or "$END" in expected
-    if ends_statement and token.type != "$END":
+    if ends_statement and ours is not None:
         return syntax(messages.expected_end_of_statement(found), span)
     if expected & EXPRESSION_STARTS:
-        return syntax(messages.expected_expression(found if token.type != "$END" else None), span)
+        return syntax(messages.expected_expression(found if ours is not None else None), span)
     wanted = sorted(DESCRIPTIONS.get(name, name) for name in expected)
     return syntax(messages.expected_one_of(wanted, found), span)
 
@@ -149,17 +172,15 @@ def _describe_found(token: Token) -> str:
 
 
 def _span(item: Any) -> Span:
-    if isinstance(item, lark.Token):
-        return item.value.span
     return item.span
 
 
-def _value(token: lark.Token) -> Any:
-    return token.value.value
+def _value(token: Token) -> Any:
+    return token.value
 
 
-def _text(token: lark.Token) -> str:
-    return token.value.text
+def _text(token: Token) -> str:
+    return token.text
 
 
 def _joined(items: list[Any]) -> Span:
@@ -168,7 +189,7 @@ def _joined(items: list[Any]) -> Span:
 
 
 def _no_punctuation(items: list[Any]) -> list[Any]:
-    return [item for item in items if not isinstance(item, lark.Token) or item.type not in _PUNCT]
+    return [item for item in items if not isinstance(item, Token) or item.kind not in _PUNCT]
 
 
 _PUNCT = {
@@ -191,13 +212,13 @@ _PUNCT = {
 }
 
 
-class _Builder(lark.Transformer):
-    """Lark parse tree to our syntax tree."""
+class _Builder:
+    """Builds our syntax tree as the parser reduces: one method per rule (or alias)."""
 
     # statements
 
     def start(self, items: list[Any]) -> t.Program:
-        statements = [item for item in items if not isinstance(item, lark.Token)]
+        statements = [item for item in items if not isinstance(item, Token)]
         program = [
             s if isinstance(s, t.Statement) else t.ExprStatement(s.span, s) for s in statements
         ]
@@ -219,9 +240,7 @@ class _Builder(lark.Transformer):
     # expressions
 
     def pipeline(self, items: list[Any]) -> t.Expr:
-        links = [
-            item for item in items if not (isinstance(item, lark.Token) and item.type == "PIPE")
-        ]
+        links = [item for item in items if not (isinstance(item, Token) and item.kind == "PIPE")]
         result: t.Expr = links[0]
         for link in links[1:]:
             result = t.Pipe(Span(result.span.start, link.span.end), result, _as_stage(link))
@@ -296,7 +315,7 @@ class _Builder(lark.Transformer):
         return t.TypeCall(Span(_span(name).start, span.end), _text(name), types, args)
 
     def lambda_(self, items: list[Any]) -> t.Lambda:
-        params = [item for item in items if isinstance(item, lark.Token) and item.type == "IDENT"]
+        params = [item for item in items if isinstance(item, Token) and item.kind == "IDENT"]
         names = [_text(param) for param in params]
         for index, name in enumerate(names):
             if name in names[:index]:  # point at the repeated parameter
@@ -324,7 +343,7 @@ class _Builder(lark.Transformer):
 
     def type_params(self, items: list[Any]) -> tuple[str, ...]:
         return _Spanned(
-            tuple(_text(item) for item in items if item.type == "IDENT"), _joined(items)
+            tuple(_text(item) for item in items if item.kind == "IDENT"), _joined(items)
         )
 
     def supertypes(self, items: list[Any]) -> tuple[t.TypeExpr, ...]:
@@ -338,14 +357,16 @@ class _Builder(lark.Transformer):
         )
 
     def field_decl(self, items: list[Any]) -> t.FieldDecl:
-        optional = any(isinstance(item, lark.Token) and item.type == "QMARK" for item in items)
+        optional = any(isinstance(item, Token) and item.kind == "QMARK" for item in items)
         return t.FieldDecl(_joined(items), _text(items[0]), optional, items[-1])
 
     def bound(self, items: list[Any]) -> tuple[str, t.TypeExpr]:
         return _text(items[0]), items[-1]
 
     def bounds(self, items: list[Any]) -> tuple[tuple[str, t.TypeExpr], ...]:
-        return tuple(item for item in items if isinstance(item, tuple))
+        return tuple(
+            item for item in items if isinstance(item, tuple) and not isinstance(item, Token)
+        )
 
     def record_declaration(self, items: list[Any]) -> t.Declaration:
         return self._declaration(items, union=())
@@ -355,13 +376,15 @@ class _Builder(lark.Transformer):
         return self._declaration(items, union=members)
 
     def _declaration(self, items: list[Any], union: tuple[t.TypeExpr, ...]) -> t.Declaration:
-        tokens = [item for item in items if isinstance(item, lark.Token)]
-        name = next(token for token in tokens if token.type == "IDENT")
+        tokens = [item for item in items if isinstance(item, Token)]
+        name = next(token for token in tokens if token.kind == "IDENT")
         params: tuple[str, ...] = ()
         supertypes: tuple[t.TypeExpr, ...] = ()
         fields: tuple[t.FieldDecl, ...] = ()
         bounds: tuple[tuple[str, t.TypeExpr], ...] = ()
         for item in items:
+            if isinstance(item, Token):
+                continue
             if isinstance(item, tuple) and item and isinstance(item[0], str):
                 params = item
             elif isinstance(item, tuple) and item and isinstance(item[0], t.TypeExpr) and not union:
@@ -370,7 +393,7 @@ class _Builder(lark.Transformer):
                 fields = item
             elif isinstance(item, tuple) and item and isinstance(item[0], tuple):
                 bounds = item
-        abstract = any(token.type == "ABSTRACT" for token in tokens)
+        abstract = any(token.kind == "ABSTRACT" for token in tokens)
         ends = [_end_of(item) for item in items]
         span = Span(_span(items[0]).start, max(ends))
         return t.Declaration(
@@ -380,11 +403,11 @@ class _Builder(lark.Transformer):
 
 def _end_of(item: Any) -> int:
     """Where a declaration part ends; parts such as `<K>` or `where K: T` arrive as tuples."""
-    if isinstance(item, _Spanned):
+    if isinstance(item, _Spanned | Token):
         return item.span.end
     if isinstance(item, tuple):
         return max((_end_of(part) for part in item), default=-1)
-    if isinstance(item, str) and not isinstance(item, lark.Token):  # the name in a `where` bound
+    if isinstance(item, str):  # the name in a `where` bound
         return -1
     return _span(item).end
 
@@ -400,7 +423,7 @@ class _Spanned(tuple[Any, ...]):
         return spanned
 
 
-# Lark calls rules by name; `lambda` is a Python keyword.
+# Rules are called by name; `lambda` is a Python keyword.
 setattr(_Builder, "lambda", _Builder.lambda_)
 
 

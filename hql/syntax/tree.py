@@ -1,26 +1,49 @@
-"""The syntax tree: frozen dataclasses, a span on every node.
+"""The syntax tree: frozen nodes with slots, a span on every node.
 
-Nodes compare by identity so later phases can key tables by node.
+Nodes compare by identity so later phases can key tables by node. `node`
+turns an annotated class into such a node (like a frozen dataclass with
+slots): every `hql` command imports this module, and dataclasses' general
+machinery would triple the time that takes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TypeVar, dataclass_transform
+from typing import Any, ClassVar, TypeVar, cast, dataclass_transform
 
 from hql.source import Span
 
 T = TypeVar("T")
+_MISSING = object()
+
+
+class FrozenNodeError(AttributeError):
+    pass
 
 
 @dataclass_transform(frozen_default=True, eq_default=False)
 def node(cls: type[T]) -> type[T]:
-    """A syntax-tree node: frozen, compared by identity, with slots.
-
-    The one `__repr__` is `Node`'s: a generated one per class would double the
-    time the module takes to import, and every `hql` command imports it.
-    """
-    return dataclass(frozen=True, eq=False, slots=True, repr=False)(cls)
+    """Give a node class its slots and an `__init__` taking its fields, the base's first, in order."""
+    inherited: tuple[str, ...] = getattr(cls, "_fields", ())
+    annotations = cls.__dict__.get("__annotations__", {})
+    own = tuple(name for name in annotations if name not in inherited and not name.startswith("_"))
+    fields = inherited + own
+    defaults = {**getattr(cls, "_defaults", {})}
+    namespace = {
+        key: value for key, value in cls.__dict__.items() if key not in ("__dict__", "__weakref__")
+    }
+    for name in own:
+        if name in namespace:
+            defaults[name] = namespace.pop(name)
+    params = ", ".join(
+        f"{name}=_defaults[{name!r}]" if name in defaults else name for name in fields
+    )
+    body = "".join(f"    _set(self, {name!r}, {name})\n" for name in fields) or "    pass\n"
+    scope: dict[str, Any] = {"_set": object.__setattr__, "_defaults": defaults}
+    exec(f"def __init__(self, {params}):\n{body}", scope)  # noqa: S102 - code built from field names only
+    namespace.update(__slots__=own, _fields=fields, _defaults=defaults, __init__=scope["__init__"])
+    namespace["__init__"].__qualname__ = f"{cls.__qualname__}.__init__"
+    metaclass: Any = type(cls)
+    return cast(type[T], metaclass(cls.__name__, cls.__bases__, namespace))
 
 
 @node
@@ -28,8 +51,16 @@ class Node:
     span: Span
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__dataclass_fields__)
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
         return f"{type(self).__name__}({fields})"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenNodeError(f"a syntax-tree node is immutable; cannot set `{name}`")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenNodeError(f"a syntax-tree node is immutable; cannot delete `{name}`")
+
+    _fields: ClassVar[tuple[str, ...]]
 
 
 # --- types as written ------------------------------------------------------

@@ -7,7 +7,6 @@ immutable after load: the language shares them between values and threads.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,6 +184,8 @@ class Card:
         """sha256 of `text`, lowercase hex: what an index compares to find stale cards."""
         cached = self._digest
         if cached is None:
+            import hashlib  # only ranking needs digests; starting up should not pay for hashlib
+
             cached = hashlib.sha256(self.text.encode("utf-8")).hexdigest()
             object.__setattr__(self, "_digest", cached)
         return cached
