@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from hql import messages
@@ -184,10 +185,7 @@ def semantic_ranking(call: StepCall, query: str, cards: Sequence[Card]) -> Ranki
                 **fallback.retrieval.extra,
                 "fallback": {"from": "semantic", "reason": error.message},
             }
-            retrieval = Retrieval(**{**_fields(fallback.retrieval), "extra": extra})
-            return Ranking(
-                tuple(Hit(h.card, h.score, retrieval, h.detail) for h in fallback.hits), retrieval
-            )
+            return restated(fallback.hits, replace(fallback.retrieval, extra=extra))
         raise call.fail(error.message) from None
     except SemanticIndexError as error:
         raise call.fail(error.message) from None
@@ -204,15 +202,11 @@ def semantic_ranking(call: StepCall, query: str, cards: Sequence[Card]) -> Ranki
     )
 
 
-def _fields(retrieval: Retrieval) -> dict[str, Any]:
-    return {
-        "query": retrieval.query,
-        "index": retrieval.index,
-        "model": retrieval.model,
-        "revision": retrieval.revision,
-        "metric": retrieval.metric,
-        "approximate": retrieval.approximate,
-    }
+def restated(hits: Sequence[Hit], retrieval: Retrieval) -> Ranking:
+    """The hits again, now sharing a retrieval that says more (a cutoff, a fallback, a fusion rule)."""
+    return Ranking(
+        tuple(Hit(hit.card, hit.score, retrieval, hit.detail) for hit in hits), retrieval
+    )
 
 
 def run_semantic(call: StepCall) -> Ranking:
@@ -251,8 +245,7 @@ def apply_relevance(ranking: Ranking, minimum: float | None) -> Ranking:
         "kept": cutoff.kept,
         "candidates": cutoff.candidates,
     }
-    updated = Retrieval(**{**_fields(retrieval), "extra": {**retrieval.extra, "cutoff": record}})
-    return Ranking(tuple(Hit(hit.card, hit.score, updated, hit.detail) for hit in kept), updated)
+    return restated(kept, replace(retrieval, extra={**retrieval.extra, "cutoff": record}))
 
 
 def run_relevant(call: StepCall) -> Ranking:
@@ -374,8 +367,7 @@ def run_hybrid(call: StepCall) -> Ranking:
     by_meaning = apply_relevance(semantic_ranking(call, query, cards), None)
     fused = fused_ranking([by_words, by_meaning], call.args.get("k", 60), None)
     extra = {**fused.retrieval.extra, "rule": messages.hybrid_rule()}
-    retrieval = Retrieval(**{**_fields(fused.retrieval), "query": query, "extra": extra})
-    return Ranking(tuple(Hit(h.card, h.score, retrieval, h.detail) for h in fused.hits), retrieval)
+    return restated(fused.hits, replace(fused.retrieval, query=query, extra=extra))
 
 
 # --- analyze() -------------------------------------------------------------------------------
