@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -229,3 +230,13 @@ def test_eval_svg_without_graphviz_is_a_clear_message(tmp_path: Path) -> None:
     assert run.returncode == 1
     assert "hql: writing SVG needs Graphviz's `dot` program" in run.stderr
     assert "apt-get install graphviz" in run.stderr and "Traceback" not in run.stderr
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed (CI installs it)")
+def test_svg_through_real_graphviz(graph: Graph, tmp_path: Path) -> None:
+    target = tmp_path / "real.svg"
+    write_svg(graph, target)
+    svg = target.read_text(encoding="utf-8")
+    assert "<svg" in svg and "</svg>" in svg
+    for name in graph.nodes:
+        assert name in svg
