@@ -15,6 +15,7 @@ def plural(count: int, singular: str, plural_form: str | None = None) -> str:
 
 # --- language: lexer, parser, checker, evaluator ---------------------------
 
+
 def unexpected_character(char: str) -> str:
     return f"unexpected character `{char}`"
 
@@ -41,7 +42,7 @@ def string_spans_lines() -> str:
 
 def unknown_escape(char: str) -> str:
     shown = f"\\{char}" if char else "\\"
-    return f"unknown escape `{shown}`: a string knows \\n, \\t, \\\\ and \\\""
+    return f'unknown escape `{shown}`: a string knows \\n, \\t, \\\\ and \\"'
 
 
 def unterminated_docref() -> str:
@@ -79,6 +80,7 @@ def expected_step() -> str:
 
 def lambda_params_distinct() -> str:
     return "lambda parameters must be distinct"
+
 
 def _maybe(suggestion: str | None) -> str:
     return f"; did you mean `{suggestion}`?" if suggestion else ""
@@ -261,13 +263,17 @@ def sort_key_unorderable(found: object) -> str:
 
 
 def sort_needs_order(element: object) -> str:
-    return (f"`sort` needs elements with an order of their own, and {element} has none; "
-            "sort with an explicit key first")
+    return (
+        f"`sort` needs elements with an order of their own, and {element} has none; "
+        "sort with an explicit key first"
+    )
 
 
 def take_needs_order(element: object, taken_from: str = "a set") -> str:
-    return (f"`take` on {taken_from} orders it first, and {element} has no order of its own; "
-            "sort with an explicit key first")
+    return (
+        f"`take` on {taken_from} orders it first, and {element} has no order of its own; "
+        "sort with an explicit key first"
+    )
 
 
 def filter_result(found: object) -> str:
@@ -423,8 +429,7 @@ def annotation_unterminated(offset: int) -> str:
 def relation_unverified() -> str:
     # The reference's wording, to the byte; the warning prints it after the card's name.
     return (
-        "declares knowledge.type: Relation but its endpoints do not resolve; "
-        "kept as a ConceptCard"
+        "declares knowledge.type: Relation but its endpoints do not resolve; kept as a ConceptCard"
     )
 
 
@@ -536,8 +541,10 @@ def query_is_text(found: object) -> str:
 
 
 def semantic_needs_index() -> str:
-    return ("`semantic` needs an index: name one with `[semantics] index` in hql.toml, "
-            "and build it with `hql index build`")
+    return (
+        "`semantic` needs an index: name one with `[semantics] index` in hql.toml, "
+        "and build it with `hql index build`"
+    )
 
 
 def semantic_fell_back(reason: str) -> str:
@@ -549,14 +556,19 @@ def relevant_needs_ranking(found: object) -> str:
 
 
 def fuse_needs_rankings(found: object) -> str:
-    return "`fuse` takes rankings" + (f", not {found}" if found is not None else ", such as `fuse(cards | bm25(q), cards | lexical(q))`")
+    return "`fuse` takes rankings" + (
+        f", not {found}"
+        if found is not None
+        else ", such as `fuse(cards | bm25(q), cards | lexical(q))`"
+    )
 
 
 def hybrid_rule() -> str:
     return "a card is kept when it shares a term with the question (bm25) or stands out by meaning (semantic | relevant)"
 
+
 def search_not_a_word_list(key: str) -> str:
-    return f"`[search] {key}` must be a list of words, like `{key} = [\"word\", \"another\"]`"
+    return f'`[search] {key}` must be a list of words, like `{key} = ["word", "another"]`'
 
 
 def search_synonyms_not_groups() -> str:
@@ -604,7 +616,16 @@ def search_relevant_unknown_metric(metric: str) -> str:
         "give a floor, like `relevant(min = 0.5)`"
     )
 
+
 # --- semantic index: reader, producer, embedders ---------------------------
+
+
+def index_not_configured() -> str:
+    return (
+        'this vault names no index: add `[semantics] index = ".hql/index.sqlite"` and a '
+        "`[semantics.embedder]` table to hql.toml (see docs/semantic.md), then rerun `hql index build`"
+    )
+
 
 _REBUILD = "rerun `hql index build`"
 # `semantic_needs_index` (the check-time name error) is defined in the search section above.
@@ -639,11 +660,15 @@ def index_other_vault(built_for: str, vault: str) -> str:
 
 
 def index_bad_model_rows(count: int) -> str:
-    return f"the index describes {plural(count, 'model')} where exactly one was expected: {_REBUILD}"
+    return (
+        f"the index describes {plural(count, 'model')} where exactly one was expected: {_REBUILD}"
+    )
 
 
 def index_bad_dimensions(dimensions: object) -> str:
-    return f"the index declares {dimensions} dimensions; a vector has between 1 and 8192: {_REBUILD}"
+    return (
+        f"the index declares {dimensions} dimensions; a vector has between 1 and 8192: {_REBUILD}"
+    )
 
 
 def index_not_normalized() -> str:
@@ -690,7 +715,9 @@ def index_card_stale(name: str) -> str:
 
 def index_cards_absent(count: int) -> str:
     verb = "is" if count == 1 else "are"
-    return f"{plural(count, 'card')} {verb} absent from the index and so from this ranking: {_REBUILD}"
+    return (
+        f"{plural(count, 'card')} {verb} absent from the index and so from this ranking: {_REBUILD}"
+    )
 
 
 def index_query_model_mismatch(query: str) -> str:
@@ -783,11 +810,15 @@ def index_build_summary(embedded: int, reused: int, removed: int, queries: int, 
 
 
 def index_verify_ok(cards: int, queries: int) -> str:
-    return f"the index is up to date: {plural(cards, 'card')}, {plural(queries, 'query', 'queries')}"
+    return (
+        f"the index is up to date: {plural(cards, 'card')}, {plural(queries, 'query', 'queries')}"
+    )
 
 
 def index_verify_stale(names: list[str]) -> str:
-    return f"{plural(len(names), 'card')} changed since the build: " + ", ".join(f"`{n}`" for n in names)
+    return f"{plural(len(names), 'card')} changed since the build: " + ", ".join(
+        f"`{n}`" for n in names
+    )
 
 
 def index_verify_missing(names: list[str]) -> str:
@@ -813,11 +844,14 @@ def index_needs_vault() -> str:
 
 
 def index_unwritable(path: str, reason: str) -> str:
-    return f"the index `{path}` cannot be written ({reason}); the previous one, if any, is unchanged"
+    return (
+        f"the index `{path}` cannot be written ({reason}); the previous one, if any, is unchanged"
+    )
 
 
 def index_interrupted() -> str:
     return "the build was interrupted; the previous index is left as it was"
+
 
 # --- cli, render, repl -------------------------------------------------------
 
@@ -878,9 +912,11 @@ def repl_history_unwritable(path: str, reason: str) -> str:
 
 
 def graphviz_missing() -> str:
-    return ("writing SVG needs Graphviz's `dot` program, which is not installed; install it with "
-            "`apt-get install graphviz` (Debian, Ubuntu), `brew install graphviz` (macOS) or from "
-            "https://graphviz.org/download/, or use `--format dot` and lay the graph out elsewhere")
+    return (
+        "writing SVG needs Graphviz's `dot` program, which is not installed; install it with "
+        "`apt-get install graphviz` (Debian, Ubuntu), `brew install graphviz` (macOS) or from "
+        "https://graphviz.org/download/, or use `--format dot` and lay the graph out elsewhere"
+    )
 
 
 def graphviz_failed(reason: str) -> str:
@@ -894,8 +930,10 @@ def cannot_write(path: str, error: Exception) -> str:
 
 def picture_needs_graph(format_name: str, found: str) -> str:
     option = "--svg" if format_name == "svg" else f"--format {format_name}"
-    return (f"`{option}` draws graph values, but this program's value has type {found}; "
-            f"end it with `| graph` or `| expand(…)`")
+    return (
+        f"`{option}` draws graph values, but this program's value has type {found}; "
+        f"end it with `| graph` or `| expand(…)`"
+    )
 
 
 def svg_written(path: str, nodes: int, edges: int) -> str:

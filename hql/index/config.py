@@ -63,9 +63,12 @@ class SemanticsConfig:
     on_unavailable: OnUnavailable = "fail"
     embedder: EmbedderConfig | None = None
 
-    def require_index(self) -> str:
+    def require_index(self, for_producer: bool = False) -> str:
         if self.index is None:
-            raise SemanticIndexError(messages.semantic_needs_index())
+            message = (
+                messages.index_not_configured() if for_producer else messages.semantic_needs_index()
+            )
+            raise SemanticIndexError(message)
         return self.index
 
     def require_embedder(self) -> EmbedderConfig:

@@ -104,7 +104,7 @@ class Progress:
 
 def index_path_of(vault: VaultLike) -> Path:
     config = load_semantics_config(raw_config(vault))
-    return resolve_index_path(Path(vault.root), config.require_index())
+    return resolve_index_path(Path(vault.root), config.require_index(for_producer=True))
 
 
 def build_index(
@@ -116,7 +116,7 @@ def build_index(
 ) -> BuildResult:
     """Bring the vault's index up to date with its cards (and `queries`), atomically."""
     config = load_semantics_config(raw_config(vault))
-    path = resolve_index_path(Path(vault.root), config.require_index())
+    path = resolve_index_path(Path(vault.root), config.require_index(for_producer=True))
     embedder = embedder or make_embedder(config.require_embedder())
     model_id, revision = embedder.model_id, embedder.revision
     notes: list[str] = []
