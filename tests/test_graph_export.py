@@ -233,7 +233,9 @@ def test_eval_svg_without_graphviz_is_a_clear_message(tmp_path: Path) -> None:
     assert "apt-get install graphviz" in run.stderr and "Traceback" not in run.stderr
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed (CI installs it)")
+@pytest.mark.skipif(
+    shutil.which("dot") is None, reason="Graphviz's dot is not installed (CI installs it)"
+)
 def test_svg_through_real_graphviz(graph: Graph, tmp_path: Path) -> None:
     target = tmp_path / "real.svg"
     write_svg(graph, target)

@@ -227,12 +227,18 @@ def run_map(call: StepCall) -> ListValue:
 def check_typed(call: StepTyping) -> Type:
     element = call.element()
     target = call.type_argument("as")
-    if element.name == "Hit" and target.name != "Hit":  # on a ranking, hits are selected by their card
+    if (
+        element.name == "Hit" and target.name != "Hit"
+    ):  # on a ranking, hits are selected by their card
         if not (ty.is_subtype(target, element.arg) or ty.is_subtype(element.arg, target)):
-            raise call.error(messages.typed_selects_nothing(element.arg, target), call.arg_span("as"))
+            raise call.error(
+                messages.typed_selects_nothing(element.arg, target), call.arg_span("as")
+            )
         shape = ty.strip_option(call.input)
         narrowed = target if ty.is_subtype(target, element.arg) else element.arg
-        return ty.ranking_of(narrowed) if shape.name == "Ranking" else ty.list_of(ty.hit_of(narrowed))
+        return (
+            ty.ranking_of(narrowed) if shape.name == "Ranking" else ty.list_of(ty.hit_of(narrowed))
+        )
     if ty.is_subtype(element, target):
         narrowed = element
     elif ty.is_subtype(target, element) or element == ty.DATA:
