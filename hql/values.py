@@ -84,9 +84,7 @@ class Ordering(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class ListValue:
-    """A List (or Seq): positional."""
-
+class _Elements:
     items: tuple[Any, ...]
 
     def __iter__(self) -> Iterator[Any]:
@@ -97,16 +95,13 @@ class ListValue:
 
 
 @dataclass(frozen=True, slots=True)
-class SetValue:
+class ListValue(_Elements):
+    """A List (or Seq): positional."""
+
+
+@dataclass(frozen=True, slots=True)
+class SetValue(_Elements):
     """A Set: distinct elements; its order is never promised."""
-
-    items: tuple[Any, ...]
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.items)
-
-    def __len__(self) -> int:
-        return len(self.items)
 
 
 @dataclass(frozen=True, slots=True)
