@@ -564,7 +564,10 @@ def fuse_needs_rankings(found: object) -> str:
 
 
 def hybrid_rule() -> str:
-    return "a card is kept when it shares a term with the question (bm25) or stands out by meaning (semantic | relevant)"
+    return (
+        "a card is kept when it shares a term with the question (bm25) or stands out by meaning "
+        "(semantic | relevant); kept cards are ordered by their ranks in both"
+    )
 
 
 def search_not_a_word_list(key: str) -> str:

@@ -364,8 +364,13 @@ def run_hybrid(call: StepCall) -> Ranking:
     query = call.args["query"]
     cards = _cards(call.input)
     by_words = bm25_ranking(call, query, cards)
-    by_meaning = apply_relevance(semantic_ranking(call, query, cards), None)
-    fused = fused_ranking([by_words, by_meaning], call.args.get("k", 60), None)
+    by_meaning = semantic_ranking(call, query, cards)
+    standing_out = apply_relevance(by_meaning, None)
+    # Kept: a card sharing a term with the question, or one that stands out by meaning.
+    # Ordered: by both ranks, so meaning also reorders the cards the words found.
+    kept = {hit.card for hit in by_words.hits} | {hit.card for hit in standing_out.hits}
+    meaning = restated([hit for hit in by_meaning.hits if hit.card in kept], standing_out.retrieval)
+    fused = fused_ranking([by_words, meaning], call.args.get("k", 60), None)
     extra = {**fused.retrieval.extra, "rule": messages.hybrid_rule()}
     return restated(fused.hits, replace(fused.retrieval, query=query, extra=extra))
 
