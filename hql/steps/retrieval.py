@@ -435,7 +435,7 @@ for spec in (
         "hybrid",
         (QUERY, Param("k", "Int", default=60, positional=False)),
         "Collection<Card> | hybrid(query: String, k: Int = 60) -> Ranking<Card>",
-        "fuse bm25 with the cards semantic finds relevant, by reciprocal rank",
+        "cards that share a term with the question or stand out by meaning, ordered by both rankings",
         'cards | hybrid("how do clients prove who they are")',
         check_semantic,
         run_hybrid,
