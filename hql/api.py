@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +19,7 @@ from hql import messages
 from hql.checker import Checker, Plan, Scope
 from hql.diagnostics import HqlError, Report, evaluation, render_all
 from hql.printing import display, dumps, to_json
+from hql.record import field, record
 from hql.registry import registry
 from hql.source import Source, Span
 from hql.syntax.parser import parse
@@ -35,7 +35,7 @@ class HostError(Exception):
     """A failure outside the language: a bad flag, a missing vault. Printed as `hql: <message>`."""
 
 
-@dataclass
+@record(frozen=False)
 class Outcome:
     """A program's value, its type, and every report, oldest first."""
 

@@ -9,12 +9,12 @@ its name as `Data`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from hql import messages
 from hql import types as ty
 from hql.diagnostics import HqlError, Report, name_error, type_error
+from hql.record import field, record
 from hql.registry import FunctionSpec, Registry, StepSpec, closest, registry
 from hql.source import Span
 from hql.syntax import tree as t
@@ -23,7 +23,7 @@ from hql.types import Type
 RESERVED = "cards"
 
 
-@dataclass
+@record(frozen=False)
 class Plan:
     """What the interpreter needs: the checked program and everything the checker decided."""
 
@@ -41,7 +41,7 @@ class Plan:
     declared: dict[str, Type] = field(default_factory=dict)
 
 
-@dataclass
+@record(frozen=False)
 class Scope:
     """What a checker knows between statements (the REPL keeps one across lines)."""
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
+from hql.record import record
 from hql.source import Source, Span
 
 
@@ -31,7 +31,7 @@ class Severity(enum.IntEnum):
         return self.name.lower()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Report:
     stage: Stage
     severity: Severity

@@ -8,8 +8,9 @@ completion and the generated step reference.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from hql.record import field, record
 
 if TYPE_CHECKING:
     from hql.checker import StepTyping
@@ -25,7 +26,7 @@ class _Required:
 REQUIRED: Any = _Required()
 
 
-@dataclass(frozen=True)
+@record
 class Param:
     name: str
     type: str  # as shown in signatures: "Int", "T => Bool"
@@ -39,7 +40,7 @@ class Param:
         return self.default is REQUIRED
 
 
-@dataclass(frozen=True)
+@record
 class StepSpec:
     name: str
     extension: str
@@ -57,7 +58,7 @@ class StepSpec:
         return next((p for p in self.params if p.name == name), None)
 
 
-@dataclass(frozen=True)
+@record
 class FunctionSpec:
     """A plain function such as `compare(a, b)` or a constructor such as `Map(keys, values)`."""
 
@@ -69,7 +70,7 @@ class FunctionSpec:
     run: Callable[..., Any]
 
 
-@dataclass
+@record(frozen=False)
 class Extension:
     name: str
     version: str

@@ -6,10 +6,10 @@ lines and columns (1-based, columns counted in characters) are derived on demand
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from hql.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Span:
     start: int
     end: int
@@ -18,7 +18,7 @@ class Span:
         return Span(min(self.start, other.start), max(self.end, other.end))
 
 
-@dataclass(frozen=True)
+@record
 class Source:
     text: str
     origin: str = "<expression>"

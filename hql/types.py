@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from hql.record import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Type:
     name: str
     args: tuple[Type, ...] = ()

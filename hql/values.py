@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
+from hql.record import field, record
 from hql.vault.model import Card, Edge
 
 __all__ = [
@@ -70,7 +70,7 @@ UNIT = Unit()
 ABSENT = Absent()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Data:
     """An open tree: dict (str keys), list, str, int, float, bool or None (`empty`)."""
 
@@ -83,7 +83,7 @@ class Ordering(enum.Enum):
     GREATER = "Greater"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Elements:
     items: tuple[Any, ...]
 
@@ -94,17 +94,17 @@ class _Elements:
         return len(self.items)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ListValue(_Elements):
     """A List (or Seq): positional."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SetValue(_Elements):
     """A Set: distinct elements; its order is never promised."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MapValue:
     kind: str  # Map, OrderedMap or SortedMap
     keys: tuple[Any, ...]
@@ -115,7 +115,7 @@ class MapValue:
         return iter(zip(self.keys, self.values, strict=True))
 
 
-@dataclass(frozen=True)
+@record
 class Retrieval:
     """How a ranking was made; one object shared by every hit of the ranking."""
 
@@ -139,7 +139,7 @@ class Retrieval:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Hit:
     card: Any  # a Card (Hit<Card>) in every shipped step
     score: float
@@ -151,7 +151,7 @@ class Hit:
         return self.retrieval.query
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Ranking:
     hits: tuple[Hit, ...]
     retrieval: Retrieval
@@ -167,7 +167,7 @@ class Ranking:
         return self.retrieval.query
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Presentation:
     presenter: str
     text: str

@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from hql import messages
@@ -20,6 +19,7 @@ from hql import types as ty
 from hql.checker import StepTyping
 from hql.diagnostics import HqlError, evaluation, type_error
 from hql.interpreter import StepCall
+from hql.record import replace
 from hql.registry import REGISTRY, FunctionSpec, Param, StepSpec
 from hql.syntax import tree as t
 from hql.types import Type

@@ -7,10 +7,10 @@ immutable after load: the language shares them between values and threads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from hql import messages
+from hql.record import record
 
 CONCEPT_CARD = "ConceptCard"
 RELATION_CARD = "RelationCard"
@@ -19,7 +19,7 @@ RELATION_CARD = "RelationCard"
 DERIVED_KEYS = frozenset({"name", "path", "format", "title"})
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Link:
     """A `[[target]]` reference in a body, with its YAML flow annotation ({} if none)."""
 
@@ -27,7 +27,7 @@ class Link:
     annotation: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Edge:
     """A vault edge: a merged link, or the edge a verified relation card stands for."""
 
@@ -36,7 +36,7 @@ class Edge:
     data: dict[str, Any]
 
 
-@dataclass(frozen=True)
+@record
 class LoadWarning:
     """Something loading wanted to say without refusing to load."""
 

@@ -1,0 +1,160 @@
+"""Records: small classes with fields, like dataclasses, without importing `dataclasses`.
+
+`dataclasses` brings `inspect`, `ast` and `dis` with it, about 8 ms at every
+start of `hql`, for the dozen record types a one-line program touches. A
+record gets slots, an `__init__` over its fields (the bases' first), a
+`__repr__`, and, unless `eq=False`, value equality (and a hash when frozen).
+
+    @record
+    class Span:
+        start: int
+        end: int
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, dataclass_transform, overload
+
+T = TypeVar("T")
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+class _Field:
+    __slots__ = ("default", "default_factory")
+
+    def __init__(self, default: Any, default_factory: Callable[[], Any] | Any) -> None:
+        self.default = default
+        self.default_factory = default_factory
+
+
+def field(*, default: Any = MISSING, default_factory: Callable[[], Any] | Any = MISSING) -> Any:
+    """A field's default, or a factory that makes a fresh one for every record."""
+    return _Field(default, default_factory)
+
+
+class FrozenRecordError(AttributeError):
+    pass
+
+
+def _frozen_setattr(self: object, name: str, value: object) -> None:
+    raise FrozenRecordError(f"a {type(self).__name__} is immutable; cannot set `{name}`")
+
+
+def _frozen_delattr(self: object, name: str) -> None:
+    raise FrozenRecordError(f"a {type(self).__name__} is immutable; cannot delete `{name}`")
+
+
+def _repr(self: Any) -> str:
+    values = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
+    return f"{type(self).__name__}({values})"
+
+
+def _values(self: Any) -> tuple[Any, ...]:
+    return tuple(getattr(self, name) for name in self._fields)
+
+
+def _eq(self: Any, other: object) -> bool:
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    return _values(self) == _values(other)
+
+
+def _hash(self: Any) -> int:
+    return hash(_values(self))
+
+
+def _build(cls: type[T], frozen: bool, eq: bool) -> type[T]:
+    inherited: tuple[str, ...] = getattr(cls, "_fields", ())
+    annotations = cls.__dict__.get("__annotations__", {})
+    own = tuple(
+        name
+        for name, kind in annotations.items()
+        if name not in inherited and not name.startswith("_") and "ClassVar" not in str(kind)
+    )
+    fields = inherited + own
+    defaults: dict[str, Any] = dict(getattr(cls, "_defaults", {}))
+    factories: dict[str, Any] = dict(getattr(cls, "_factories", {}))
+    namespace = {k: v for k, v in cls.__dict__.items() if k not in ("__dict__", "__weakref__")}
+    for name in own:
+        if name not in namespace:
+            continue
+        value = namespace.pop(name)
+        if isinstance(value, _Field):
+            if value.default_factory is not MISSING:
+                factories[name] = value.default_factory
+            elif value.default is not MISSING:
+                defaults[name] = value.default
+        else:
+            defaults[name] = value
+    params = []
+    body = []
+    for name in fields:
+        if name in factories:
+            params.append(f"{name}=_MISSING")
+            body.append(
+                f"    _set(self, {name!r}, _factories[{name!r}]() if {name} is _MISSING else {name})"
+            )
+        elif name in defaults:
+            params.append(f"{name}=_defaults[{name!r}]")
+            body.append(f"    _set(self, {name!r}, {name})")
+        else:
+            params.append(name)
+            body.append(f"    _set(self, {name!r}, {name})")
+    scope: dict[str, Any] = {
+        "_set": object.__setattr__,
+        "_defaults": defaults,
+        "_factories": factories,
+        "_MISSING": MISSING,
+    }
+    source = f"def __init__(self, {', '.join(params)}):\n" + ("\n".join(body) or "    pass") + "\n"
+    exec(source, scope)  # noqa: S102 - generated from field names only
+    init = scope["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    namespace.update(
+        __slots__=own, _fields=fields, _defaults=defaults, _factories=factories, __init__=init
+    )
+    namespace.setdefault("__repr__", _repr)
+    if eq:
+        namespace.setdefault("__eq__", _eq)
+        namespace["__hash__"] = _hash if frozen else None
+    if frozen:
+        namespace.setdefault("__setattr__", _frozen_setattr)
+        namespace.setdefault("__delattr__", _frozen_delattr)
+    metaclass: Any = type(cls)
+    built: type[T] = metaclass(cls.__name__, cls.__bases__, namespace)
+    return built
+
+
+@overload
+def record(cls: type[T], /) -> type[T]: ...
+
+
+@overload
+def record(*, frozen: bool = True, eq: bool = True) -> Callable[[type[T]], type[T]]: ...
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
+def record(cls: type[T] | None = None, /, *, frozen: bool = True, eq: bool = True) -> Any:
+    """Make `cls` a record: `@record`, or `@record(frozen=False)` for one that may change."""
+    if cls is not None:
+        return _build(cls, frozen, eq)
+    return lambda inner: _build(inner, frozen, eq)
+
+
+def replace(obj: T, **changes: Any) -> T:
+    """A copy of a record with some fields changed."""
+    values = {name: getattr(obj, name) for name in obj._fields}  # type: ignore[attr-defined]
+    values.update(changes)
+    return type(obj)(**values)
+
+
+def fields(obj: Any) -> tuple[str, ...]:
+    return obj._fields
