@@ -57,20 +57,6 @@ def _repr(self: Any) -> str:
     return f"{type(self).__name__}({values})"
 
 
-def _values(self: Any) -> tuple[Any, ...]:
-    return tuple(getattr(self, name) for name in self._fields)
-
-
-def _eq(self: Any, other: object) -> bool:
-    if other.__class__ is not self.__class__:
-        return NotImplemented
-    return _values(self) == _values(other)
-
-
-def _hash(self: Any) -> int:
-    return hash(_values(self))
-
-
 def _build(cls: type[T], frozen: bool, eq: bool) -> type[T]:
     inherited: tuple[str, ...] = getattr(cls, "_fields", ())
     annotations = cls.__dict__.get("__annotations__", {})
@@ -115,6 +101,16 @@ def _build(cls: type[T], frozen: bool, eq: bool) -> type[T]:
         "_MISSING": MISSING,
     }
     source = f"def __init__(self, {', '.join(params)}):\n" + ("\n".join(body) or "    pass") + "\n"
+    own_values = "(" + "".join(f"self.{name}, " for name in fields) + ")"
+    other_values = own_values.replace("self.", "other.")
+    # Equality and hash compare field tuples written out, as dataclasses generate them: they are hot.
+    source += (
+        "def __eq__(self, other):\n"
+        "    if other.__class__ is not self.__class__:\n"
+        "        return NotImplemented\n"
+        f"    return {own_values} == {other_values}\n"
+        f"def __hash__(self):\n    return hash({own_values})\n"
+    )
     exec(source, scope)  # noqa: S102 - generated from field names only
     init = scope["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
@@ -123,8 +119,8 @@ def _build(cls: type[T], frozen: bool, eq: bool) -> type[T]:
     )
     namespace.setdefault("__repr__", _repr)
     if eq:
-        namespace.setdefault("__eq__", _eq)
-        namespace["__hash__"] = _hash if frozen else None
+        namespace.setdefault("__eq__", scope["__eq__"])
+        namespace["__hash__"] = scope["__hash__"] if frozen else None
     if frozen:
         namespace.setdefault("__setattr__", _frozen_setattr)
         namespace.setdefault("__delattr__", _frozen_delattr)
