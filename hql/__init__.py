@@ -11,7 +11,7 @@ __all__ = ["HostError", "Outcome", "Session", "Vault", "__version__", "check", "
 def __getattr__(name: str) -> Any:
     # The vault library (and PyYAML) load only when a vault is used.
     if name == "Vault":
-        from hql.vault import Vault
+        from hql.api import vault_class
 
-        return Vault
+        return vault_class()
     raise AttributeError(name)

@@ -10,6 +10,7 @@ A `Session` keeps bindings and imports between programs (the REPL uses one).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -73,20 +74,42 @@ class Outcome:
 
 
 def extension_metadata() -> dict[str, dict[str, Any]]:
+    """What each registered extension contributes to every card's metadata, under its own name."""
     return {
         name: ext.card_metadata for name, ext in registry().extensions.items() if ext.card_metadata
     }
 
 
+@functools.cache
+def vault_class() -> type[Vault]:
+    """`hql.Vault`: the vault library's Vault, whose cards carry every registered extension's metadata."""
+    from hql.vault import Vault as LibraryVault
+
+    contributions = extension_metadata
+
+    class Vault(LibraryVault):
+        @classmethod
+        def open(
+            cls,
+            path: str | Path,
+            *,
+            extension_metadata: Any = None,
+            use_cache: bool = True,
+        ) -> LibraryVault:
+            metadata = contributions() if extension_metadata is None else extension_metadata
+            return super().open(path, extension_metadata=metadata, use_cache=use_cache)
+
+    Vault.__module__, Vault.__qualname__ = "hql", "Vault"
+    return Vault
+
+
 def open_vault(path: str | os.PathLike[str], *, use_cache: bool = True) -> Vault:
     """Load a vault with every registered extension's card metadata; HostError if it cannot be opened."""
-    from hql.vault import Vault, VaultError
+    from hql.vault import VaultError
 
     try:
-        return Vault.open(
-            Path(path) if not isinstance(path, str) else path,
-            extension_metadata=extension_metadata(),
-            use_cache=use_cache,
+        return vault_class().open(
+            Path(path) if not isinstance(path, str) else path, use_cache=use_cache
         )
     except VaultError as error:
         raise HostError(str(error)) from None

@@ -157,3 +157,11 @@ def test_lone_surrogates_are_reported_not_raised() -> None:
         11,
     )
     assert '1 | "\ufffd" + \ufffd' in outcome.render_reports()
+
+
+def test_hql_vault_open_gives_cards_their_extension_metadata() -> None:
+    vault = hql.Vault.open(Path(__file__).parent / "fixtures" / "vault")
+    assert isinstance(vault, hql.Vault) and isinstance(hql.open_vault(vault.root), hql.Vault)
+    oauth = vault.card("oauth")
+    assert oauth is not None and oauth.metadata["lexical"] == {"model": "hql.hashbag.v1", "indexed": True}
+    assert hql.run("[[oauth]].metadata.lexical.model", vault=vault).text() == '"hql.hashbag.v1"'
