@@ -203,6 +203,12 @@ def element_type(t: Type) -> Type | None:
     return None
 
 
+def is_document(t: Type) -> bool:
+    """A Doc or a card (optional or not): what ranking and graph steps take."""
+    t = strip_option(t)
+    return t == DOC or t.name in CARD_FAMILY
+
+
 def strip_option(t: Type) -> Type:
     return t.arg if t.name == "Option" else t
 

@@ -28,7 +28,7 @@ from hql.api import Session
 from hql.checker import field_type, fields_of
 from hql.diagnostics import HqlError
 from hql.registry import registry
-from hql.syntax.tokens import CLOSERS, iter_highlight_tokens, layout
+from hql.syntax.tokens import CLOSERS, Token, iter_highlight_tokens, layout
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 _IMPORT = re.compile(r"(?:^|[\n;])\s*import\s+([A-Za-z0-9_]*)$")
@@ -189,7 +189,7 @@ class HqlCompleter(Completer):
         if current is None and not steps:
             return [Candidate(name, "field") for name in CARD_FIELDS]  # most likely a card
         for index, step in enumerate(steps):
-            if step == "metadata" and (current is None or _is_card_type(current)):
+            if step == "metadata" and (current is None or ty.is_document(current)):
                 keys = self.metadata_keys(tuple(steps[index + 1 :]))
                 return [Candidate(key, "metadata key") for key in sorted(keys)]
             current = field_type(ty.strip_option(current), step) if current is not None else None
@@ -253,8 +253,8 @@ def _inside_string(before: str) -> bool:
     return inside
 
 
-def _enclosing_call(before: str) -> str | None:
-    """The name written before the innermost `(` still open at the cursor."""
+def _open_brackets(before: str) -> tuple[list[Token], list[int]]:
+    """The tokens before the cursor, and the indexes of the brackets still open there."""
     tokens = list(iter_highlight_tokens(before))
     stack: list[int] = []
     for index, token in enumerate(tokens):
@@ -262,6 +262,12 @@ def _enclosing_call(before: str) -> str | None:
             stack.append(index)
         elif token.kind in CLOSERS and token.kind != "GT" and stack:
             stack.pop()
+    return tokens, stack
+
+
+def _enclosing_call(before: str) -> str | None:
+    """The name written before the innermost `(` still open at the cursor."""
+    tokens, stack = _open_brackets(before)
     if not stack:
         return None
     opener = stack[-1]
@@ -275,20 +281,9 @@ def _open_docref(before: str) -> bool:
     return start >= 0 and "]]" not in before[start:]
 
 
-def _is_card_type(kind: ty.Type) -> bool:
-    kind = ty.strip_option(kind)
-    return kind.name in ty.CARD_FAMILY or kind == ty.DOC
-
-
 def _pipeline_before_open_step(before: str) -> str | None:
     """`cards | take(2)` for `cards | take(2) | filter(c => c.`: the input of the open step."""
-    tokens = list(iter_highlight_tokens(before))
-    stack: list[int] = []
-    for index, token in enumerate(tokens):
-        if token.kind in ("LPAR", "LBRACE", "LSQB"):
-            stack.append(index)
-        elif token.kind in CLOSERS and token.kind != "GT" and stack:
-            stack.pop()
+    tokens, stack = _open_brackets(before)
     for opener in reversed(stack):
         before_opener = [i for i in range(opener) if tokens[i].kind != "NEWLINE"][-2:]
         if len(before_opener) < 2:

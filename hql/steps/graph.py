@@ -21,13 +21,9 @@ DIRECTIONS = ("uplinks", "downlinks", "both")
 
 
 def _is_card_like(t: Type) -> bool:
+    """A card, a hit on one, or nothing yet (an empty literal's element type)."""
     t = ty.strip_option(t)
-    return (
-        t.name in ty.CARD_FAMILY
-        or t == ty.DOC
-        or (t.name == "Hit" and _is_card_like(t.arg))
-        or t == ty.NEVER
-    )
+    return ty.is_document(t) or (t.name == "Hit" and _is_card_like(t.arg)) or t == ty.NEVER
 
 
 def _check_cards(call: StepTyping, allow_graph: bool) -> None:

@@ -59,16 +59,11 @@ QUERY = Param("query", "String")
 # --- typing shared by the rankers ---------------------------------------------------
 
 
-def _is_document(t_: Type) -> bool:
-    t_ = ty.strip_option(t_)
-    return t_ == ty.DOC or t_.name in ty.CARD_FAMILY or t_ == ty.NEVER
-
-
 def check_ranker(call: StepTyping) -> Type:
     element = call.element()
     if element.name == "Hit":
         element = element.arg
-    if not _is_document(element):
+    if not (ty.is_document(element) or element == ty.NEVER):
         raise call.error(messages.ranks_documents(call.spec.name, element), call.input_span)
     query = call.value("query")
     if query != ty.STRING:
