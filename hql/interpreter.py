@@ -14,12 +14,12 @@ from hql import messages
 from hql import types as ty
 from hql.checker import Plan
 from hql.diagnostics import HqlError, Report, evaluation, warning
-from hql.printing import values_equal
+from hql.printing import as_data, to_json, values_equal
 from hql.registry import StepSpec
 from hql.source import Span
 from hql.syntax import tree as t
 from hql.types import Type
-from hql.values import ABSENT, UNIT, Card, Data, Edge, ListValue, SetValue
+from hql.values import ABSENT, UNIT, Card, Data, Edge, Hit, ListValue, MapValue, Ranking, SetValue
 
 if TYPE_CHECKING:
     from hql.vault import Vault
@@ -246,8 +246,6 @@ _DISPATCH: dict[type, Callable[[Interpreter, Any], Any]] = {
 
 
 def distinct(values: Any) -> tuple[Any, ...]:
-    from hql.printing import as_data
-
     seen: set[Any] = set()
     kept = []
     for value in values:
@@ -260,8 +258,6 @@ def distinct(values: Any) -> tuple[Any, ...]:
 
 def to_tree(value: Any) -> Any:
     """A value converted to Data (its JSON projection, for the kinds Data can hold)."""
-    from hql.printing import to_json
-
     if isinstance(value, Data):
         return value.tree
     return to_json(value)
@@ -282,8 +278,6 @@ def get_field(receiver: Any, name: str) -> Any:
         return getattr(receiver, name)
     if isinstance(receiver, Edge):
         return Data(receiver.data) if name == "data" else getattr(receiver, name)
-    from hql.values import Hit, MapValue, Ranking
-
     if isinstance(receiver, Hit):
         if name == "retrieval":
             return Data(receiver.retrieval.as_tree())
