@@ -101,14 +101,27 @@ def render_text(text: str, run: Callable[[str], Outcome]) -> Rendered:
     return Rendered("\n".join(out), blocks, failed)
 
 
-def render_file(path: str, session_for: Callable[[], Session]) -> Rendered:
-    text = _read(path)
-    vault_session = session_for()
+def render_document(text: str, path: str, session: Session) -> Rendered:
+    """Render a document's text; each block runs as its own program against the session's vault."""
 
     def run(program: str) -> Outcome:
-        return Session(vault_session.vault, vault_session.mode).run(program, path)
+        return Session(session.vault, session.mode).run(program, path)
 
     return render_text(text, run)
+
+
+def carries_blocks(text: str) -> bool:
+    return any(
+        (match := FENCE.match(line)) is not None and match.group(3).strip() in QUERY_INFOS
+        for line in text.split("\n")
+    )
+
+
+def _save(path: str, text: str) -> None:
+    try:
+        write_atomically(path, text)
+    except OSError as error:
+        raise HostError(messages.cannot_write(path, error)) from None
 
 
 def _read(path: str) -> str:
@@ -147,13 +160,11 @@ def render_command(
     if not args.file:
         raise HostError(messages.render_needs_file())
     session = session_for(args)
-    rendered = render_file(args.file, lambda: session)
+    text = _read(args.file)
+    rendered = render_document(text, args.file, session)
     if args.write and args.file != "-":
-        if rendered.text != _read(args.file):
-            try:
-                write_atomically(args.file, rendered.text)
-            except OSError as error:
-                raise HostError(messages.cannot_write(args.file, error)) from None
+        if rendered.text != text:
+            _save(args.file, rendered.text)
         print(f"{args.file}: {messages.plural(rendered.blocks, 'block')} rendered")
     else:
         sys.stdout.write(rendered.text)
@@ -172,16 +183,13 @@ def _render_all(
             text = Path(card.path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        if not any(
-            FENCE.match(line) and FENCE.match(line).group(3).strip() in QUERY_INFOS  # type: ignore[union-attr]
-            for line in text.split("\n")
-        ):
+        if not carries_blocks(text):
             continue
-        rendered = render_file(card.path, lambda: session)
+        rendered = render_document(text, card.path, session)
         failed += rendered.failed
         changed = rendered.text != text
         if args.write and changed:
-            write_atomically(card.path, rendered.text)
+            _save(card.path, rendered.text)
         state = messages.render_state(changed, args.write)
         print(f"{card.path}: {messages.plural(rendered.blocks, 'block')} rendered{state}")
     return 1 if failed else 0

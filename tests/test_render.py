@@ -1,0 +1,86 @@
+"""`hql render`: idempotent answers, atomic writes, --all, and failures reported, not raised."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import hql
+from hql.api import HostError, Session
+from hql.render import render_command, write_atomically
+
+SAMPLE = Path(__file__).resolve().parents[1] / "vaults" / "web-auth"
+DOCUMENT = "# Notes\n\n```hql\ncards | count\n```\n\n```python\nprint(1)\n```\n\n```hql\n1 +\n```\n"
+
+
+def _args(**values: object) -> argparse.Namespace:
+    defaults = {"file": None, "write": False, "all": False, "vault": None, "report": None}
+    return argparse.Namespace(**{**defaults, **values})
+
+
+def _session(vault: Path) -> object:
+    return lambda args: Session(hql.open_vault(vault, use_cache=False))
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    shutil.copytree(SAMPLE, root)
+    (root / "notes.md").write_text(DOCUMENT, encoding="utf-8")
+    return root
+
+
+def test_write_renders_once_and_a_second_render_changes_nothing(vault: Path, capsys) -> None:
+    notes = vault / "notes.md"
+    code = render_command(_args(file=str(notes), write=True), _session(vault))
+    first = notes.read_text(encoding="utf-8")
+    assert code == 1  # one block fails
+    assert "```hql#result\n19\n```" in first and "failure: expected an expression" in first
+    assert "```python\nprint(1)\n```" in first
+    render_command(_args(file=str(notes), write=True), _session(vault))
+    assert notes.read_text(encoding="utf-8") == first
+    assert capsys.readouterr().out.endswith(f"{notes}: 2 blocks rendered\n")
+
+
+def test_all_reports_each_document_and_writes_only_with_write(vault: Path, capsys) -> None:
+    render_command(_args(all=True, vault=str(vault)), _session(vault))
+    out = capsys.readouterr().out
+    assert "notes.md: 2 blocks rendered (would change; add --write)" in out
+    # notes.md is a card too, so the sample's `cards | count` block is now out of date
+    assert "queries.md: 7 blocks rendered (would change; add --write)" in out
+    assert (vault / "notes.md").read_text(encoding="utf-8") == DOCUMENT
+    render_command(_args(all=True, write=True, vault=str(vault)), _session(vault))
+    assert "```hql#result" in (vault / "notes.md").read_text(encoding="utf-8")
+    capsys.readouterr()
+    render_command(_args(all=True, vault=str(vault)), _session(vault))
+    again = capsys.readouterr().out
+    assert again.count("(up to date)") == 2 and "would change" not in again
+
+
+def test_a_failed_write_is_a_host_error_and_the_document_is_intact(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(source: str, target: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    notes = vault / "notes.md"
+    with pytest.raises(HostError, match="cannot write .*: Permission denied"):
+        render_command(_args(file=str(notes), write=True), _session(vault))
+    with pytest.raises(HostError, match="cannot write"):
+        render_command(_args(all=True, write=True, vault=str(vault)), _session(vault))
+    assert notes.read_text(encoding="utf-8") == DOCUMENT
+    assert [p.name for p in vault.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_atomic_write_keeps_the_file_mode(tmp_path: Path) -> None:
+    target = tmp_path / "doc.md"
+    target.write_text("old", encoding="utf-8")
+    target.chmod(0o640)
+    write_atomically(str(target), "new")
+    assert target.read_text(encoding="utf-8") == "new"
+    assert target.stat().st_mode & 0o777 == 0o640
