@@ -8,6 +8,7 @@ Exit codes: 0 success (warnings allowed), 1 a language or host failure, 2 a usag
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
@@ -187,6 +188,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"hql: {messages.interrupted()}", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        return 1
+    except Exception as error:  # a defect in HQL, not a user mistake: say so, briefly
+        if os.environ.get("HQL_DEBUG"):
+            raise
+        print(f"hql: {messages.internal_error(error)}", file=sys.stderr)
         return 1
 
 

@@ -859,6 +859,13 @@ def index_interrupted() -> str:
 # --- cli, render, repl -------------------------------------------------------
 
 
+def internal_error(error: BaseException) -> str:
+    return (
+        f"internal error ({type(error).__name__}: {error}); this is a defect in HQL: please report it "
+        "with the command that caused it (HQL_DEBUG=1 shows the traceback)"
+    )
+
+
 def no_config_file() -> str:
     return "no hql.toml, so the defaults (`hql init` writes a starter one)"
 

@@ -239,3 +239,24 @@ def test_check_in_json_gives_the_type_and_no_value() -> None:
     code, out, _ = hql("--format", "json", "check", "-", stdin="[1] | count")
     assert code == 0
     assert json.loads(out) == {"origin": "<stdin>", "type": "Int", "value": None, "reports": []}
+
+
+def test_a_defect_is_reported_in_one_line_and_debug_shows_the_traceback(
+    monkeypatch, capsys
+) -> None:
+    import hql.cli as cli
+
+    def broken(args):  # type: ignore[no-untyped-def]
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setitem(cli.COMMANDS, "builtins", broken)
+    monkeypatch.delenv("HQL_DEBUG", raising=False)
+    assert cli.main(["builtins"]) == 1
+    err = capsys.readouterr().err
+    assert (
+        err.startswith("hql: internal error (ZeroDivisionError: division by zero)")
+        and "Traceback" not in err
+    )
+    monkeypatch.setenv("HQL_DEBUG", "1")
+    with pytest.raises(ZeroDivisionError):
+        cli.main(["builtins"])
