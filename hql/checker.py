@@ -471,11 +471,9 @@ class Checker:
 
     def pipe(self, expr: t.Pipe) -> Type:
         input_type = self.expression(expr.input)
-        if input_type == ty.PRESENTATION:
-            spec = self.resolve_step(expr.stage)
-            if spec.extension != "present":
-                raise HqlError(type_error(messages.presentation_is_final(), expr.input.span))
         spec = self.resolve_step(expr.stage)
+        if input_type == ty.PRESENTATION and spec.extension != "present":
+            raise HqlError(type_error(messages.presentation_is_final(), expr.input.span))
         self.plan.steps[expr] = spec
         return self.apply_step(
             spec, expr, input_type, expr.input.span, expr.stage.args or (), expr.stage.span
