@@ -99,7 +99,7 @@ def numeric_overflow() -> str:
 
 
 def unknown_name(name: str, suggestion: str | None) -> str:
-    return f"unknown name `{name}`" + _maybe(suggestion)
+    return f"`{name}` is not bound" + _maybe(suggestion)
 
 
 def unknown_type(name: str) -> str:

@@ -139,7 +139,7 @@ def test_session_reset() -> None:
     session = hql.Session()
     session.run("x = 1")
     session.reset()
-    assert [r.message for r in session.run("x").reports] == ["unknown name `x`"]
+    assert [r.message for r in session.run("x").reports] == ["`x` is not bound"]
 
 
 def test_session_mode() -> None:

@@ -97,9 +97,9 @@ def test_the_program_type_is_the_last_statement() -> None:
 @pytest.mark.parametrize(
     ("text", "stage", "message", "span"),
     [
-        ("nosuch", "name", "unknown name `nosuch`", (0, 6)),
-        ("tabel", "name", "unknown name `tabel`; did you mean `table`?", (0, 5)),
-        ("x = 1\ny", "name", "unknown name `y`; did you mean `x`?", (6, 7)),
+        ("nosuch", "name", "`nosuch` is not bound", (0, 6)),
+        ("tabel", "name", "`tabel` is not bound; did you mean `table`?", (0, 5)),
+        ("x = 1\ny", "name", "`y` is not bound; did you mean `x`?", (6, 7)),
         ("cards", "name", "`cards` needs a vault: pass --vault <directory>", (0, 5)),
         (
             "cards = 1",
@@ -130,7 +130,7 @@ def test_the_program_type_is_the_last_statement() -> None:
         ),
         ("frob(1)", "name", "`frob` is not a function", (0, 4)),
         ("x = 1\nx(2)", "type", "only functions and steps can be called", (6, 7)),
-        ("[1] | map(x => y)", "name", "unknown name `y`; did you mean `x`?", (15, 16)),
+        ("[1] | map(x => y)", "name", "`y` is not bound; did you mean `x`?", (15, 16)),
     ],
 )
 def test_name_and_binding_errors(
@@ -451,13 +451,13 @@ def test_a_declared_type_can_annotate() -> None:
 
 def test_strict_stops_at_the_first_error() -> None:
     outcome = hql.run("a = nosuchthing\nb = a + 1")
-    assert [r.message for r in outcome.reports] == ["unknown name `nosuchthing`"]
+    assert [r.message for r in outcome.reports] == ["`nosuchthing` is not bound"]
 
 
 def test_collect_binds_a_failed_binding_as_data() -> None:
     outcome = hql.run("a = nosuchthing\nb = a + 1", mode="collect")
     assert [(r.message, r.span.start) for r in outcome.reports] == [
-        ("unknown name `nosuchthing`", 4),
+        ("`nosuchthing` is not bound", 4),
         ("addition requires two Int or two Float operands", 20),
     ]
     assert outcome.value is None and outcome.failed

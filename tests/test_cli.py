@@ -210,7 +210,7 @@ def test_plain_repl_meta_commands_in_process() -> None:
     lines = io.StringIO("x = 1\n:vault\n:reset\nx\n:type [1]\n:q\n")
     assert run_lines(hql.Session(), lines, out, err, interactive=False) == 0
     assert out.getvalue() == "()\nvault: none\nbindings and imports forgotten\nList<Int>\n"
-    assert err.getvalue().startswith("name error: unknown name `x`\n --> <stdin>:1:1")
+    assert err.getvalue().startswith("name error: `x` is not bound\n --> <stdin>:1:1")
 
 
 def test_plain_repl_prompts_when_interactive() -> None:

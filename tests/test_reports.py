@@ -114,7 +114,7 @@ def test_several_reports_end_with_a_summary_line() -> None:
     outcome = hql.run("a = nosuchthing\nb = a + 1", mode="collect")
     assert outcome.render_reports() == "\n".join(
         [
-            "name error: unknown name `nosuchthing`",
+            "name error: `nosuchthing` is not bound",
             " --> <expression>:1:5",
             "  |",
             "1 | a = nosuchthing",
