@@ -78,6 +78,13 @@ def _config_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _check_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", nargs="?", help="the program file (or - for stdin)")
+    parser.add_argument(
+        "-e", "--expression", metavar="PROGRAM", help="check this program instead of a file"
+    )
+
+
 def _one(name: str, **options: Any) -> Callable[[argparse.ArgumentParser], None]:
     """Arguments of a subcommand that takes one positional."""
 
@@ -89,8 +96,14 @@ def _one(name: str, **options: Any) -> Callable[[argparse.ArgumentParser], None]
 
 SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "eval": ("evaluate a program given as an argument", _eval_arguments),
-    "check": ("check a program from a file (or - for stdin) and print its type", _one("file")),
-    "run": ("run a program from a file (or - for stdin)", _one("file")),
+    "check": (
+        "check a program from a file (or - for stdin, or -e PROGRAM) and print its type",
+        _check_arguments,
+    ),
+    "run": (
+        "run a program from a file (or - for stdin)",
+        _one("file", help="the program file (or - for stdin)"),
+    ),
     "explain": (
         "show the checked plan, the analysed questions and why each hit scored",
         _one("program"),
@@ -173,6 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    if args.command == "check" and (args.file is None) == (args.expression is None):
+        parser.error(messages.check_usage())
     try:
         handler = COMMANDS.get(args.command)
         if handler is None:
@@ -207,7 +222,7 @@ def session_for(args: argparse.Namespace) -> Session:
     return Session(vault, args.report)
 
 
-def read_program(path: str) -> tuple[str, str]:
+def read_program(path: str, command: str = "run") -> tuple[str, str]:
     """(text, origin) of a program file, or of stdin for `-`."""
     if path == "-":
         try:  # strictly, as a file is read: undecodable bytes are the reader's problem, not a lexer's
@@ -217,6 +232,8 @@ def read_program(path: str) -> tuple[str, str]:
     try:
         with open(path, encoding="utf-8") as handle:
             return handle.read(), path
+    except FileNotFoundError:
+        raise HostError(messages.program_file_missing(path, command)) from None
     except (OSError, UnicodeDecodeError) as error:
         raise HostError(messages.cannot_read(path, error)) from None
 
@@ -258,7 +275,10 @@ def run_command(args: argparse.Namespace) -> int:
 
 @command("check")
 def check_command(args: argparse.Namespace) -> int:
-    text, origin = read_program(args.file)
+    if args.expression is not None:
+        text, origin = args.expression, "<expression>"
+    else:
+        text, origin = read_program(args.file, "check")
     return emit(session_for(args).run(text, origin, evaluate=False), args)
 
 

@@ -889,8 +889,29 @@ def interrupted() -> str:
 
 
 def cannot_read(path: str, error: Exception) -> str:
+    if isinstance(error, UnicodeDecodeError):
+        return not_utf8(path, error.object[error.start : error.start + 1], error.start)
     reason = getattr(error, "strerror", None) or str(error)
     return f"{path}: {reason}"
+
+
+def not_utf8(path: str, byte: bytes, offset: int) -> str:
+    return (
+        f"{path}: not UTF-8 text (byte 0x{byte.hex()} at offset {offset}); "
+        "HQL reads programs and documents as UTF-8"
+    )
+
+
+def program_file_missing(path: str, command: str) -> str:
+    instead = "hql check -e '…'" if command == "check" else "hql eval '…'"
+    return (
+        f"{path}: no such file; `{command}` reads a program from a file (or - for stdin): "
+        f"for a program written on the command line, write `{instead}`"
+    )
+
+
+def check_usage() -> str:
+    return "check takes a program file, - for stdin, or -e PROGRAM (one of them)"
 
 
 def repl_banner(version: str) -> str:

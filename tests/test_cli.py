@@ -232,7 +232,46 @@ def test_undecodable_stdin_is_a_host_error() -> None:
         timeout=60,
     )
     assert done.returncode == 1 and done.stdout == b""
-    assert done.stderr.decode().startswith("hql: <stdin>: 'utf-8' codec can't decode byte 0xff")
+    assert done.stderr.decode() == (
+        "hql: <stdin>: not UTF-8 text (byte 0xff at offset 0); HQL reads programs and documents as UTF-8\n"
+    )
+
+
+def test_a_file_that_is_not_utf8_is_named_and_said_to_be_not_utf8(tmp_path: Path) -> None:
+    program = tmp_path / "latin1.hql"
+    program.write_bytes("1 + 1 // caf\u00e9".encode("latin-1"))
+    for command in ("run", "check"):
+        code, out, err = hql(command, str(program))
+        assert (code, out) == (1, "")
+        assert (
+            err
+            == f"hql: {program}: not UTF-8 text (byte 0xe9 at offset 12); HQL reads programs and documents as UTF-8\n"
+        )
+    document = tmp_path / "notes.md"
+    document.write_bytes(b"# Notes\n\xff\n")
+    code, _, err = hql("render", str(document))
+    assert code == 1 and err.startswith(f"hql: {document}: not UTF-8 text (byte 0xff at offset 8)")
+
+
+def test_check_takes_a_file_or_an_expression_with_e() -> None:
+    assert hql("--vault", str(VAULT), "check", "-e", "cards | take(3)")[:2] == (0, "List<Card>\n")
+    assert hql("check", "-e", "-1") == (0, "Int\n", "")
+    code, out, err = hql("check", "cards | take(3)")
+    assert (code, out) == (1, "")
+    assert err == (
+        "hql: cards | take(3): no such file; `check` reads a program from a file (or - for stdin): "
+        "for a program written on the command line, write `hql check -e '…'`\n"
+    )
+    code, _, err = hql("run", "cards | count")
+    assert code == 1 and "write `hql eval '…'`" in err
+    for args in (("check",), ("check", "-", "-e", "1")):
+        code, out, err = hql(*args)
+        assert (
+            code == 2
+            and out == ""
+            and "check takes a program file, - for stdin, or -e PROGRAM" in err
+        )
+    assert "-e PROGRAM" in hql("check", "--help")[1]
 
 
 def test_check_in_json_gives_the_type_and_no_value() -> None:
