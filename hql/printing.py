@@ -239,15 +239,36 @@ def _shortest_digits(value: float) -> tuple[str, int]:
 # --- tables ------------------------------------------------------------------
 
 
-def layout(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Header, a rule of `-` per column, rows; cells padded, joined by two spaces, right-trimmed."""
-    widths = [len(name) for name in header]
+def display_width(text: str) -> int:
+    """Terminal cells `text` takes: wide and fullwidth characters (CJK) two, combining marks none."""
+    import unicodedata
+
+    if text.isascii():
+        return len(text)
+    width = 0
+    for char in text:
+        if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
+            continue
+        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+    return width
+
+
+def layout(header: Sequence[str], rows: Sequence[Sequence[str]], *, cells: bool = False) -> str:
+    """Header, a rule of `-` per column, rows; cells padded, joined by two spaces, right-trimmed.
+
+    Widths count characters, as the original's table presenter does (so rendered tables match
+    it byte for byte); with `cells`, they count terminal cells, for output read on a screen.
+    """
+    measure = display_width if cells else len
+    widths = [measure(name) for name in header]
     for row in rows:
         for index, cell in enumerate(row):
-            widths[index] = max(widths[index], len(cell))
+            widths[index] = max(widths[index], measure(cell))
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(cells)).rstrip()
+        return "  ".join(
+            cell + " " * (widths[i] - measure(cell)) for i, cell in enumerate(cells)
+        ).rstrip()
 
     return "\n".join(
         [line(header), line(["-" * width for width in widths]), *(line(row) for row in rows)]

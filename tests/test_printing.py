@@ -6,6 +6,7 @@ A `String` value prints raw and a Data string leaf prints quoted; floats keep a 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -301,3 +302,40 @@ def test_ordering_keys(vault: Vault) -> None:
     assert compare_values(vault.card("oauth"), vault.card("bearer-tokens")) > 0  # by name
     assert compare_values(True, False) == 0  # no key: equal, so sorting stays stable
     assert compare_values(Data({"a": 1}), 1) == 0
+
+
+def test_display_width_counts_terminal_cells() -> None:
+    from hql.printing import display_width
+
+    assert display_width("oauth") == 5
+    assert display_width("東京") == 4  # wide characters take two cells
+    assert display_width("ｔｏｋｅｎ") == 10  # fullwidth forms too
+    assert display_width("cafe\u0301") == 4  # a combining accent takes none
+    assert display_width("Ünïcödé") == 7
+
+
+def test_tables_pad_by_characters_and_explain_by_cells(tmp_path: Path) -> None:
+    # The table presenter counts characters, as the original does, so rendered tables match it.
+    assert layout(["card"], [["東京"], ["osaka"]]).split("\n")[2:] == ["東京", "osaka"]
+    assert layout(["card", "n"], [["東京", "1"], ["osaka", "2"]]).split("\n")[2] == "東京     1"
+    assert layout(["card", "n"], [["東京", "1"], ["osaka", "2"]], cells=True).split("\n")[2] == (
+        "東京   1"
+    )
+    # explain is read on a screen: its columns line up in cells whatever the script.
+    (tmp_path / "東京.md").write_text("# 東京\n\nbearer token\n", encoding="utf-8")
+    (tmp_path / "osaka.md").write_text("# Osaka\n\nbearer bearer token\n", encoding="utf-8")
+    (tmp_path / "大阪府.md").write_text("# 大阪府\n\ntoken\n", encoding="utf-8")
+    from hql.api import Session, open_vault
+    from hql.explain import explain
+    from hql.printing import display_width
+
+    text, _, failed = explain(
+        Session(open_vault(tmp_path)), 'import lexical\ncards | lexical("bearer token")', "<t>"
+    )
+    assert not failed
+    lines = text.split("\n")
+    start = lines.index(next(line for line in lines if line.lstrip().startswith("rank")))
+    rows = lines[start : start + 5]
+    assert [row.split()[1] for row in rows[2:]] == ["osaka", "東京", "大阪府"]
+    score_columns = {display_width(row[: list(re.finditer(r"\S+", row))[2].start()]) for row in rows}
+    assert len(score_columns) == 1, rows  # every score starts in the same cell
