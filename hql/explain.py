@@ -76,7 +76,8 @@ def explain(session: Session, text: str, origin: str) -> tuple[str, str, bool]:
         for record in interpreter.records
     ]
     lines += [
-        "  " + line for line in layout(["stage", "input", "output", "time"], rows, cells=True).split("\n")
+        "  " + line
+        for line in layout(["stage", "input", "output", "time"], rows, cells=True).split("\n")
     ]
     lines.append(f"  total {total * 1000:.2f} ms; result {plan.result}")
     shown: list[Retrieval] = []
@@ -137,7 +138,10 @@ def describe_ranking(ranking: Ranking, heading: str | None = None) -> list[str]:
     rows = []
     for rank, hit in enumerate(ranking.hits, start=1):
         rows.append([str(rank), hit.card.name, format_score(hit.score), _why(hit.detail)])
-    lines += ["  " + line for line in layout(["rank", "card", "score", "why"], rows, cells=True).split("\n")]
+    lines += [
+        "  " + line
+        for line in layout(["rank", "card", "score", "why"], rows, cells=True).split("\n")
+    ]
     return lines
 
 
