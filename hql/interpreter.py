@@ -76,12 +76,23 @@ class Interpreter:
         self.names: dict[str, Any] = names if names is not None else {}
         self.reports: list[Report] = []
         self._warned: set[tuple[str, Span]] = set()
+        self._tallies: dict[tuple[str, Span], tuple[int, int]] = {}  # -> (report index, count)
         self.locals: list[dict[str, Any]] = []
 
     def warn(self, message: str, span: Span) -> None:
         if (message, span) not in self._warned:
             self._warned.add((message, span))
             self.reports.append(warning(message, span))
+
+    def warn_counted(self, key: str, span: Span, message: Callable[[int], str]) -> None:
+        """One warning per (key, span) for the whole run, its message counting the occurrences."""
+        index, count = self._tallies.get((key, span), (len(self.reports), 0))
+        report = warning(message(count + 1), span)
+        if count == 0:
+            self.reports.append(report)
+        else:
+            self.reports[index] = report
+        self._tallies[(key, span)] = (index, count + 1)
 
     def run(self) -> Any:
         result: Any = UNIT

@@ -1035,3 +1035,27 @@ def too_deep_to_check() -> str:
 
 def too_deep_to_run() -> str:
     return "the program nests too deeply to run"
+
+
+# --- the everyday library: strings, collections, conversions ----------------
+
+
+def works_on(step: str, wanted: str, found: object, collection: bool = False) -> str:
+    hint = f"; for each element write `map(x => {step}(x))`" if collection else ""
+    return f"`{step}` works on {wanted}, not {found}{hint}"
+
+
+def data_wrong_kind(step: str, wanted: str, count: int) -> str:
+    return f"`{step}` works on {wanted}; {plural(count, 'value')} here held something else and gave none"
+
+
+def data_left_out(step: str, wanted: str, count: int) -> str:
+    return f"`{step}` works on {wanted}: {plural(count, 'element')} holding something else left out"
+
+
+def bad_pattern(reason: str) -> str:
+    return f"this is not a valid RE2 pattern: {reason}"
+
+
+def length_of_collection() -> str:
+    return "`length` counts the characters of a String; for a collection write `size`"

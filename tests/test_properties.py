@@ -133,6 +133,31 @@ FRAGMENTS = [
     "direction",
 ]
 
+# The everyday library (everyday.md sections 2 and 3): every step and function appears here.
+LIBRARY = [
+    'cards | map(c => c.title | lower) | filter(t => t | contains("token"))',
+    'upper("owl") | trim | length',
+    '"a,b" | split(",") | map(s => s | starts_with("a"))',
+    'ends_with("x.md", ".md")',
+    'replace("a-b", "-", " ")',
+    '"OAuth" | matches("(?i)^oa(u)+th$")',
+    '[[oauth]].metadata.status | lower',
+]
+CORPUS += LIBRARY
+FRAGMENTS += [
+    "lower",
+    "upper",
+    "trim",
+    "length",
+    "starts_with",
+    "ends_with",
+    "split",
+    "replace",
+    "matches",
+    '"(a+)+$"',
+    '"("',
+]
+
 programs_from_fragments = st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=14).map(
     " ".join
 )
@@ -202,3 +227,18 @@ def test_the_corpus_is_valid() -> None:
             text,
             outcome.reports,
         )
+
+
+LIBRARY_MODULES = ("hql.steps.strings", "hql.steps.collections", "hql.steps.conversions")
+
+
+def test_the_corpus_uses_every_step_and_function_of_the_library() -> None:
+    from hql.registry import registry
+
+    reg = registry()
+    specs = [*reg.steps(), *reg.functions.values()]
+    names = {spec.name for spec in specs if spec.check.__module__ in LIBRARY_MODULES}
+    assert {"lower", "matches"} <= names
+    text = "\n".join(CORPUS)
+    missing = sorted(name for name in names if name not in text)
+    assert missing == []

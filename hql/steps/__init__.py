@@ -1,3 +1,6 @@
-"""The shipped extensions. Importing this package registers every step."""
+"""The shipped extensions. Importing this package registers every step.
 
-from hql.steps import core, functions, graph, pictures, present, retrieval  # noqa: F401
+`strings` (and the other modules of everyday steps) add to `core`, which `core` creates.
+"""
+
+from hql.steps import core, functions, graph, pictures, present, retrieval, strings  # noqa: F401

@@ -11,6 +11,7 @@ from hql.checker import StepTyping
 from hql.interpreter import StepCall, distinct
 from hql.printing import compare_first, compare_values, values_equal
 from hql.registry import REGISTRY, Param, StepSpec
+from hql.steps.scalars import check_substring, run_substring
 from hql.types import Type
 from hql.values import ABSENT, Card, ListValue, Ordering, Ranking, SetValue, elements
 from hql.version import __version__
@@ -78,11 +79,15 @@ def run_size(call: StepCall) -> int:
 
 
 def check_contains(call: StepTyping) -> Type:
+    if call.input == ty.STRING:  # a substring; an Option<String> stays a collection of 0 or 1
+        return check_substring(call)
     _check_value_against_elements(call, "value")
     return ty.BOOL
 
 
 def run_contains(call: StepCall) -> bool:
+    if call.input_type == ty.STRING:
+        return run_substring(call)
     return any(values_equal(item, call.args["value"]) for item in _items(call.input))
 
 
@@ -301,8 +306,8 @@ for spec in (
         "contains",
         "core",
         (Param("value", "T", named=False),),
-        "Collection<T> | contains(value: T) -> Bool",
-        "whether a value occurs",
+        "Collection<T> | contains(value: T) -> Bool; String | contains(value: String) -> Bool",
+        "whether a value occurs; on a String, whether the text occurs in it",
         "[1, 2] | contains(2)",
         check_contains,
         run_contains,
