@@ -146,8 +146,11 @@ def initial_scope(vault: Vault | None) -> Scope:
 class Session:
     """Bindings, imports and declarations that persist from one program to the next."""
 
-    def __init__(self, vault: Vault | None = None, mode: str | None = None) -> None:
+    def __init__(
+        self, vault: Vault | None = None, mode: str | None = None, *, optimize: bool = True
+    ) -> None:
         self.vault = vault
+        self.optimize = optimize  # run the planner's rewrites (off only to compare answers)
         self.mode, self.mode_origin = resolve_mode(mode, vault)
         self.scope = initial_scope(vault)
         self.values: dict[str, Any] = {}
@@ -177,6 +180,10 @@ class Session:
         outcome.reports.extend(reports)
         if not outcome.failed:  # a program that failed to check has no type (not `Unit`)
             outcome.type = plan.result
+            if self.optimize:
+                from hql.planner import optimize
+
+                plan = optimize(plan)
         return outcome, plan, scope
 
     def run(self, text: str, origin: str = "<expression>", *, evaluate: bool = True) -> Outcome:

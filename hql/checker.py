@@ -39,6 +39,9 @@ class Plan:
     result: Type = ty.UNIT
     imports: list[str] = field(default_factory=list)
     declared: dict[str, Type] = field(default_factory=dict)
+    # Filled by the planner: what each step may absorb (`{"limit": 10}`), and the rules that fired.
+    hints: dict[t.Node, dict[str, Any]] = field(default_factory=dict)
+    rewrites: list[str] = field(default_factory=list)
 
 
 @record(frozen=False)

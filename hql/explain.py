@@ -80,6 +80,8 @@ def explain(session: Session, text: str, origin: str) -> tuple[str, str, bool]:
         for line in layout(["stage", "input", "output", "time"], rows, cells=True).split("\n")
     ]
     lines.append(f"  total {total * 1000:.2f} ms; result {plan.result}")
+    if plan.rewrites:
+        lines += ["", "rewrites", *("  " + rewrite for rewrite in plan.rewrites)]
     shown: list[Retrieval] = []
     for record in interpreter.records:  # each retrieval once, where it was made (take keeps it)
         if isinstance(record.value, Ranking) and not any(

@@ -54,6 +54,11 @@ class StepCall:
     def vault(self) -> Vault | None:
         return self.interpreter.vault
 
+    @property
+    def limit(self) -> int | None:
+        """How many leading elements of this step's result are used (set by the planner)."""
+        return self.interpreter.plan.hints.get(self.node, {}).get("limit")
+
     def arg(self, name: str, default: Any = None) -> Any:
         return self.args.get(name, default)
 

@@ -53,6 +53,9 @@ class StepSpec:
     pure: bool = True
     direct: bool = False  # may also be called as `name(input, …)`
     variadic: bool = False  # takes any number of positional values (`fuse`)
+    # What the planner may push into this step (hql/planner.py), e.g. ("limit",): the step
+    # then reads `StepCall.limit` and may return only its first `limit` elements.
+    absorbs: tuple[str, ...] = ()
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)

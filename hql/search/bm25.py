@@ -375,6 +375,8 @@ class Bm25Index(Generic[CardT]):
         self._card_of_slot = card_of_slot
         self._postings = postings
         self._keys: list[str] = []
+        self._position: dict[int, int] | None = None  # id(card) -> its index in `cards`
+        self._slots_by_card: npt.NDArray[np.int64] | None = None
         names = [cards[index].name for index in card_of_slot.tolist()]
         self._name_rank = np.empty(len(names), dtype=np.int64)
         self._name_rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
@@ -464,13 +466,20 @@ class Bm25Index(Generic[CardT]):
         twin = copy.copy(self)
         twin.cards = list(cards)
         twin.warnings, twin.analysed = [], 0
+        twin._position = None
         return twin
 
     def analysis(self, query: str) -> Analysis:
         return self.analyzer.analyze(query)
 
-    def search(self, query: str, limit: int | None = None) -> list[Bm25Hit[CardT]]:
-        """Cards sharing a term with the query, best first, ties by card name."""
+    def search(
+        self, query: str, limit: int | None = None, among: Sequence[CardT] | None = None
+    ) -> list[Bm25Hit[CardT]]:
+        """Cards sharing a term with the query, best first, ties by card name.
+
+        `limit` keeps the best `limit` (selected, not sorted in full); `among` ranks only
+        those of the index's cards (the whole index when None).
+        """
         term_ids = self._query_terms(query)
         if not term_ids or not self.cards or (limit is not None and limit <= 0):
             return []
@@ -482,6 +491,8 @@ class Bm25Index(Generic[CardT]):
                 scores[slots[start:end]] += impact[start:end]
             else:
                 scores[slots[start:end]] += np.float32(weight) * impact[start:end]
+        if among is not None:
+            scores[~self._slot_mask(among)] = 0.0
         found = np.flatnonzero(scores)
         if limit is not None and len(found) > limit:
             found = _best_with_ties(found, scores, limit)
@@ -495,6 +506,31 @@ class Bm25Index(Generic[CardT]):
                 card_of_slot, scores[ranked].tolist(), ranked.tolist(), strict=True
             )
         ]
+
+    def _slot_mask(self, among: Sequence[CardT]) -> npt.NDArray[np.bool_]:
+        """True at the slot of each given card (by identity, else by equality)."""
+        if self._position is None:
+            self._position = {id(card): index for index, card in enumerate(self.cards)}
+        positions, by_value = self._position, None
+        chosen: list[int] = []
+        for card in among:
+            index = positions.get(id(card))
+            if index is None:
+                if by_value is None:
+                    by_value = {card: index for index, card in enumerate(self.cards)}
+                index = by_value.get(card)
+            if index is not None:
+                chosen.append(index)
+        mask = np.zeros(len(self.cards), dtype=bool)
+        mask[self._slot_of_card()[np.asarray(chosen, dtype=np.int64)]] = True
+        return mask
+
+    def _slot_of_card(self) -> npt.NDArray[np.int64]:
+        if self._slots_by_card is None:
+            inverse = np.empty(len(self._card_of_slot), dtype=np.int64)
+            inverse[self._card_of_slot] = np.arange(len(self._card_of_slot))
+            self._slots_by_card = inverse
+        return self._slots_by_card
 
     def score_bound(self, query: str) -> float:
         """The score no card can reach: the sum of the idf of the query's terms.

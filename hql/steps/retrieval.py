@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hql import messages
@@ -23,7 +23,17 @@ from hql.record import replace
 from hql.registry import REGISTRY, FunctionSpec, Param, StepSpec
 from hql.syntax import tree as t
 from hql.types import Type
-from hql.values import ABSENT, Card, Data, Hit, Ranking, Retrieval, elements
+from hql.values import (
+    ABSENT,
+    Card,
+    Data,
+    Hit,
+    ListValue,
+    Ranking,
+    Retrieval,
+    SetValue,
+    elements,
+)
 from hql.version import __version__
 
 if TYPE_CHECKING:
@@ -86,10 +96,14 @@ def _name_error(message: str, span: Any) -> Any:
     return name_error(message, span)
 
 
-def _cards(value: Any) -> list[Card]:
+def _cards(value: Any) -> Sequence[Card]:
     if value is ABSENT:
         return []
-    return [item.card if isinstance(item, Hit) else item for item in elements(value)]
+    items = elements(value)
+    # Collections are typed, so the first element says whether these are hits or cards.
+    if isinstance(value, SetValue | ListValue) and not (items and isinstance(items[0], Hit)):
+        return items  # as given: the vault's own tuple for `cards`, recognised by identity
+    return [item.card if isinstance(item, Hit) else item for item in items]
 
 
 def _ranking(
@@ -142,14 +156,16 @@ def bm25_index(vault: Vault | None, cards: Sequence[Card]) -> tuple[Bm25Index[Ca
     return index, []
 
 
-def bm25_ranking(call: StepCall, query: str, cards: Sequence[Card]) -> Ranking:
+def bm25_ranking(
+    call: StepCall, query: str, cards: Sequence[Card], limit: int | None = None
+) -> Ranking:
     from hql.search.bm25 import METRIC, MODEL
 
     index, warnings = bm25_index(call.vault, cards)
     for message in warnings:
         call.warn(message)
-    wanted = set(cards)
-    hits = [hit for hit in index.search(query) if hit.card in wanted]
+    whole = call.vault is None or cards is call.vault.cards
+    hits = index.search(query, limit, among=None if whole else cards)
     analysis = index.analysis(query)
     extra = {"analysis": analysis.to_json(), "score_bound": index.score_bound(query)}
     where = str(call.vault.state_dir) if call.vault is not None else ""
@@ -159,23 +175,25 @@ def bm25_ranking(call: StepCall, query: str, cards: Sequence[Card]) -> Ranking:
 
 
 def run_bm25(call: StepCall) -> Ranking:
-    return bm25_ranking(call, call.args["query"], _cards(call.input))
+    return bm25_ranking(call, call.args["query"], _cards(call.input), call.limit)
 
 
 # --- semantic ------------------------------------------------------------------------------
 
 
-def semantic_ranking(call: StepCall, query: str, cards: Sequence[Card]) -> Ranking:
+def semantic_ranking(
+    call: StepCall, query: str, cards: Sequence[Card], limit: int | None = None
+) -> Ranking:
     from hql.index.errors import EmbedderUnavailable, SemanticIndexError
     from hql.index.reader import semantic_ranking as rank
 
     assert call.vault is not None
     try:
-        result = rank(call.vault, query, cards)  # type: ignore[arg-type]
+        result = rank(call.vault, query, cards, limit)  # type: ignore[arg-type]
     except EmbedderUnavailable as error:
         if getattr(error, "on_unavailable", "fail") == "lexical":
             call.warn(messages.semantic_fell_back(error.message))
-            fallback = bm25_ranking(call, query, cards)
+            fallback = bm25_ranking(call, query, cards, limit)
             extra = {
                 **fallback.retrieval.extra,
                 "fallback": {"from": "semantic", "reason": error.message},
@@ -191,10 +209,11 @@ def semantic_ranking(call: StepCall, query: str, cards: Sequence[Card]) -> Ranki
     retrieval = Retrieval(
         query, source.index, source.model, source.revision, source.metric, source.approximate, extra
     )
-    by_name = {card.name: card for card in cards}
-    return _ranking(
-        [(by_name[name], score) for name, score in result.hits if name in by_name], retrieval
-    )
+    card_named: Callable[[str], Card | None] = call.vault.card
+    if cards is not call.vault.cards:
+        card_named = {card.name: card for card in cards}.get
+    pairs = [(card, score) for name, score in result.hits if (card := card_named(name)) is not None]
+    return _ranking(pairs, retrieval)
 
 
 def restated(hits: Sequence[Hit], retrieval: Retrieval) -> Ranking:
@@ -205,7 +224,7 @@ def restated(hits: Sequence[Hit], retrieval: Retrieval) -> Ranking:
 
 
 def run_semantic(call: StepCall) -> Ranking:
-    return semantic_ranking(call, call.args["query"], _cards(call.input))
+    return semantic_ranking(call, call.args["query"], _cards(call.input), call.limit)
 
 
 # --- relevant ------------------------------------------------------------------------------
@@ -414,6 +433,7 @@ for spec in (
         'cards | semantic("night hunting birds")',
         check_semantic,
         run_semantic,
+        absorbs=("limit",),
     ),
     StepSpec(
         "bm25",
@@ -424,6 +444,7 @@ for spec in (
         'cards | bm25("token de acesso")',
         check_ranker,
         run_bm25,
+        absorbs=("limit",),
     ),
     StepSpec(
         "hybrid",

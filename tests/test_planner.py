@@ -1,0 +1,113 @@
+"""The planner changes how much work a program does, never its answer.
+
+Every golden program, every program of the property corpus and a stream of mutated
+programs run with and without the planner; value, type, printing and reports must agree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import hql
+from hql.api import Outcome, Session
+from hql.explain import explain
+from hql.values import Ranking
+from tests.test_golden import PROGRAMS, headers, vault_named
+from tests.test_properties import CORPUS, VAULT, mutated_programs
+
+WEB_AUTH = hql.open_vault(Path(__file__).resolve().parents[1] / "vaults" / "web-auth")
+
+
+def both_ways(text: str, vault: hql.Vault | None, mode: str = "strict") -> tuple[Outcome, Outcome]:
+    planned = Session(vault, mode).run(text)
+    plain = Session(vault, mode, optimize=False).run(text)
+    return planned, plain
+
+
+def assert_same(planned: Outcome, plain: Outcome) -> None:
+    assert planned.failed == plain.failed
+    assert str(planned.type) == str(plain.type)
+    assert planned.render_reports() == plain.render_reports()
+    if not planned.failed:
+        assert planned.text() == plain.text()
+        assert planned.to_json() == plain.to_json()
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=[p.stem for p in PROGRAMS])
+def test_golden_programs_answer_the_same_planned(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    given_headers = headers(text)
+    vault = vault_named(given_headers["vault"]) if "vault" in given_headers else None
+    assert_same(*both_ways(text, vault, given_headers.get("mode", "strict")))
+
+
+@pytest.mark.parametrize("text", CORPUS)
+def test_corpus_programs_answer_the_same_planned(text: str) -> None:
+    assert_same(*both_ways(text, VAULT))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated_programs())
+def test_mutated_programs_answer_the_same_planned(text: str) -> None:
+    assert_same(*both_ways(text, VAULT))
+
+
+RANKED = [
+    'import bm25\ncards | bm25("bearer token") | take(3)',
+    'import bm25\ncards | bm25("token") | take(0)',
+    'import bm25\ncards | bm25("token") | take(100)',
+    'import bm25\ncards | filter(c => c.metadata.status == "todo") | bm25("token") | take(2)',
+    'import bm25\ncards | bm25("token") | take(2) | relevant',
+    'import bm25\ncards | bm25("token") | relevant | take(2)',
+    'import bm25\nr = cards | bm25("client secret") | take(4)\nr | map(h => h.score)',
+    'import bm25\n[[oauth], [bearer-token]] | bm25("token") | take(1)',
+]
+
+
+@pytest.mark.parametrize("text", RANKED)
+def test_rankings_cut_by_take_answer_the_same(text: str) -> None:
+    planned, plain = both_ways(text, WEB_AUTH)
+    assert not plain.failed, plain.render_reports()
+    assert_same(planned, plain)
+    if isinstance(plain.value, Ranking):
+        assert [hit.detail for hit in planned.value] == [hit.detail for hit in plain.value]
+
+
+def test_take_after_a_ranker_is_pushed_into_it() -> None:
+    session = Session(WEB_AUTH)
+    _, plan, _ = session.check('import bm25\ncards | bm25("token") | take(2)')
+    assert plan is not None
+    assert plan.rewrites == ["top-k: take(2) pushed into bm25"]
+    assert list(plan.hints.values()) == [{"limit": 2}]
+
+
+def test_no_rewrite_without_a_literal_count_or_an_absorbing_step() -> None:
+    session = Session(WEB_AUTH)
+    for text in (
+        "n = 2\ncards | take(n)",
+        "cards | sort(by = c => c.name) | take(2)",
+        'import bm25\ncards | bm25("token") | relevant | take(2)',
+    ):
+        _, plan, _ = session.check(text)
+        assert plan is not None and plan.rewrites == [], text
+
+
+def test_a_pushed_ranker_explains_only_the_hits_it_keeps() -> None:
+    from hql.steps import retrieval
+
+    outcome = hql.run('import bm25\ncards | bm25("token") | take(2)', vault=WEB_AUTH)
+    index, _ = retrieval.bm25_index(WEB_AUTH, WEB_AUTH.cards)
+    assert len(index.search("token")) > 2  # more cards match than the program keeps
+    assert len(outcome.value.hits) == 2
+    assert all(hit.detail and hit.detail["matched"] for hit in outcome.value.hits)
+
+
+def test_explain_names_the_rewrites() -> None:
+    text, _, failed = explain(
+        Session(WEB_AUTH), 'import bm25\ncards | bm25("token") | take(2)', "-"
+    )
+    assert not failed
+    assert "rewrites\n  top-k: take(2) pushed into bm25" in text
