@@ -1,0 +1,201 @@
+"""What users pay as the vault grows: whole `hql.run` and CLI calls at 5k and 100k cards.
+
+    .venv/bin/python bench/scale.py [--sizes 5000,100000] [--queries 30]
+
+Needs `pip install bm25s` for the bm25 anchor (not a dependency of hql).
+Vaults are SciFact abstracts (../shared/datasets/scifact, 5,183), cycled to the size
+asked for, one Markdown file per card. Every row prints HQL's number, the anchor's,
+measured in the same run, and the ratio:
+
+* API `bm25(q) | take(10)`: ms per `hql.run` (parse, check, plan, run) on an open vault,
+  against bm25s `retrieve(k=10)` per query on the same texts;
+* API `semantic(q) | take(10)`: ms per `hql.run` over a 64-d index of every card (query
+  vectors stored in the index), against numpy `X @ q` + top-10 on the same matrix;
+* CLI `cards | count` and `bm25(q) | take(10)`, caches warm, against `python -c pass`;
+* cold first load: the first CLI call on a fresh vault (no .hql/), in seconds;
+* peak memory (max RSS) of the CLI bm25 query.
+
+Times are best-of-runs wall clock (the machines are shared: ratios are what to read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import hql  # noqa: E402
+from hql.index import schema  # noqa: E402
+
+DATA = Path(os.environ.get("HQL_SHARED", ROOT.parent / "shared")) / "datasets" / "scifact"
+DIMENSIONS = 64
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def best_of(repeats: int, action: Callable[[], object]) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def corpus() -> tuple[list[dict[str, str]], list[str]]:
+    docs = [json.loads(line) for line in (DATA / "corpus.jsonl").open(encoding="utf-8")]
+    queries = [json.loads(line)["text"] for line in (DATA / "queries.jsonl").open()]
+    return docs, queries
+
+
+def make_vault(root: Path, docs: list[dict[str, str]], size: int) -> None:
+    for i in range(size):
+        doc = docs[i % len(docs)]
+        name = f"{doc['_id']}-{i // len(docs)}" if i >= len(docs) else doc["_id"]
+        (root / f"{name}.md").write_text(f"# {doc['title']}\n\n{doc['text']}\n", encoding="utf-8")
+
+
+def add_semantic_index(root: Path, queries: list[str]) -> np.ndarray:
+    """A 64-d index of every card, its vectors mixtures of a few topics, queries stored."""
+    vault = hql.Vault.open(root)
+    rng = np.random.default_rng(11)
+    topics = rng.standard_normal((64, DIMENSIONS)).astype(np.float32)
+    weights = rng.dirichlet(np.full(64, 0.1), size=len(vault.cards)).astype(np.float32)
+    matrix = weights @ topics + 0.05 * rng.standard_normal((len(vault.cards), DIMENSIONS))
+    matrix = (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+    query_vectors = matrix[rng.integers(0, len(matrix), len(queries))] + 0.1 * rng.standard_normal(
+        (len(queries), DIMENSIONS)
+    ).astype(np.float32)
+    query_vectors /= np.linalg.norm(query_vectors, axis=1, keepdims=True)
+    connection = sqlite3.connect(root / "semantic.sqlite")
+    schema.write_index(
+        connection,
+        schema.ModelRow("bench-mixtures", "1", DIMENSIONS, "cosine", 1),
+        schema.MetaRow(schema.SCHEMA_VERSION, str(root), "2026-01-01T00:00:00Z", "bench"),
+        (
+            schema.CardRow(card.name, str(card.path), card.digest, schema.vector_to_blob(row))
+            for card, row in zip(vault.cards, matrix, strict=True)
+        ),
+        [(q, schema.vector_to_blob(v)) for q, v in zip(queries, query_vectors, strict=True)],
+    )
+    connection.close()
+    (root / "hql.toml").write_text('[semantics]\nindex = "semantic.sqlite"\n', encoding="utf-8")
+    return matrix
+
+
+def quoted(question: str) -> str:
+    return question.replace("\\", " ").replace('"', "'")
+
+
+def api_rows(root: Path, queries: list[str], matrix: np.ndarray) -> None:
+    import bm25s
+
+    vault = hql.Vault.open(root)
+    texts = [f"{card.title} {card.text}" for card in vault.cards]
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+    tokens = [bm25s.tokenize([q], stopwords="en", show_progress=False) for q in queries]
+
+    def ours_bm25() -> None:
+        for q in queries:
+            hql.run(f'import bm25\ncards | bm25("{quoted(q)}") | take(10)', vault=vault)
+
+    def theirs_bm25() -> None:
+        for t in tokens:
+            retriever.retrieve(t, k=10, show_progress=False)
+
+    ours_bm25()  # builds the bm25 index once
+    row("API bm25 | take(10), ms/query", ours_bm25, theirs_bm25, len(queries), "bm25s")
+
+    query_vectors = {
+        q: schema.blob_to_vector(blob)
+        for q, blob in sqlite3.connect(root / "semantic.sqlite").execute("SELECT * FROM query")
+    }
+
+    def ours_semantic() -> None:
+        for q in queries:
+            hql.run(f'import semantic\ncards | semantic("{quoted(q)}") | take(10)', vault=vault)
+
+    def floor() -> None:
+        for q in queries:
+            scores = matrix @ query_vectors[q]
+            top = np.argpartition(-scores, 9)[:10]
+            top[np.argsort(-scores[top])]
+
+    quoted_queries = [quoted(q) for q in queries]
+    assert quoted_queries == queries, "bench questions must need no quoting"
+    ours_semantic()  # reads the index once
+    row("API semantic | take(10), ms/query", ours_semantic, floor, len(queries), "numpy X@q")
+
+
+def cli_rows(root: Path, question: str) -> None:
+    def hql_cli(program: str) -> Callable[[], object]:
+        command = [sys.executable, "-m", "hql", "--vault", str(root), "eval", program]
+        return lambda: subprocess.run(command, env=ENV, check=True, capture_output=True)
+
+    python = [sys.executable, "-c", "pass"]
+    bare = best_of(5, lambda: subprocess.run(python, check=True))
+    cold = best_of(1, hql_cli("cards | count"))
+    print(f"  cold first load (CLI cards | count, no .hql/)  {cold:8.2f} s")
+    count = hql_cli("cards | count")
+    ranked = hql_cli(f'import bm25\ncards | bm25("{quoted(question)}") | take(10)')
+    ranked()  # the bm25 store is written on first use
+    for label, action in (("CLI cards | count", count), ("CLI bm25 | take(10)", ranked)):
+        ours = best_of(3, action)
+        print(f"  {label:<45}{ours * 1000:9.1f} ms  python -c pass {bare * 1000:7.1f} ms"
+              f"  ratio {ours / bare:6.1f}x")
+    print(f"  peak memory of the CLI bm25 query            {peak_rss_mb(root, question):8.0f} MB")
+
+
+def peak_rss_mb(root: Path, question: str) -> float:
+    program = f'import bm25\ncards | bm25("{quoted(question)}") | take(10)'
+    probe = (
+        "import resource, subprocess, sys\n"
+        "subprocess.run(sys.argv[1:], check=True, capture_output=True)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    command = [sys.executable, "-c", probe, sys.executable, "-m", "hql", "--vault", str(root)]
+    done = subprocess.run([*command, "eval", program], env=ENV, check=True, capture_output=True)
+    return int(done.stdout.decode().strip()) / 1024
+
+
+def row(label: str, ours: Callable[[], object], theirs: Callable[[], object], n: int, anchor: str) -> None:
+    mine = best_of(3, ours) / n
+    floor = best_of(3, theirs) / n
+    print(f"  {label:<45}{mine * 1000:9.2f} ms  {anchor} {floor * 1000:7.2f} ms"
+          f"  ratio {mine / floor:6.1f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="5000,100000")
+    parser.add_argument("--queries", type=int, default=30)
+    args = parser.parse_args()
+    docs, all_queries = corpus()
+    queries = [q for q in all_queries if re.fullmatch(r"[^\"\\]+", q)][: args.queries]
+    for size in (int(s) for s in args.sizes.split(",")):
+        with tempfile.TemporaryDirectory(prefix="hql-scale-") as tmp:
+            root = Path(tmp)
+            make_vault(root, docs, size)
+            print(f"{size:,} cards")
+            cli_rows(root, queries[0])
+            matrix = add_semantic_index(root, queries)
+            api_rows(root, queries, matrix)
+    print(f"max RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
