@@ -155,8 +155,10 @@ def cli_rows(root: Path, question: str) -> None:
     ranked()  # the bm25 store is written on first use
     for label, action in (("CLI cards | count", count), ("CLI bm25 | take(10)", ranked)):
         ours = best_of(3, action)
-        print(f"  {label:<45}{ours * 1000:9.1f} ms  python -c pass {bare * 1000:7.1f} ms"
-              f"  ratio {ours / bare:6.1f}x")
+        print(
+            f"  {label:<45}{ours * 1000:9.1f} ms  python -c pass {bare * 1000:7.1f} ms"
+            f"  ratio {ours / bare:6.1f}x"
+        )
     print(f"  peak memory of the CLI bm25 query            {peak_rss_mb(root, question):8.0f} MB")
 
 
@@ -172,11 +174,15 @@ def peak_rss_mb(root: Path, question: str) -> float:
     return int(done.stdout.decode().strip()) / 1024
 
 
-def row(label: str, ours: Callable[[], object], theirs: Callable[[], object], n: int, anchor: str) -> None:
+def row(
+    label: str, ours: Callable[[], object], theirs: Callable[[], object], n: int, anchor: str
+) -> None:
     mine = best_of(3, ours) / n
     floor = best_of(3, theirs) / n
-    print(f"  {label:<45}{mine * 1000:9.2f} ms  {anchor} {floor * 1000:7.2f} ms"
-          f"  ratio {mine / floor:6.1f}x")
+    print(
+        f"  {label:<45}{mine * 1000:9.2f} ms  {anchor} {floor * 1000:7.2f} ms"
+        f"  ratio {mine / floor:6.1f}x"
+    )
 
 
 def main() -> None:
@@ -194,7 +200,9 @@ def main() -> None:
             cli_rows(root, queries[0])
             matrix = add_semantic_index(root, queries)
             api_rows(root, queries, matrix)
-    print(f"max RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    print(
+        f"max RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
+    )
 
 
 if __name__ == "__main__":
