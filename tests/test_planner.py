@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from test_golden import PROGRAMS, headers, vault_named
+from test_properties import CORPUS, VAULT, mutated_programs
 
 import hql
 from hql.api import Outcome, Session
 from hql.explain import explain
 from hql.values import Ranking
-from tests.test_golden import PROGRAMS, headers, vault_named
-from tests.test_properties import CORPUS, VAULT, mutated_programs
 
 WEB_AUTH = hql.open_vault(Path(__file__).resolve().parents[1] / "vaults" / "web-auth")
 
