@@ -12,10 +12,8 @@ comments, and says so.
 from __future__ import annotations
 
 import copy
-import os
 import re
 import sys
-import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -297,11 +295,10 @@ def _parses_to(text: str, wanted: dict[str, Any]) -> bool:
 
 
 def _replace_atomically(path: Path, text: str) -> None:
+    from hql import files
+
     try:
-        descriptor, temporary = tempfile.mkstemp(prefix=".hql.toml.", dir=path.parent)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temporary, path)
+        files.write_atomically(path, text.encode("utf-8"))
     except OSError as error:
         raise ConfigError(messages.cannot_write(str(path), error)) from None
 

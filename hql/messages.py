@@ -1076,3 +1076,35 @@ def embedder_model_file_changed(model: str, path: str, found: str) -> str:
         f"the model file of `{model}` at `{path}` is not the one HQL was checked with "
         f"(sha256 {found[:16]}…): reinstall the package it came from"
     )
+
+
+# --- safety: containment, writes, caches and budgets (docs/vault.md) --------
+
+
+def render_result_never_closes(line: int) -> str:
+    return (
+        f"line {line}: this ```hql#result block is never closed; replacing it would drop "
+        "everything after it. Close it (or delete it) and render again; nothing was written"
+    )
+
+
+def render_changed_meanwhile(path: str) -> str:
+    return f"{path} changed while it was being rendered; nothing was written (render it again)"
+
+
+def render_outside_vault(path: str) -> str:
+    return f"{path}: not written, its file is outside the vault"
+
+
+def index_path_bad(configured: str, reason: str) -> str:
+    shown = configured.replace("\0", "\\0")
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    return f"the configured index `{shown}` cannot be used: {reason}"
+
+
+def index_would_replace(path: str) -> str:
+    return (
+        f"{path} exists and is not an HQL index; it was left alone "
+        "(point `[semantics] index` at a new file, or remove it)"
+    )

@@ -9,15 +9,12 @@ render changes nothing. `--write` replaces the file atomically.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
-from hql import messages
+from hql import files, messages
 from hql.api import HostError, Outcome, Session
 from hql.printing import display, table
 from hql.values import Data, ListValue, Presentation, Ranking, SetValue
@@ -25,6 +22,8 @@ from hql.values import Data, ListValue, Presentation, Ranking, SetValue
 QUERY_INFOS = {"hql", "hql#eval", "hql#query"}
 RESULT_INFO = "hql#result"
 FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
+# A document larger than this is not rendered: it is read whole, and written whole.
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 
 
 @dataclass
@@ -66,39 +65,75 @@ def _fence_end(lines: list[str], start: int, marker: str) -> int:
     return len(lines)
 
 
+_LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
+
+
+class RenderRefused(Exception):
+    """A document render will not touch; the message says why and where."""
+
+
+def split_lines(text: str) -> tuple[list[str], list[str]]:
+    """The lines of `text` and the break ending each (CRLF, CR or LF; "" for the last)."""
+    parts = _LINE_BREAK.split(text)
+    return parts[0::2], [*parts[1::2], ""]
+
+
+def dominant_break(breaks: list[str]) -> str:
+    """The document's usual line break: what new lines are written with."""
+    counts = {ending: breaks.count(ending) for ending in ("\n", "\r\n", "\r")}
+    best = max(counts, key=lambda ending: counts[ending])
+    return best if counts[best] else "\n"
+
+
 def render_text(text: str, run: Callable[[str], Outcome]) -> Rendered:
-    lines = text.split("\n")
+    """Each block's answer beneath it; every other byte of the document is kept, line breaks too."""
+    lines, breaks = split_lines(text)
+    newline = dominant_break(breaks)
     out: list[str] = []
+    out_breaks: list[str] = []
     blocks = failed = 0
     index = 0
     while index < len(lines):
         match = FENCE.match(lines[index])
         if not match:
             out.append(lines[index])
+            out_breaks.append(breaks[index])
             index += 1
             continue
         indent, marker, info = match.group(1), match.group(2), match.group(3).strip()
         end = _fence_end(lines, index, marker)
-        block = lines[index : end + 1]
         if info == RESULT_INFO:  # an old result: dropped with the blank lines before it
+            if end >= len(lines):  # dropping it would drop the rest of the document
+                raise RenderRefused(messages.render_result_never_closes(index + 1))
             while out and not out[-1].strip():
                 out.pop()
+                out_breaks.pop()
+            if out_breaks:
+                out_breaks[-1] = breaks[end]
             index = end + 1
             continue
-        out.extend(block)
-        index = end + 1
+        last = min(end, len(lines) - 1)
+        out.extend(lines[index : last + 1])
+        out_breaks.extend(breaks[index : last + 1])
         if info not in QUERY_INFOS or end >= len(lines):
+            index = end + 1
             continue
+        block = lines[index : end + 1]
+        index = end + 1
         program = "\n".join(
             line[len(indent) :] if line.startswith(indent) else line for line in block[1:-1]
         )
         outcome = run(program)
         blocks += 1
         failed += outcome.failed
-        out += ["", f"{indent}{marker}{RESULT_INFO}"]
-        out += [indent + line if line else line for line in answer(outcome).split("\n")]
-        out.append(f"{indent}{marker}")
-    return Rendered("\n".join(out), blocks, failed)
+        added = ["", f"{indent}{marker}{RESULT_INFO}"]
+        added += [indent + line if line else line for line in answer(outcome).split("\n")]
+        added.append(f"{indent}{marker}")
+        closing_break = out_breaks[-1]
+        out_breaks[-1] = newline
+        out.extend(added)
+        out_breaks.extend([newline] * (len(added) - 1) + [closing_break])
+    return Rendered("".join(map("".join, zip(out, out_breaks, strict=True))), blocks, failed)
 
 
 def render_document(text: str, path: str, session: Session) -> Rendered:
@@ -117,39 +152,43 @@ def carries_blocks(text: str) -> bool:
     )
 
 
-def _save(path: str, text: str) -> None:
+def _save(path: str, original: bytes, text: str) -> None:
+    """Replace the document, unless it changed since it was read (then say so, write nothing)."""
     try:
+        if _current_bytes(path) != original:
+            raise HostError(messages.render_changed_meanwhile(path))
         write_atomically(path, text)
     except OSError as error:
         raise HostError(messages.cannot_write(path, error)) from None
 
 
-def _read(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
+def _current_bytes(path: str) -> bytes | None:
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        return files.read_regular(path, MAX_DOCUMENT_BYTES)
+    except FileNotFoundError:
+        return None
+
+
+def _read_bytes(path: str) -> bytes:
+    try:
+        return files.read_regular(path, MAX_DOCUMENT_BYTES)
+    except OSError as error:
+        raise HostError(messages.cannot_read(path, error)) from None
+
+
+def _decode(path: str, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
         raise HostError(messages.cannot_read(path, error)) from None
 
 
 def write_atomically(path: str, text: str) -> None:
-    """Write beside the file, flush to disk, then rename over it: never a half-written document."""
-    target = Path(path)
-    mode = target.stat().st_mode & 0o7777 if target.exists() else 0o644
-    handle, temporary = tempfile.mkstemp(
-        prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
-    )
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    """Write beside the real file, flush to disk, then rename over it: never a half-written document.
+
+    A symlinked document updates its target; the file keeps its mode (a new one gets the umask's).
+    """
+    files.write_atomically(path, text.encode("utf-8"))
 
 
 def render_command(
@@ -160,11 +199,18 @@ def render_command(
     if not args.file:
         raise HostError(messages.render_needs_file())
     session = session_for(args)
-    text = _read(args.file)
-    rendered = render_document(text, args.file, session)
+    if args.file == "-":
+        original, text = b"", sys.stdin.read()
+    else:
+        original = _read_bytes(args.file)
+        text = _decode(args.file, original)
+    try:
+        rendered = render_document(text, args.file, session)
+    except RenderRefused as refusal:
+        raise HostError(f"{args.file}: {refusal}") from None
     if args.write and args.file != "-":
         if rendered.text != text:
-            _save(args.file, rendered.text)
+            _save(args.file, original, rendered.text)
         print(f"{args.file}: {messages.plural(rendered.blocks, 'block')} rendered")
     else:
         sys.stdout.write(rendered.text)
@@ -178,18 +224,29 @@ def _render_all(
     if session.vault is None:
         raise HostError(messages.render_all_needs_vault())
     failed = 0
+    containment = files.Containment(session.vault.root)
     for card in session.vault.cards:
         try:
-            text = Path(card.path).read_text(encoding="utf-8")
+            original = files.read_regular(card.path, MAX_DOCUMENT_BYTES)
+            text = original.decode("utf-8")
         except (OSError, UnicodeDecodeError):
             continue
         if not carries_blocks(text):
             continue
-        rendered = render_document(text, card.path, session)
+        try:
+            rendered = render_document(text, card.path, session)
+        except RenderRefused as refusal:
+            print(f"{card.path}: {refusal}", file=sys.stderr)
+            failed += 1
+            continue
         failed += rendered.failed
         changed = rendered.text != text
         if args.write and changed:
-            _save(card.path, rendered.text)
+            if not containment.inside_vault(card.path):
+                print(messages.render_outside_vault(card.path), file=sys.stderr)
+                failed += 1
+                continue
+            _save(card.path, original, rendered.text)
         state = messages.render_state(changed, args.write)
         print(f"{card.path}: {messages.plural(rendered.blocks, 'block')} rendered{state}")
     return 1 if failed else 0

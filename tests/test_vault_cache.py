@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from hql.files import seal, unseal
 from hql.vault import Vault, document
 from hql.vault.cache import CACHE_FILE
 
@@ -114,7 +115,7 @@ def test_cache_of_the_wrong_shape_is_ignored(root: Path, parses: list[str]) -> N
 
     magic = (cache._MAGIC, parser_fingerprint())
     payload = marshal.dumps((magic, cache._PYTHON, bogus))
-    (root / ".hql" / CACHE_FILE).write_bytes(payload)
+    (root / ".hql" / CACHE_FILE).write_bytes(seal(payload))  # well sealed, wrongly shaped
     vault = Vault.open(root)
     assert len(vault.cards) == 6 and len(parses) == 6
 
@@ -137,8 +138,8 @@ def test_a_cache_from_another_parser_is_ignored(root: Path, parses: list[str]) -
 
     Vault.open(root)
     file = root / ".hql" / CACHE_FILE
-    (magic, fingerprint), python, entries = marshal.loads(file.read_bytes())
-    file.write_bytes(marshal.dumps(((magic, "another parser"), python, entries)))
+    (magic, fingerprint), python, entries = marshal.loads(unseal(file.read_bytes()) or b"")
+    file.write_bytes(seal(marshal.dumps(((magic, "another parser"), python, entries))))
     parses.clear()
     Vault.open(root)
     assert len(parses) == 6

@@ -146,11 +146,36 @@ def load_embedder_config(section: object) -> EmbedderConfig:
     )
 
 
+# File names an index may never take: they hold the user's configuration or cards.
+_NOT_AN_INDEX_SUFFIXES = (".md", ".markdown", ".hmd", ".toml")
+_NAME_MAX = 255
+
+
 def resolve_index_path(vault_root: Path, configured: str) -> Path:
-    """The index file inside the vault; refuses absolute paths and `..` components."""
+    """The index file inside the vault.
+
+    Refuses absolute paths, `..` components, a NUL byte, names longer than a
+    file system allows, the name of the configuration or of a card, and a path
+    whose real location (symlinks resolved: a linked folder, a linked `.hql`)
+    is outside the vault.
+    """
+    if "\0" in configured:
+        raise SemanticIndexError(messages.index_path_bad(configured, "it contains a NUL byte"))
     if _escapes_vault(configured):
         raise SemanticIndexError(messages.index_outside_vault(configured))
-    return vault_root / configured
+    parts = PurePosixPath(configured.replace("\\", "/")).parts
+    if not parts or any(len(part.encode("utf-8", "surrogateescape")) > _NAME_MAX for part in parts):
+        raise SemanticIndexError(messages.index_path_bad(configured, "a name in it is too long"))
+    if parts[-1].lower().endswith(_NOT_AN_INDEX_SUFFIXES):
+        raise SemanticIndexError(
+            messages.index_path_bad(configured, "that is a configuration or card file name")
+        )
+    path = vault_root / configured
+    from hql import files
+
+    if not files.Containment(vault_root).inside_vault(path):
+        raise SemanticIndexError(messages.index_outside_vault(configured))
+    return path
 
 
 def _escapes_vault(configured: str) -> bool:

@@ -12,13 +12,12 @@ import datetime
 import os
 import sqlite3
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from hql import messages
+from hql import files, messages
 from hql.index import schema
 from hql.index.config import load_semantics_config, resolve_index_path
 from hql.index.embedders import Embedder, make_embedder
@@ -118,6 +117,23 @@ def build_index(
     config = load_semantics_config(raw_config(vault))
     path = resolve_index_path(Path(vault.root), config.require_index(for_producer=True))
     embedder = embedder or make_embedder(config.require_embedder())
+    _refuse_foreign(path)
+    _make_parent(path)
+    # Builds of one index take turns: the second reads what the first wrote, so
+    # its cards and queries are merged, never lost to the last rename.
+    with files.locked(path.parent):
+        return _build_locked(vault, path, queries, embedder, built_at, progress)
+
+
+def _build_locked(
+    vault: VaultLike,
+    path: Path,
+    queries: Iterable[str],
+    embedder: Embedder,
+    built_at: str | None,
+    progress: Callable[[int, str], Progress] | None,
+) -> BuildResult:
+    _refuse_foreign(path)
     model_id, revision = embedder.model_id, embedder.revision
     notes: list[str] = []
     previous = _previous_build(path, model_id, revision, notes)
@@ -241,6 +257,35 @@ def _previous_build(path: Path, model_id: str, revision: str, notes: list[str]) 
         return empty
 
 
+_SQLITE_HEADER = b"SQLite format 3\0"
+
+
+def _refuse_foreign(path: Path) -> None:
+    """An existing file that is not an SQLite database is the user's: never replaced."""
+    try:
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise SemanticIndexError(messages.index_would_replace(str(path)))
+        if not path.exists():
+            return
+        with open(path, "rb") as handle:
+            head = handle.read(len(_SQLITE_HEADER))
+    except OSError as error:
+        raise SemanticIndexError(
+            messages.index_unwritable(str(path), error.strerror or str(error))
+        ) from None
+    if head and head != _SQLITE_HEADER:
+        raise SemanticIndexError(messages.index_would_replace(str(path)))
+
+
+def _make_parent(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise SemanticIndexError(
+            messages.index_unwritable(str(path), error.strerror or str(error))
+        ) from None
+
+
 def _write_atomically(
     path: Path,
     model: schema.ModelRow,
@@ -249,11 +294,7 @@ def _write_atomically(
     queries: Sequence[tuple[str, bytes]],
 ) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(
-            prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
-        )
-        os.close(handle)
+        temporary = files.temporary_beside(path)
     except OSError as error:
         raise SemanticIndexError(
             messages.index_unwritable(str(path), error.strerror or str(error))
@@ -264,9 +305,7 @@ def _write_atomically(
             schema.write_index(connection, model, meta, cards, queries)
         finally:
             connection.close()
-        with open(temporary, "rb+") as written:
-            os.fsync(written.fileno())
-        os.replace(temporary, path)
+        files.finish_replace(temporary, path)
     except BaseException as error:
         with contextlib.suppress(OSError):
             os.unlink(temporary)

@@ -18,8 +18,6 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-import os
-import tempfile
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from hql import messages
+from hql import files, messages
 from hql.text.analyzer import PREFIX_MARK
 
 if TYPE_CHECKING:
@@ -46,6 +44,11 @@ PREFIX_WEIGHT = 0.5  # a shared 5-letter prefix is weaker evidence than a shared
 STORE_NAME = "bm25.v1.bin"
 _STORE_FORMAT = 1
 _MAGIC = b"HQL-BM25"
+# The store on disk: this mark, then the sha256 of the rest, then the layout
+# below (which starts with _MAGIC). A store whose checksum does not match is rebuilt.
+_SEALED = b"HQL-BM2S"
+# A store larger than this is not read (and is rebuilt).
+MAX_STORE_BYTES = 2 * 1024 * 1024 * 1024
 
 
 class SearchCard(Protocol):
@@ -208,9 +211,9 @@ class _Postings:
         frequencies = np.diff(np.append(starts, total))
         return ids[starts], slots[starts], np.minimum(frequencies, 65535).astype(np.uint16)
 
-    # Persistence: a small JSON header, then raw little-endian arrays. No zip and no
-    # checksum pass: opening the store is one read and a few zero-copy views, and
-    # `_check` refuses any store whose structure does not hold together.
+    # Persistence: a small JSON header, then raw little-endian arrays, sealed with a
+    # sha256 of the whole: opening the store is one read, one checksum and a few
+    # zero-copy views, and `_check` refuses any store whose structure does not hold together.
 
     def save(self, path: Path, fingerprint: str) -> None:
         arrays: dict[str, npt.NDArray[Any]] = {
@@ -227,21 +230,22 @@ class _Postings:
         header = json.dumps({"format": _STORE_FORMAT, "analyzer": fingerprint, "arrays": layout})
         header_bytes = header.encode("utf-8")
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=".bm25-", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(handle, "wb") as stream:
-                stream.write(_MAGIC + len(header_bytes).to_bytes(8, "little") + header_bytes)
-                for array in arrays.values():
-                    stream.write(np.ascontiguousarray(array).data)
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        parts = [_MAGIC + len(header_bytes).to_bytes(8, "little") + header_bytes]
+        parts += [np.ascontiguousarray(array).tobytes() for array in arrays.values()]
+        files.clean_stale_temporaries(path.parent, path.name, also=(".bm25-",))
+        files.write_atomically(path, _SEALED + files.seal(b"".join(parts)))
 
     @classmethod
     def load(cls, path: Path, fingerprint: str) -> _Postings | None:
         """The stored postings, None when written for another analyser; raises when corrupt."""
-        data = path.read_bytes()
+        sealed = files.read_regular(path, MAX_STORE_BYTES)
+        if sealed.startswith(_MAGIC):
+            return None  # an unsealed store of an earlier version: rebuilt
+        if not sealed.startswith(_SEALED):
+            raise ValueError("not an HQL search index")
+        data = files.unseal(sealed, len(_SEALED))
+        if data is None:
+            raise ValueError("its checksum does not match its contents")
         if not data.startswith(_MAGIC):
             raise ValueError("not an HQL search index")
         start = len(_MAGIC) + 8
@@ -650,16 +654,18 @@ def _match_duplicates(keys: Sequence[str], stored_keys: Sequence[str]) -> list[i
 
 
 def _load_or_empty(path: Path | None, fingerprint: str, warnings: list[str]) -> _Postings:
-    if path is None or not path.exists():
-        return _Postings.empty()
     try:
+        if path is None or not path.exists() or not files.state_dir_contained(path.parent):
+            return _Postings.empty()
         return _Postings.load(path, fingerprint) or _Postings.empty()
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+    except Exception as error:  # noqa: BLE001 - any failure of the store means "rebuild"
         warnings.append(messages.search_index_unreadable(str(path), _reason(error)))
         return _Postings.empty()
 
 
 def _save_quietly(postings: _Postings, path: Path, fingerprint: str, warnings: list[str]) -> None:
+    if not files.state_dir_contained(path.parent):
+        return  # a `.hql` that leads outside the vault is not written
     try:
         postings.save(path, fingerprint)
     except OSError as error:

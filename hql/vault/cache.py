@@ -6,25 +6,30 @@ own file but still input: whatever fails while reading it (missing, corrupt,
 truncated, another Python's marshal format, wrong shapes) means "start
 empty", silently. If `.hql/` cannot be written, loading simply does not cache.
 
-Format: marshal of ((MAGIC, parser fingerprint), python version,
-{relpath: (size, mtime_ns, payload)}),
-payload being `("ok", authored, body, heading, links)` or `("refused", message)`.
-marshal is fast, handles exactly the plain data a Data tree is, and executes
-nothing when read.
+Format: the sha256 of the rest, then marshal of ((MAGIC, parser fingerprint),
+python version, {relpath: (size, mtime_ns, payload)}), payload being
+`("ok", authored, body, heading, links)` or `("refused", message)`. marshal is
+fast, handles exactly the plain data a Data tree is, and executes nothing when
+read; the checksum is verified before marshal sees a byte, so a damaged or
+tampered cache (a changed title, a crafted length that would allocate
+gigabytes) is rebuilt, never believed. Entries are checked again one by one
+as they are used, down to every key and value of the data they hold.
 """
 
 from __future__ import annotations
 
 import contextlib
 import marshal
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, cast
 
+from hql import files
+
 CACHE_FILE = "vault-cache.marshal"
-_MAGIC = "hql.vault-cache.v1"
+_MAGIC = "hql.vault-cache.v2"
+# A cache larger than this is ignored (and rebuilt): it is read whole.
+MAX_CACHE_BYTES = 2 * 1024 * 1024 * 1024
 _PYTHON = tuple(sys.version_info[:2])
 
 Payload = tuple[Any, ...]
@@ -73,9 +78,11 @@ class LoadCache:
     def _read(self) -> dict[str, Entry]:
         assert self._file is not None
         try:
-            with open(self._file, "rb") as handle:
-                data = handle.read()  # one read: marshal.load on a file reads in tiny pieces
-            magic, python, entries = marshal.loads(data)
+            # One read (marshal.load on a file reads in tiny pieces), of a regular file only.
+            body = files.unseal(files.read_regular(self._file, MAX_CACHE_BYTES))
+            if body is None:
+                return {}
+            magic, python, entries = marshal.loads(body)
         except Exception:  # noqa: BLE001 - any failure of the cache means "rebuild"
             return {}
         if magic != (_MAGIC, self._fingerprint) or python != _PYTHON:
@@ -84,16 +91,9 @@ class LoadCache:
 
     def _write(self, file: Path) -> None:
         file.parent.mkdir(exist_ok=True)
+        files.clean_stale_temporaries(file.parent, file.name, also=(".vault-cache.",))
         data = marshal.dumps(((_MAGIC, self._fingerprint), _PYTHON, self._new))
-        descriptor, temporary = tempfile.mkstemp(prefix=".vault-cache.", dir=file.parent)
-        try:
-            with os.fdopen(descriptor, "wb") as handle:
-                handle.write(data)
-            os.replace(temporary, file)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+        files.write_atomically(file, files.seal(data))
 
 
 def _well_formed(entry: object) -> bool:
@@ -111,9 +111,33 @@ def _well_formed(entry: object) -> bool:
             and (heading is None or type(heading) is str)
             and type(links) is list
             and all(map(_well_formed_link, links))
+            and _plain(authored)
         )
     return len(payload) == 2 and payload[0] == "refused" and type(payload[1]) is str
 
 
 def _well_formed_link(link: object) -> bool:
-    return type(link) is tuple and len(link) == 2 and type(link[0]) is str and type(link[1]) is dict
+    return (
+        type(link) is tuple
+        and len(link) == 2
+        and type(link[0]) is str
+        and type(link[1]) is dict
+        and _plain(link[1])
+    )
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _plain(value: object, depth: int = 0) -> bool:
+    """Data as a header gives it: str-keyed dicts, lists and scalars, not absurdly deep."""
+    if depth > 200:
+        return False
+    if type(value) is dict:
+        return all(
+            type(key) is str and (type(item) in _SCALARS or _plain(item, depth + 1))
+            for key, item in value.items()
+        )
+    if type(value) is list:
+        return all(type(item) in _SCALARS or _plain(item, depth + 1) for item in value)
+    return type(value) in _SCALARS

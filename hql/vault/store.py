@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hql import messages
+from hql import files, messages
 from hql.vault import assembly, loader
 from hql.vault.cache import LoadCache
 from hql.vault.config import VaultConfig, load_config
@@ -124,7 +124,10 @@ class Vault:
         warnings: list[LoadWarning] = []
         config, config_warnings = load_config(root)
         found = loader.discover(shown, warnings)
-        cache = LoadCache(root / STATE_DIR if use_cache else None, loader.parser_fingerprint())
+        state_dir = root / STATE_DIR
+        # A `.hql` that leads outside the vault is neither read nor written.
+        cached = use_cache and files.state_dir_contained(state_dir)
+        cache = LoadCache(state_dir if cached else None, loader.parser_fingerprint())
         names = assembly.assign_names(found, warnings)
         documents = loader.read_all(found, cache, warnings)
         cache.save()
