@@ -21,7 +21,7 @@ from hql.checker import Checker, Plan, Scope
 from hql.diagnostics import HqlError, Report, evaluation, render_all
 from hql.printing import display, dumps, to_json
 from hql.record import field, record
-from hql.registry import registry
+from hql.registry import installed, registry
 from hql.source import Source, Span
 from hql.syntax.parser import parse
 from hql.types import Type
@@ -76,7 +76,7 @@ class Outcome:
 def extension_metadata() -> dict[str, dict[str, Any]]:
     """What each registered extension contributes to every card's metadata, under its own name."""
     return {
-        name: ext.card_metadata for name, ext in registry().extensions.items() if ext.card_metadata
+        name: ext.card_metadata for name, ext in installed().extensions.items() if ext.card_metadata
     }
 
 
@@ -136,7 +136,10 @@ def initial_scope(vault: Vault | None) -> Scope:
     imports = reg.default_imports(prelude)
     if vault is not None:
         for name in vault.config.imports:
-            if name not in reg.extensions:
+            if name not in reg.extensions and name not in reg.load_installed().extensions:
+                failure = reg.load_failures.get(name)
+                if failure:
+                    raise HostError(messages.ext_failed_to_load(name, failure))
                 raise HostError(messages.config_imports_unknown(name))
             if name not in imports:
                 imports.append(name)

@@ -15,7 +15,7 @@ from hql import messages
 from hql import types as ty
 from hql.diagnostics import HqlError, Report, name_error, type_error
 from hql.record import field, record
-from hql.registry import FunctionSpec, Registry, StepSpec, closest, registry
+from hql.registry import Extension, FunctionSpec, Registry, StepSpec, closest, registry
 from hql.source import Span
 from hql.syntax import tree as t
 from hql.types import Type
@@ -224,11 +224,9 @@ class Checker:
         return ty.UNIT
 
     def import_extension(self, statement: t.Import) -> None:
-        extension = self.registry.extensions.get(statement.name)
-        if extension is None:
-            raise HqlError(
-                name_error(messages.no_such_extension(statement.name), statement.name_span)
-            )
+        extension = self.registry.extensions.get(statement.name) or self.installed_extension(
+            statement.name, statement.name_span
+        )
         if statement.name in self.scope.imports:
             return
         for other in self.scope.imports:
@@ -485,11 +483,11 @@ class Checker:
     def resolve_step(self, stage: t.Stage) -> StepSpec:
         reg = self.registry
         if stage.extension is not None:
-            extension = reg.extensions.get(stage.extension)
             if stage.extension in self.scope.names:
                 raise HqlError(name_error(messages.extension_hidden(stage.extension), stage.span))
-            if extension is None:
-                raise HqlError(name_error(messages.no_such_extension(stage.extension), stage.span))
+            extension = reg.extensions.get(stage.extension) or self.installed_extension(
+                stage.extension, stage.span
+            )
             if stage.extension not in self.scope.imports:
                 raise HqlError(
                     name_error(messages.needs_import(stage.name, stage.extension), stage.name_span)
@@ -579,7 +577,7 @@ class Checker:
         callee = expr.callee
         if not isinstance(callee, t.Name) or self._is_bound(callee.name):
             raise HqlError(type_error(messages.not_callable(), callee.span))
-        function = self.registry.functions.get(callee.name)
+        function = self.registry.functions.get(callee.name) or self.imported_function(callee.name)
         if function is not None:
             self.plan.functions[expr] = function
             return function.check(self, expr, (), expr.args)
@@ -604,12 +602,35 @@ class Checker:
                 return spec
         if self.registry.providers(callee.name):
             raise HqlError(name_error(messages.step_needs_input(callee.name), callee.span))
+        providers = self.registry.function_providers(callee.name)
+        if providers:
+            message = messages.needs_import(callee.name, providers[0].name)
+            raise HqlError(name_error(message, callee.span))
         known = set(self.registry.functions) | {s.name for s in self.registry.steps() if s.direct}
         raise HqlError(
             name_error(
                 messages.unknown_function(callee.name, closest(callee.name, known)), callee.span
             )
         )
+
+    # --- extensions declared through hql.extend ----------------------------------
+
+    def installed_extension(self, name: str, span: Span) -> Extension:
+        """An extension HQL does not ship: installed packages are looked for only now, when a
+        program first needs one; a name error when none provides it (or its package is broken)."""
+        extension = self.registry.load_installed().extensions.get(name)
+        if extension is not None:
+            return extension
+        failure = self.registry.load_failures.get(name)
+        message = messages.ext_failed_to_load(name, failure) if failure else None
+        raise HqlError(name_error(message or messages.no_such_extension(name), span))
+
+    def imported_function(self, name: str) -> FunctionSpec | None:
+        for extension in self.scope.imports:
+            function = self.registry.extensions[extension].functions.get(name)
+            if function is not None:
+                return function
+        return None
 
     def type_call(self, expr: t.TypeCall) -> Type:
         function = self.registry.functions.get(expr.name)

@@ -117,7 +117,14 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = 
         "show how bm25 analyses a text: words, terms, ignored words, synonyms",
         _one("text"),
     ),
-    "builtins": ("list the registered extensions and their steps", lambda parser: None),
+    "builtins": (
+        "list the registered extensions and their steps (installed packages too)",
+        _one(
+            "--extension",
+            metavar="NAME",
+            help="describe one extension's steps and functions in full",
+        ),
+    ),
     "config": (
         "show the report mode and the vault; `get KEY` / `set KEY VALUE` read and edit hql.toml",
         _config_arguments,
@@ -340,6 +347,11 @@ def builtins_command(args: argparse.Namespace) -> int:
     from hql.builtins import describe
 
     vault = open_vault(args.vault) if args.vault else None
+    if args.extension:
+        from hql.builtins import describe_extension
+
+        print(describe_extension(args.extension, vault))
+        return 0
     print(describe(vault))
     return 0
 

@@ -8,7 +8,7 @@ A test fails when the file and the registry disagree.
 from __future__ import annotations
 
 from hql.builtins import availability
-from hql.registry import StepSpec, registry
+from hql.registry import Extension, FunctionSpec, StepSpec, registry
 
 
 def _sentence(text: str) -> str:
@@ -35,7 +35,54 @@ def _param_rows(spec: StepSpec) -> list[str]:
     return rows + [""]
 
 
+def _function_section(function: FunctionSpec, level: str = "###") -> list[str]:
+    lines = [
+        f"{level} `{function.name}`",
+        "",
+        _sentence(function.summary),
+        "",
+        "```text",
+        function.signature,
+        "```",
+        "",
+    ]
+    return lines + ([f"Example: `{function.example}`.", ""] if function.example else [])
+
+
+def extension_section(extension: Extension, availability_text: str) -> list[str]:
+    """One extension's part of the reference: its steps, then its own functions."""
+    origin = f" Provided by the package `{extension.package}`." if extension.package else ""
+    lines = [
+        f"## `{extension.name}` ({availability_text})",
+        "",
+        _sentence(extension.summary) + origin,
+        "",
+    ]
+    for spec in extension.steps.values():
+        lines += [
+            f"### `{spec.name}`",
+            "",
+            _sentence(spec.summary),
+            "",
+            "```text",
+            spec.signature,
+            "```",
+            "",
+        ]
+        lines += _param_rows(spec)
+        purity = "pure" if spec.pure else "effectful"
+        direct = f"; may also be called directly, as `{spec.name}(xs, …)`" if spec.direct else ""
+        limit = "; a following `take(k)` may be pushed into it" if "limit" in spec.absorbs else ""
+        example = f"Example: `{spec.example}` " if spec.example else ""
+        lines += [f"{example}({purity}{direct}{limit}).", ""]
+    for function in extension.functions.values():
+        lines += _function_section(function)
+    return lines
+
+
 def step_reference() -> str:
+    """The shipped extensions only: installed packages document themselves (`hql builtins
+    --extension NAME`)."""
     reg = registry()
     lines = [
         "# Step reference",
@@ -45,42 +92,11 @@ def step_reference() -> str:
         "",
     ]
     for extension in reg.extensions.values():
-        lines += [
-            f"## `{extension.name}` ({availability(extension, None)})",
-            "",
-            _sentence(extension.summary),
-            "",
-        ]
-        for spec in extension.steps.values():
-            lines += [
-                f"### `{spec.name}`",
-                "",
-                _sentence(spec.summary),
-                "",
-                "```text",
-                spec.signature,
-                "```",
-                "",
-            ]
-            lines += _param_rows(spec)
-            purity = "pure" if spec.pure else "effectful"
-            direct = (
-                f"; may also be called directly, as `{spec.name}(xs, …)`" if spec.direct else ""
-            )
-            lines += [f"Example: `{spec.example}` ({purity}{direct}).", ""]
+        if extension.package is None:
+            lines += extension_section(extension, availability(extension, None))
     lines += ["## Functions", ""]
     for function in reg.functions.values():
-        lines += [
-            f"### `{function.name}`",
-            "",
-            _sentence(function.summary),
-            "",
-            "```text",
-            function.signature,
-            "```",
-            "",
-        ]
-        lines += [f"Example: `{function.example}`.", ""]
+        lines += _function_section(function)
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -150,6 +150,8 @@ def describe_ranking(ranking: Ranking, heading: str | None = None) -> list[str]:
 def _why(detail: dict[str, Any] | None) -> str:
     if not detail:
         return ""
+    if isinstance(detail.get("why"), str):  # an extension's own words (hql.extend.ranking)
+        return str(detail["why"])
     if "matched" in detail:
         matched = sorted(detail["matched"].items(), key=lambda item: -item[1])
         return ", ".join(f"{term} {weight:.3f}" for term, weight in matched)

@@ -1108,3 +1108,155 @@ def index_would_replace(path: str) -> str:
         f"{path} exists and is not an HQL index; it was left alone "
         "(point `[semantics] index` at a new file, or remove it)"
     )
+
+
+# --- extensions declared through hql.extend ----------------------------------------
+
+
+def ext_bad_name(name: object) -> str:
+    return f"an extension name is a lowercase identifier such as `wordstats`, not {name!r}"
+
+
+def ext_signature_unparsable(signature: str, column: int, problem: str) -> str:
+    return f"the signature `{signature}` does not parse at column {column}: {problem}"
+
+
+def ext_declaration(extension: str, name: str, problem: str) -> str:
+    return f"extension `{extension}`, `{name}`: {problem}"
+
+
+def ext_expected(what: str, found: str) -> str:
+    return f"expected {what}, found {found}"
+
+
+def ext_unknown_type(name: str, suggestion: str | None) -> str:
+    hint = f" (did you mean `{suggestion}`?)" if suggestion else ""
+    return f"unknown type `{name}`{hint}"
+
+
+def ext_type_arity(name: str, expected: int, found: int) -> str:
+    return f"`{name}` takes {plural(expected, 'type argument')}, not {found}"
+
+
+def ext_unbound_variable(variable: str) -> str:
+    return (
+        f"the type variable `{variable}` is not fixed by the input or by a parameter, "
+        "so a call could not know its type"
+    )
+
+
+def ext_lambda_variable(variable: str, param: str) -> str:
+    return (
+        f"the lambda parameter `{param}` uses `{variable}`, which neither the input nor a "
+        "value parameter fixes"
+    )
+
+
+def ext_default_type(param: str, declared: object, default: object) -> str:
+    return f"the default of `{param}` is {default!r}, which is not a {declared}"
+
+
+def ext_param_twice(param: str) -> str:
+    return f"the parameter `{param}` is declared twice"
+
+
+def ext_reserved_param(param: str) -> str:
+    return f"`{param}` cannot be a parameter name: HQL passes its own `{param}` to the function"
+
+
+def ext_function_lambda(param: str) -> str:
+    return f"the parameter `{param}` takes a lambda, which only a step can take"
+
+
+def ext_python_mismatch(function: str, problem: str) -> str:
+    return f"the Python function `{function}` cannot be called as declared: {problem}"
+
+
+def ext_unknown_hint(hint: str, known: list[str]) -> str:
+    return f"a step cannot absorb `{hint}`; a planner hands steps only: {', '.join(known)}"
+
+
+def ext_limit_output(output: object) -> str:
+    return f"a step that absorbs `limit` returns a Ranking or a List, not {output}"
+
+
+def ext_step_twice(name: str) -> str:
+    return f"`{name}` is declared twice"
+
+
+def ext_already_registered(name: str, owner: str) -> str:
+    return f"an extension named `{name}` is already provided by {owner}"
+
+
+def ext_function_taken(name: str) -> str:
+    return f"a function named `{name}` is already built in"
+
+
+def ext_card_metadata(problem: str) -> str:
+    return (
+        f"card_metadata must be a map of data (strings, numbers, booleans, lists, maps): {problem}"
+    )
+
+
+def ext_not_declared(found: object) -> str:
+    return f"the entry point names {found!r}, not an hql.extend.Extension"
+
+
+def ext_entry_name(entry: str, declared: str) -> str:
+    return (
+        f"the entry point is named `{entry}` but declares the extension `{declared}`; "
+        "they must agree"
+    )
+
+
+def ext_package_failed(package: str, entry: str, problem: str) -> str:
+    return f"the package `{package}` (entry point `{entry}`) could not be loaded: {problem}"
+
+
+def ext_failed_to_load(name: str, reason: str) -> str:
+    return f"the `{name}` extension is installed but did not load: {reason}"
+
+
+def ext_input_mismatch(step: str, expected: str, found: object) -> str:
+    return f"`{step}` works on {expected}, not {found}"
+
+
+def ext_lambda_result(step: str, param: str, expected: object, found: object) -> str:
+    return f"the lambda given as `{param}` of `{step}` must give {expected}, not {found}"
+
+
+def ext_no_type_arguments(name: str) -> str:
+    return f"`{name}` takes no type arguments"
+
+
+def ext_raised(kind: str, name: str, extension: str, error: BaseException) -> str:
+    text = str(error)
+    detail = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return f"the {kind} `{name}` of the `{extension}` extension failed ({detail})"
+
+
+def ext_failed(kind: str, name: str, extension: str, message: str) -> str:
+    return f"the {kind} `{name}` of the `{extension}` extension failed: {message}"
+
+
+def ext_wrong_return(kind: str, name: str, extension: str, where: str, problem: str) -> str:
+    return (
+        f"the {kind} `{name}` of the `{extension}` extension returned {where}{problem}, "
+        "so its value was refused"
+    )
+
+
+def ext_not_a(expected: object, found: str) -> str:
+    return f"{found} where its signature promises {expected}"
+
+
+def ext_builtins_failed() -> str:
+    return "installed extensions that did not load"
+
+
+def ext_builtins_unknown(name: str, known: list[str]) -> str:
+    return f"no extension named `{name}`; registered: {', '.join(known)}"
+
+
+def ext_builtin_origin() -> str:
+    return "shipped with HQL"

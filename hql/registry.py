@@ -71,6 +71,8 @@ class FunctionSpec:
     example: str
     check: Callable[..., Type]
     run: Callable[..., Any]
+    # The extension that provides it; "" for the functions every program may call.
+    extension: str = ""
 
 
 @record(frozen=False)
@@ -83,12 +85,18 @@ class Extension:
     steps: dict[str, StepSpec] = field(default_factory=dict)
     # Card metadata the extension contributes under its own name (reference 9.3).
     card_metadata: dict[str, Any] = field(default_factory=dict)
+    # Functions callable only where the extension is imported (declared through hql.extend).
+    functions: dict[str, FunctionSpec] = field(default_factory=dict)
+    package: str | None = None  # the installed distribution that provides it, "name version"
 
 
 class Registry:
     def __init__(self) -> None:
         self.extensions: dict[str, Extension] = {}
         self.functions: dict[str, FunctionSpec] = {}
+        # Installed extensions (entry points in the `hql.extensions` group) load on first need.
+        self.installed_loaded = False
+        self.load_failures: dict[str, str] = {}  # extension name -> why its package did not load
 
     def extension(self, name: str, **kwargs: Any) -> Extension:
         if name not in self.extensions:
@@ -108,6 +116,7 @@ class Registry:
             yield from extension.steps.values()
 
     def providers(self, step: str) -> list[Extension]:
+        self.load_installed()
         return [ext for ext in self.extensions.values() if step in ext.steps]
 
     def default_imports(self, prelude: bool = True) -> list[str]:
@@ -116,7 +125,27 @@ class Registry:
         ]
 
     def step_names(self) -> set[str]:
+        self.load_installed()
         return {spec.name for spec in self.steps()}
+
+    # --- installed extensions (hql.extend) ---------------------------------------
+
+    def load_installed(self) -> Registry:
+        """Add every installed extension package, once; programs using only the shipped
+        extensions never come here, so they import nothing more."""
+        if not self.installed_loaded:
+            from hql.extend import load_installed
+
+            load_installed(self)
+        return self
+
+    def function_providers(self, name: str) -> list[Extension]:
+        self.load_installed()
+        return [ext for ext in self.extensions.values() if name in ext.functions]
+
+    def remove(self, name: str) -> None:
+        """Forget an extension (and its steps and functions)."""
+        self.extensions.pop(name, None)
 
 
 REGISTRY = Registry()
@@ -127,6 +156,11 @@ def registry() -> Registry:
     import hql.steps  # noqa: F401  (registers the shipped steps)
 
     return REGISTRY
+
+
+def installed() -> Registry:
+    """The registry with the shipped extensions and every installed extension package."""
+    return registry().load_installed()
 
 
 def edit_distance(a: str, b: str) -> int:

@@ -51,14 +51,14 @@ class MetaCommands:
         return None
 
     def help(self) -> None:
-        from hql.registry import registry
+        from hql.registry import installed
 
         width = max(len(name) for name in COMMANDS)
         for name, summary in COMMANDS.items():
             print(f"{name.ljust(width)}  {summary}", file=self.out)
         print("", file=self.out)
         print(messages.repl_steps_heading(), file=self.out)
-        for spec in registry().steps():
+        for spec in installed().steps():
             print(f"  {spec.name.ljust(10)} {spec.summary} ({spec.extension})", file=self.out)
 
     def type(self, text: str) -> None:

@@ -27,7 +27,7 @@ from hql import types as ty
 from hql.api import Session
 from hql.checker import field_type, fields_of
 from hql.diagnostics import HqlError
-from hql.registry import registry
+from hql.registry import installed
 from hql.syntax.tokens import CLOSERS, Token, iter_highlight_tokens, layout
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
@@ -144,11 +144,11 @@ class HqlCompleter(Completer):
                 if spec.extension in imported
                 else f"{spec.summary} (import {spec.extension})",
             )
-            for spec in registry().steps()
+            for spec in installed().steps()
         ]
 
     def extensions(self) -> list[Candidate]:
-        return [Candidate(ext.name, ext.summary) for ext in registry().extensions.values()]
+        return [Candidate(ext.name, ext.summary) for ext in installed().extensions.values()]
 
     def card_names(self) -> list[Candidate]:
         vault = self.session.vault
@@ -160,15 +160,26 @@ class HqlCompleter(Completer):
         found = [Candidate(name, str(kind)) for name, kind in self.session.scope.names.items()]
         if self.session.vault is not None:
             found.append(Candidate("cards", "every card of the vault"))
-        found.extend(Candidate(name, spec.summary) for name, spec in registry().functions.items())
+        found.extend(Candidate(name, spec.summary) for name, spec in installed().functions.items())
+        imported = set(self.session.scope.imports)
+        for extension in installed().extensions.values():
+            found.extend(
+                Candidate(
+                    name,
+                    spec.summary
+                    if extension.name in imported
+                    else f"{spec.summary} (import {extension.name})",
+                )
+                for name, spec in extension.functions.items()
+            )
         found.extend(
-            Candidate(spec.name, spec.summary) for spec in registry().steps() if spec.direct
+            Candidate(spec.name, spec.summary) for spec in installed().steps() if spec.direct
         )
         found.extend(Candidate(word, "keyword") for word in ("import", "true", "false"))
         return found
 
     def parameters(self, step: str, before: str) -> list[Candidate]:
-        specs = [spec for spec in registry().steps() if spec.name == step]
+        specs = [spec for spec in installed().steps() if spec.name == step]
         if not specs:
             return []
         given = set(re.findall(r"([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=|>)", before[before.rfind("(") :]))

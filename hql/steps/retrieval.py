@@ -18,6 +18,7 @@ from hql import messages
 from hql import types as ty
 from hql.checker import StepTyping
 from hql.diagnostics import HqlError, evaluation, type_error
+from hql.extend import Context, Extension, register
 from hql.interpreter import StepCall
 from hql.record import replace
 from hql.registry import REGISTRY, FunctionSpec, Param, StepSpec
@@ -53,12 +54,27 @@ REGISTRY.extension(
 REGISTRY.extension(
     "semantic", version=__version__, summary="ranking by meaning over a precomputed SQLite index"
 )
-REGISTRY.extension(
+
+# `bm25` is declared through the public extension API (hql.extend), as a package would.
+BM25 = Extension(
     "bm25",
     version=__version__,
     summary="multilingual BM25 over analysed text",
     card_metadata={"model": "hql.bm25.v1", "indexed": True},
 )
+
+
+@BM25.step(
+    "Collection<T> | bm25(query: String) -> Ranking<T> where T: Doc",
+    summary="rank cards by BM25 over analysed words in any language; cards sharing no term are left out",
+    example='cards | bm25("token de acesso")',
+    absorbs=("limit",),
+)
+def _bm25(cards: Sequence[Card], query: str, context: Context) -> Ranking:
+    return bm25_ranking(context, query, cards, context.limit)
+
+
+register(BM25, REGISTRY)
 REGISTRY.extension(
     "hybrid", version=__version__, summary="bm25 and semantic fused by reciprocal rank"
 )
@@ -157,7 +173,7 @@ def bm25_index(vault: Vault | None, cards: Sequence[Card]) -> tuple[Bm25Index[Ca
 
 
 def bm25_ranking(
-    call: StepCall, query: str, cards: Sequence[Card], limit: int | None = None
+    call: StepCall | Context, query: str, cards: Sequence[Card], limit: int | None = None
 ) -> Ranking:
     from hql.search.bm25 import METRIC, MODEL
 
@@ -172,10 +188,6 @@ def bm25_ranking(
     retrieval = Retrieval(query, where, MODEL, index.revision, METRIC, False, extra)
     details = [{"matched": dict(hit.matched)} for hit in hits]
     return _ranking([(hit.card, hit.score) for hit in hits], retrieval, details)
-
-
-def run_bm25(call: StepCall) -> Ranking:
-    return bm25_ranking(call, call.args["query"], _cards(call.input), call.limit)
 
 
 # --- semantic ------------------------------------------------------------------------------
@@ -433,17 +445,6 @@ for spec in (
         'cards | semantic("night hunting birds")',
         check_semantic,
         run_semantic,
-        absorbs=("limit",),
-    ),
-    StepSpec(
-        "bm25",
-        "bm25",
-        (QUERY,),
-        "Collection<Card> | bm25(query: String) -> Ranking<Card>",
-        "rank cards by BM25 over analysed words in any language; cards sharing no term are left out",
-        'cards | bm25("token de acesso")',
-        check_ranker,
-        run_bm25,
         absorbs=("limit",),
     ),
     StepSpec(
