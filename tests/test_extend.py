@@ -25,6 +25,7 @@ from hql.extend import (
 from hql.registry import REGISTRY, Registry, registry
 
 FIXTURES = Path(__file__).parent / "fixtures"
+limits: list[int | None] = []  # what the `titles` step was told by the planner, call by call
 
 
 def declare_probe() -> Extension:
@@ -71,11 +72,11 @@ def declare_probe() -> Extension:
         return len(items)
 
     @probe.step(
-        "Collection<T> | titles(query: String, limit: Int = 0) -> Ranking<T> where T: Card",
+        "Collection<T> | titles(query: String) -> Ranking<T> where T: Card",
         summary="rank by title words shared with the query",
-        limit="limit",
+        absorbs=("limit",),
     )
-    def titles(cards: list[Any], query: str, limit: int) -> Ranking:
+    def titles(cards: list[Any], query: str, context: Context) -> Ranking:
         asked = set(query.lower().split())
         scored = []
         for card in cards:
@@ -86,7 +87,8 @@ def declare_probe() -> Extension:
                 )
         made = retrieval(query, "probe.titles.v1", metric="cosine", revision="1")
         result = ranking(made, scored)
-        return Ranking(result.hits[:limit], made) if limit else result
+        limits.append(context.limit)
+        return Ranking(result.hits[: context.limit], made) if context.limit else result
 
     @probe.function("shout(text: String, times: Int = 1) -> String", summary="capitals")
     def shout(text: str, times: int) -> str:
@@ -156,8 +158,10 @@ def test_declarations_are_checked_against_the_python_function() -> None:
     extension = Extension("broken", version="1", summary="broken")
     with pytest.raises(ExtensionError, match="cannot be called as declared"):
         extension.add_step("Seq<T> | f(n: Int) -> Int", lambda xs: 0, summary="x")
-    with pytest.raises(ExtensionError, match="`limit` names `n`"):
-        extension.add_step("Seq<T> | f(n: Int) -> List<T>", lambda xs, n: 0, summary="x", limit="n")
+    with pytest.raises(ExtensionError, match="cannot absorb `order`"):
+        extension.add_step("Seq<T> | f() -> List<T>", lambda xs: 0, summary="x", absorbs=("order",))
+    with pytest.raises(ExtensionError, match="absorbs `limit` returns a Ranking or a List"):
+        extension.add_step("Seq<T> | f() -> Int", lambda xs: 0, summary="x", absorbs=("limit",))
     with pytest.raises(ExtensionError, match="only a step can take"):
         extension.add_function("f(by: Int => Int) -> Int", lambda by: 0, summary="x")
     with pytest.raises(ExtensionError, match="lowercase identifier"):
@@ -301,10 +305,14 @@ def test_a_third_party_ranking_works_with_relevant_fuse_and_explain(vault: hql.V
     assert "title has bearer, tokens" in text
 
 
-def test_the_limit_a_planner_may_use_is_data_on_the_spec(probe: Extension) -> None:
-    spec = REGISTRY.extensions["probe"].steps["titles"]
-    assert spec.limit == "limit"
-    assert REGISTRY.extensions["probe"].steps["lengths"].limit is None
+def test_a_planner_pushes_take_into_a_step_that_absorbs_limit(vault: hql.Vault) -> None:
+    assert REGISTRY.extensions["probe"].steps["titles"].absorbs == ("limit",)
+    assert REGISTRY.extensions["probe"].steps["lengths"].absorbs == ()
+    limits.clear()
+    whole = run('import probe\ncards | titles("bearer tokens oauth")', vault).value
+    first = run('import probe\ncards | titles("bearer tokens oauth") | take(1)', vault).value
+    assert limits == [None, 1]
+    assert [hit.card for hit in first.hits] == [hit.card for hit in whole.hits[:1]]
 
 
 def test_ranking_sorts_best_first_and_keeps_each_card_once(vault: hql.Vault) -> None:

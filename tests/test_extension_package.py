@@ -214,13 +214,11 @@ def test_installed_extensions_are_listed_and_documented(
 ) -> None:
     listing = str(tour["builtins"]["out"])
     assert "demo 0.1.0 (imported where it is used, package hql-ext-demo 0.1.0)" in listing
-    assert "Collection<T> | similar(query: String, limit: Int = 0) -> Ranking<T> where T: Card" in (
-        listing
-    )
+    assert "Collection<T> | similar(query: String) -> Ranking<T> where T: Card" in listing
     assert "installed extensions that did not load" in listing
     help_text = str(tour["help"]["out"])
     assert help_text.startswith("## `demo` (imported where it is used)")
-    assert "a following `take(k)` may be given to it as `limit`" in help_text
+    assert "a following `take(k)` may be pushed into it" in help_text
     assert "### `shout`" in help_text
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 
 from hql.extend import Card, Context, Extension, Ranking, ranking, retrieval
 
@@ -36,7 +37,7 @@ def words(text: str) -> list[str]:
     summary="each card's name and how many words its body has, keeping cards with at least `min`",
     example="cards | wordcount(min = 50)",
 )
-def wordcount(cards: list[Card], min: int) -> list[dict[str, object]]:
+def wordcount(cards: Sequence[Card], min: int) -> list[dict[str, object]]:
     counted = [{"card": card.name, "words": len(words(card.body))} for card in cards]
     return [row for row in counted if row["words"] >= min]
 
@@ -61,13 +62,13 @@ def _cosine(query: Counter[str], document: Counter[str]) -> float:
 
 
 @extension.step(
-    "Collection<T> | similar(query: String, limit: Int = 0) -> Ranking<T> where T: Card",
+    "Collection<T> | similar(query: String) -> Ranking<T> where T: Card",
     summary="rank cards by the cosine of their word counts (title and body) with the query; "
     "cards sharing no word are left out",
     example='cards | similar("bearer token")',
-    limit="limit",
+    absorbs=("limit",),
 )
-def similar(cards: list[Card], query: str, limit: int, context: Context) -> Ranking:
+def similar(cards: Sequence[Card], query: str, context: Context) -> Ranking:
     asked = Counter(words(query))
     if not asked:
         context.warn("the query has no words, so nothing is similar to it")
@@ -79,6 +80,6 @@ def similar(cards: list[Card], query: str, limit: int, context: Context) -> Rank
             scored.append((card, score, "shares " + ", ".join(shared)))
     made = retrieval(query, MODEL, metric="cosine", revision=__version__)
     ranked = ranking(made, scored)
-    if limit > 0:  # the first `limit` hits are exactly those a later take(limit) keeps
-        ranked = Ranking(ranked.hits[:limit], ranked.retrieval)
+    if context.limit is not None:  # `take(k)` follows: the first k hits are all it keeps
+        ranked = Ranking(ranked.hits[: context.limit], ranked.retrieval)
     return ranked

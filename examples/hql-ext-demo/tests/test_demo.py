@@ -8,6 +8,7 @@ import pytest
 from hql_ext_demo import words
 
 import hql
+import hql.registry
 
 
 @pytest.fixture()
@@ -46,10 +47,12 @@ def test_similar_ranks_by_shared_words(vault: hql.Vault) -> None:
     assert outcome.value.retrieval.model == "demo.similar.v1"
 
 
-def test_similar_limit_is_a_prefix(vault: hql.Vault) -> None:
+def test_take_after_similar_is_pushed_into_it(vault: hql.Vault) -> None:
     whole = hql.run('import demo\ncards | similar("token access")', vault=vault).value
-    first = hql.run('import demo\ncards | similar("token access", limit = 1)', vault=vault).value
+    first = hql.run('import demo\ncards | similar("token access") | take(1)', vault=vault).value
     assert [h.card.name for h in first.hits] == [h.card.name for h in whole.hits[:1]]
+    spec = hql.registry.installed().extensions["demo"].steps["similar"]
+    assert spec.absorbs == ("limit",)
 
 
 def test_card_metadata_is_contributed(vault: hql.Vault) -> None:
