@@ -34,8 +34,6 @@ bounds one. A step parameter may take a lambda: `key: T => String`.
 
 from __future__ import annotations
 
-import inspect
-import json
 import math
 import os
 import re
@@ -277,6 +275,8 @@ class _Parser:
             text = self.expect(kind="number")
             return float(text) if any(c in text for c in ".eE") else int(text)
         if self.peek(kind="string"):
+            import json
+
             return json.loads(self.expect(kind="string"))
         for word, value in (("true", True), ("false", False), ("none", None)):
             if self.accept(word):
@@ -712,6 +712,52 @@ class _Declared:
     wants_context: bool = False
 
 
+def _plain_function_fits(
+    run: Any, code: Any, names: list[str], step: bool
+) -> tuple[str | None, bool]:
+    """(problem, takes context) for a plain Python function, read from its code object
+    (cheap: `inspect` is not imported on the start-up path)."""
+    positional = code.co_varnames[: code.co_argcount]
+    keyword_only = code.co_varnames[code.co_argcount : code.co_argcount + code.co_kwonlyargcount]
+    has_varargs = bool(code.co_flags & 0x04)
+    has_varkw = bool(code.co_flags & 0x08)
+    by_name = set(positional[code.co_posonlyargcount :]) | set(keyword_only)
+    wants = "context" in by_name or has_varkw
+    offered = [*names, "context"] if wants else names
+    if step and not positional and not has_varargs:
+        return messages.ext_python_takes_no_input(), wants
+    for name in names:
+        if name not in by_name and not has_varkw:
+            return messages.ext_python_lacks(name), wants
+    defaults = len(run.__defaults__ or ())
+    required = list(positional[: len(positional) - defaults])
+    if step and required:
+        required = required[1:]  # the input
+    required += [name for name in keyword_only if name not in (run.__kwdefaults__ or {})]
+    for name in required:
+        if name not in offered:
+            return messages.ext_python_requires(name), wants
+    return None, wants
+
+
+def _callable_fits(run: Any, names: list[str], step: bool) -> tuple[str | None, bool]:
+    import inspect
+
+    try:
+        python = inspect.signature(run)
+    except (TypeError, ValueError):
+        return None, False
+    wants = "context" in python.parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in python.parameters.values()
+    )
+    arguments = dict.fromkeys([*names, "context"] if wants else names)
+    try:
+        python.bind(*([None] if step else []), **arguments)
+    except TypeError as error:
+        return str(error), wants
+    return None, wants
+
+
 class Extension:
     """An extension: a name, a version, a summary, its steps and functions, and the card
     metadata it contributes (every card's `metadata.<name>` holds it)."""
@@ -835,27 +881,20 @@ class Extension:
             ) from None
 
     def _check_callable(self, parsed: Signature, run: Callable[..., Any], *, step: bool) -> bool:
+        """Whether `run` takes a `context`; ExtensionError when it cannot be called as declared."""
         label = getattr(run, "__qualname__", repr(run))
         if not callable(run):
             raise self._error(
                 parsed.name, messages.ext_python_mismatch(label, "it is not callable")
             )
-        try:
-            python = inspect.signature(run)
-        except (TypeError, ValueError):
-            return False
-        wants = "context" in python.parameters or any(
-            p.kind is inspect.Parameter.VAR_KEYWORD for p in python.parameters.values()
-        )
-        arguments = {p.name: None for p in parsed.params}
-        if wants:
-            arguments["context"] = None
-        try:
-            python.bind(*([None] if step else []), **arguments)
-        except TypeError as error:
-            raise self._error(
-                parsed.name, messages.ext_python_mismatch(label, str(error))
-            ) from None
+        names = [p.name for p in parsed.params]
+        code = getattr(run, "__code__", None)
+        if code is not None and not hasattr(run, "__self__") and not hasattr(run, "__wrapped__"):
+            problem, wants = _plain_function_fits(run, code, names, step)
+        else:
+            problem, wants = _callable_fits(run, names, step)
+        if problem:
+            raise self._error(parsed.name, messages.ext_python_mismatch(label, problem))
         return wants
 
     def register(self, registry: Registry | None = None, *, package: str | None = None) -> None:

@@ -1172,6 +1172,18 @@ def ext_python_mismatch(function: str, problem: str) -> str:
     return f"the Python function `{function}` cannot be called as declared: {problem}"
 
 
+def ext_python_takes_no_input() -> str:
+    return "it takes no positional parameter for the step's input"
+
+
+def ext_python_lacks(param: str) -> str:
+    return f"it has no parameter `{param}`"
+
+
+def ext_python_requires(param: str) -> str:
+    return f"it requires `{param}`, which the signature does not declare"
+
+
 def ext_unknown_hint(hint: str, known: list[str]) -> str:
     return f"a step cannot absorb `{hint}`; a planner hands steps only: {', '.join(known)}"
 
