@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 import hql  # noqa: E402
 from hql import types as ty  # noqa: E402
-from hql.extend import Extension, _may_have_extensions, register  # noqa: E402
+from hql.extend import Extension, _installed_paths, _may_have_extensions, register  # noqa: E402
 from hql.registry import REGISTRY, StepSpec, registry  # noqa: E402
 from hql.values import elements  # noqa: E402
 
@@ -125,7 +125,7 @@ def main() -> None:
 
     from importlib.metadata import entry_points
 
-    scan = best(_may_have_extensions, repeat=5, number=20)
+    scan = best(lambda: _may_have_extensions(_installed_paths()), repeat=5, number=20)
     metadata = best(lambda: entry_points(group="hql.extensions"), repeat=5, number=20)
     row("discovery", scan, metadata)
 

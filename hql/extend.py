@@ -1228,15 +1228,22 @@ def ranking(
 _loading = threading.RLock()
 
 
-def _may_have_extensions() -> bool:
-    """Whether any installed distribution on sys.path declares an `hql.extensions` entry point.
+def _installed_paths() -> list[str]:
+    """sys.path without the current directory, which `python -m` puts first: a folder HQL
+    runs in (a vault, say) can never provide an extension."""
+    here = os.path.realpath(os.getcwd())
+    return [entry for entry in sys.path if entry and os.path.realpath(entry) != here]
 
-    Reading `entry_points.txt` files directly costs a millisecond; importing
+
+def _may_have_extensions(paths: list[str]) -> bool:
+    """Whether any distribution on `paths` declares an `hql.extensions` entry point.
+
+    Reading `entry_points.txt` files directly costs a millisecond or two; importing
     importlib.metadata costs far more, so it is imported only when this says yes."""
     marker = f"[{GROUP}]"
-    for entry in sys.path:
+    for entry in paths:
         try:
-            names = os.listdir(entry or ".")
+            names = os.listdir(entry)
         except OSError:
             continue
         for name in names:
@@ -1244,7 +1251,7 @@ def _may_have_extensions() -> bool:
                 continue
             try:
                 with open(
-                    os.path.join(entry or ".", name, "entry_points.txt"), encoding="utf-8"
+                    os.path.join(entry, name, "entry_points.txt"), encoding="utf-8"
                 ) as handle:
                     if marker in handle.read():
                         return True
@@ -1253,13 +1260,22 @@ def _may_have_extensions() -> bool:
     return False
 
 
-def _entry_points() -> list[Any]:
-    if not _may_have_extensions():
+def _entry_points(paths: list[str]) -> list[Any]:
+    if not _may_have_extensions(paths):
         return []
-    from importlib.metadata import entry_points
+    from importlib.metadata import distributions
 
-    unique = {(point.name, point.value): point for point in entry_points(group=GROUP)}
-    return [unique[key] for key in sorted(unique)]
+    found: dict[str, Any] = {}
+    seen: set[str] = set()
+    for dist in distributions(path=paths):
+        name = dist.metadata["Name"] or ""
+        if name in seen:  # an earlier path entry wins, as it does for imports
+            continue
+        seen.add(name)
+        for point in dist.entry_points:
+            if point.group == GROUP:
+                found.setdefault(point.name, point)
+    return [found[name] for name in sorted(found)]
 
 
 def load_installed(registry: Registry) -> None:
@@ -1273,8 +1289,17 @@ def load_installed(registry: Registry) -> None:
 
         if registry is REGISTRY:
             import hql.steps  # noqa: F401  (the shipped extensions come first)
-        for point in _entry_points():
-            _load_one(registry, point)
+        paths = _installed_paths()
+        points = _entry_points(paths)
+        if not points:
+            return
+        saved = list(sys.path)
+        sys.path[:] = paths  # the package's modules come from where it is installed, only
+        try:
+            for point in points:
+                _load_one(registry, point)
+        finally:
+            sys.path[:] = saved + [entry for entry in sys.path if entry not in saved]
 
 
 def _load_one(registry: Registry, point: Any) -> None:

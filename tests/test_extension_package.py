@@ -261,3 +261,33 @@ def test_the_demo_package_own_tests_pass(env: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert " passed" in done.stdout
+
+
+def test_a_vault_imports_an_installed_extension_from_its_config(env: Path, tmp_path: Path) -> None:
+    (tmp_path / "hql.toml").write_text('[extensions]\nimport = ["demo"]\n', encoding="utf-8")
+    (tmp_path / "tokens.md").write_text("# Bearer tokens\n\nA bearer token.\n", encoding="utf-8")
+    done = run_in(env, "-m", "hql", "--vault", str(tmp_path), "eval", 'cards | similar("token")')
+    assert done.returncode == 0, done.stderr
+    # title + body count bearer 3, tokens 2, a 1, token 1: cosine with "token" is 1/sqrt(15)
+    assert done.stdout.strip() == "[tokens (0.2582)]"
+
+
+def test_a_folder_hql_runs_in_cannot_provide_an_extension(env: Path, tmp_path: Path) -> None:
+    """`python -m` puts the current directory on sys.path; a vault there must not run code."""
+    marker = tmp_path / "ran"
+    info = tmp_path / "evil-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[hql.extensions]\nevil = evil_ext:extension\n")
+    (tmp_path / "evil_ext.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    (tmp_path / "note.md").write_text("# Note\n")
+    done = subprocess.run(
+        [str(env), "-m", "hql", "--vault", ".", "eval", "import evil"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=_clean_env(),
+        cwd=tmp_path,
+    )
+    assert "no extension named `evil` is registered" in done.stderr
+    assert not marker.exists()
