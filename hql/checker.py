@@ -674,6 +674,8 @@ def field_type(receiver: Type, name: str) -> Type | None:
         }.get(name)
     if receiver == ty.GRAPH:
         return {"nodes": ty.list_of(ty.STRING), "edges": ty.list_of(ty.EDGE)}.get(name)
+    if receiver.name == "Group":
+        return {"key": receiver.args[0], "items": ty.list_of(receiver.args[1])}.get(name)
     if receiver.name in ty.MAPS and name == "keys":
         key = receiver.args[0]
         return ty.set_of(key) if receiver.name == "Map" else ty.seq_of(key)
@@ -702,6 +704,8 @@ def fields_of(receiver: Type) -> list[str]:
         "nodes",
         "edges",
         "keys",
+        "key",
+        "items",
     ]
     return [
         name

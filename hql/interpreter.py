@@ -19,7 +19,19 @@ from hql.registry import StepSpec
 from hql.source import Span
 from hql.syntax import tree as t
 from hql.types import Type
-from hql.values import ABSENT, UNIT, Card, Data, Edge, Hit, ListValue, MapValue, Ranking, SetValue
+from hql.values import (
+    ABSENT,
+    UNIT,
+    Card,
+    Data,
+    Edge,
+    Group,
+    Hit,
+    ListValue,
+    MapValue,
+    Ranking,
+    SetValue,
+)
 
 if TYPE_CHECKING:
     from hql.vault import Vault
@@ -306,6 +318,8 @@ def get_field(receiver: Any, name: str) -> Any:
         if name == "retrieval":
             return Data(receiver.retrieval.as_tree())
         return receiver.retrieval.query
+    if isinstance(receiver, Group):
+        return getattr(receiver, name)
     if isinstance(receiver, MapValue):
         return SetValue(receiver.keys) if receiver.kind == "Map" else ListValue(receiver.keys)
     if name == "nodes":

@@ -1272,3 +1272,44 @@ def ext_builtins_unknown(name: str, known: list[str]) -> str:
 
 def ext_builtin_origin() -> str:
     return "shipped with HQL"
+
+
+def needs_positions(step: str, element: object, taken_from: str) -> str:
+    return (
+        f"`{step}` on {taken_from} orders it first, and {element} has no order of its own; "
+        "sort with an explicit key first"
+    )
+
+
+def reverse_needs_sequence(found: object) -> str:
+    return f"`reverse` works on a sequence, and {found} has no order to reverse; sort it first"
+
+
+def reduce_needs_sequence(found: object) -> str:
+    return (
+        f"`reduce` folds a sequence in order, and {found} has none: "
+        "sort it first, as in `… | sort | reduce(…)`"
+    )
+
+
+def reduce_result(accumulator: object, found: object) -> str:
+    return (
+        f"the lambda of `reduce` must return the accumulator's type {accumulator} "
+        f"(the type of `initial`), not {found}"
+    )
+
+
+def needs_numbers(step: str, found: object) -> str:
+    return f"`{step}` works on numbers, not {found}"
+
+
+def needs_ordered(step: str, found: object) -> str:
+    return f"`{step}` needs elements with an order of their own, and {found} has none; give `by`"
+
+
+def predicate_result(step: str, found: object) -> str:
+    return f"the lambda of `{step}` must give Bool, not {found}"
+
+
+def needs_collections(step: str, found: object) -> str:
+    return f"`{step}` needs a collection from each element, not {found}"

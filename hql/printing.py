@@ -16,6 +16,7 @@ from hql.values import (
     Card,
     Data,
     Edge,
+    Group,
     Hit,
     ListValue,
     MapValue,
@@ -121,6 +122,8 @@ def display(value: Any) -> str:
     if isinstance(value, MapValue):
         entries = ", ".join(f"{display(k)}: {display(v)}" for k, v in value.items())
         return f"{value.kind} {{{entries}}}"
+    if isinstance(value, Group):
+        return f"Group {{key: {display(value.key)}, items: {display(value.items)}}}"
     if is_graph(value):
         return f"graph of {len(value.nodes)} nodes and {len(value.induced_edges)} edges"
     return str(value)
@@ -181,6 +184,8 @@ def to_json(value: Any) -> Any:
     if isinstance(value, MapValue):
         entries = [{"key": to_json(k), "value": to_json(v)} for k, v in value.items()]
         return {"type": value.type_text, "entries": entries}
+    if isinstance(value, Group):
+        return {"key": to_json(value.key), "items": to_json(value.items)}
     if is_graph(value):
         return {
             "nodes": [
@@ -299,6 +304,9 @@ def table(value: Any) -> str:
         items = value.items
         if items and all(isinstance(item, Card | Hit) for item in items):
             return layout(["card", "kind", "title"], _card_rows(items))
+        if items and all(isinstance(item, Group) for item in items):
+            rows = [[display(group.key), display(group.items)] for group in items]
+            return layout(["key", "items"], rows)
         return layout(["value"], [[display(item)] for item in items])
     if isinstance(value, Data) and isinstance(value.tree, dict):
         tree = value.tree
@@ -381,6 +389,8 @@ def as_data(value: Any) -> Any:
         return ("map", tuple((as_data(k), as_data(v)) for k, v in value.items()))
     if isinstance(value, Ordering):
         return ("str", value.value)
+    if isinstance(value, Group):  # two groups are equal when their keys are (HQL-0004)
+        return ("group", as_data(value.key))
     return ("other", id(value))
 
 

@@ -105,6 +105,7 @@ GENERIC_ARITY = {
     "Map": 2,
     "OrderedMap": 2,
     "SortedMap": 2,
+    "Group": 2,  # Group<K, T>: `key: K` and `items: List<T>` (HQL-0004)
 }
 ALIASES = {"Link": "Edge", "Relation": "Edge", "KnowledgeGraph": "Graph", "HmdGraph": "Graph"}
 SEQUENCES = {"List", "Seq"}

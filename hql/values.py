@@ -23,6 +23,7 @@ __all__ = [
     "Card",
     "Data",
     "Edge",
+    "Group",
     "Hit",
     "ListValue",
     "MapValue",
@@ -165,6 +166,14 @@ class Ranking:
     @property
     def query(self) -> str:
         return self.retrieval.query
+
+
+@record
+class Group:
+    """One group of `group(by = …)`: its key and its elements in input order (HQL-0004)."""
+
+    key: Any
+    items: ListValue
 
 
 @record

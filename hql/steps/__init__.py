@@ -1,6 +1,7 @@
 """The shipped extensions. Importing this package registers every step.
 
-`strings` (and the other modules of everyday steps) add to `core`, which `core` creates.
+`collections`, `conversions` and `strings` add everyday steps to `core` (each imports
+`core` first, which creates the extension).
 """
 
-from hql.steps import core, functions, graph, pictures, present, retrieval, strings  # noqa: F401
+from hql.steps import collections, core, functions, graph, pictures, present, retrieval, strings  # noqa: F401

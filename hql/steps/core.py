@@ -9,9 +9,9 @@ from hql import messages
 from hql import types as ty
 from hql.checker import StepTyping
 from hql.interpreter import StepCall, distinct
-from hql.printing import compare_first, compare_values, values_equal
+from hql.printing import compare_values, values_equal
 from hql.registry import REGISTRY, Param, StepSpec
-from hql.steps.scalars import check_substring, run_substring
+from hql.steps.scalars import check_substring, data_compare, run_substring
 from hql.types import Type
 from hql.values import ABSENT, Card, ListValue, Ordering, Ranking, SetValue, elements
 from hql.version import __version__
@@ -118,6 +118,12 @@ def run_get(call: StepCall) -> Any:
 
 def check_sort(call: StepTyping) -> Type:
     element = call.element()
+    if call.has("descending") and call.value("descending") != ty.BOOL:
+        found = call.value("descending")
+        raise call.error(
+            messages.argument_type("sort", "descending", ty.BOOL, found),
+            call.arg_span("descending"),
+        )
     if call.has("by"):
         arity = call.lambda_arity("by")
         if arity == 2:
@@ -126,23 +132,43 @@ def check_sort(call: StepTyping) -> Type:
                 raise call.error(messages.comparator_result(result), call.arg_span("by"))
         else:
             result = call.lambda_result("by", [element])
-            if not ty.is_orderable(ty.strip_option(result)):
+            if not _sort_key(result):
                 raise call.error(messages.sort_key_unorderable(result), call.arg_span("by"))
-    elif not ty.is_orderable(element):
+    elif not (ty.is_orderable(element) or element == ty.DATA):
         raise call.error(messages.sort_needs_order(element), call.input_span)
     return ty.list_of(element)
+
+
+def _sort_key(key: Type) -> bool:
+    """Whether values of this type can order a sort: Orderable ones, and Data (when it runs)."""
+    key = ty.strip_option(key)
+    return ty.is_orderable(key) or key == ty.DATA
 
 
 def run_sort(call: StepCall) -> ListValue:
     items = list(elements(call.input))
     by = call.args.get("by")
+    descending = call.args.get("descending") is True
+    if by is not None and _arity(call) == 2:
+        comparator = (lambda a, b: by(b, a)) if descending else by
+        return ListValue(tuple(_insertion_sort(items, comparator)))
+    key_type = call.output_type.arg if by is None else _key_type(call)
+    if ty.strip_option(key_type) == ty.DATA:  # keys typed when the program runs: see data_compare
+        compare = functools.partial(data_compare, descending=descending)
+    elif descending:
+        compare = lambda a, b: compare_values(b, a)  # noqa: E731
+    else:
+        compare = compare_values
     if by is None:
-        return ListValue(tuple(sorted(items, key=functools.cmp_to_key(compare_values))))
-    if _arity(call) == 2:
-        return ListValue(tuple(_insertion_sort(items, by)))
+        return ListValue(tuple(sorted(items, key=functools.cmp_to_key(compare))))
     keys: list[tuple[Any, Any]] = [(by(item), item) for item in items]
-    keys.sort(key=functools.cmp_to_key(compare_first))
+    keys.sort(key=functools.cmp_to_key(lambda a, b: compare(a[0], b[0])))
     return ListValue(tuple(item for _, item in keys))
+
+
+def _key_type(call: StepCall) -> Type:
+    argument = call.interpreter.plan.arguments[call.node]["by"]
+    return call.interpreter.plan.types[argument.value.body]  # type: ignore[attr-defined]
 
 
 def _arity(call: StepCall) -> int:
@@ -338,9 +364,13 @@ for spec in (
     StepSpec(
         "sort",
         "core",
-        (Param("by", "T => Orderable | (T, T) => Ordering", default=None, kind="lambda"),),
-        "Collection<T> | sort<T>(by?: T => Orderable | (T, T) => Ordering) -> List<T>",
-        "order elements by their own key, a key lambda or a comparator",
+        (
+            Param("by", "T => Orderable | (T, T) => Ordering", default=None, kind="lambda"),
+            Param("descending", "Bool", default=False, positional=False),
+        ),
+        "Collection<T> | sort<T>(by?: T => Orderable | (T, T) => Ordering, descending?: Bool)"
+        " -> List<T>",
+        "order elements by their own key, a key lambda or a comparator; ties keep their order",
         "cards | sort(by = c => c.title)",
         check_sort,
         run_sort,

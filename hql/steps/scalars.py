@@ -146,3 +146,31 @@ def run_substring(call: StepCall) -> bool:
     if isinstance(part, Data):
         part = part.tree
     return isinstance(part, str) and part in call.input
+
+
+# --- ordering Data (sort keys, min and max) -------------------------------------------
+
+
+def data_key(value: Any) -> tuple[int, Any] | None:
+    """How a Data leaf orders: numbers, then strings (by code point), then Booleans; None
+    for absence, emptiness and lists or maps, which have no order."""
+    if isinstance(value, Data):
+        value = value.tree
+    if value is ABSENT or value is None:
+        return None
+    if isinstance(value, bool):
+        return (2, value)
+    if isinstance(value, int | float):
+        return (0, value)
+    if isinstance(value, str):
+        return (1, value)
+    return None
+
+
+def data_compare(a: Any, b: Any, descending: bool = False) -> int:
+    """Order two Data values; those without an order come last in either direction."""
+    ka, kb = data_key(a), data_key(b)
+    if ka is None or kb is None:
+        return (ka is None) - (kb is None)
+    order = (ka > kb) - (ka < kb)
+    return -order if descending else order

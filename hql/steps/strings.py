@@ -16,6 +16,7 @@ from hql.checker import StepTyping
 from hql.diagnostics import HqlError, evaluation
 from hql.interpreter import StepCall
 from hql.registry import REGISTRY, Param, StepSpec
+from hql.steps import core  # noqa: F401  (creates the extension these steps join)
 from hql.steps.scalars import (
     TEXT,
     argument_reach,
