@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from hql import messages
@@ -153,6 +154,7 @@ def run_sort(call: StepCall) -> ListValue:
         comparator = (lambda a, b: by(b, a)) if descending else by
         return ListValue(tuple(_insertion_sort(items, comparator)))
     key_type = call.output_type.arg if by is None else _key_type(call)
+    compare: Callable[[Any, Any], int]
     if ty.strip_option(key_type) == ty.DATA:  # keys typed when the program runs: see data_compare
         compare = functools.partial(data_compare, descending=descending)
     elif descending:
@@ -162,7 +164,11 @@ def run_sort(call: StepCall) -> ListValue:
     if by is None:
         return ListValue(tuple(sorted(items, key=functools.cmp_to_key(compare))))
     keys: list[tuple[Any, Any]] = [(by(item), item) for item in items]
-    keys.sort(key=functools.cmp_to_key(lambda a, b: compare(a[0], b[0])))
+
+    def by_key(a: tuple[Any, Any], b: tuple[Any, Any]) -> int:
+        return compare(a[0], b[0])
+
+    keys.sort(key=functools.cmp_to_key(by_key))
     return ListValue(tuple(item for _, item in keys))
 
 
