@@ -176,6 +176,11 @@ def edit_distance(a: str, b: str) -> int:
 def closest(
     name: str, candidates: Iterator[str] | list[str] | set[str], limit: int = 2
 ) -> str | None:
-    """The nearest candidate within `limit` edits, ties broken by name."""
+    """The nearest candidate within `limit` edits (and no more edits than the name has letters).
+
+    (`x` may suggest `y`, not `max`: a name of one letter is no basis for two edits.)
+    """
     scored = sorted((edit_distance(name, c), c) for c in set(candidates) if c != name)
-    return scored[0][1] if scored and scored[0][0] <= limit else None
+    if scored and scored[0][0] <= min(limit, len(name)):
+        return scored[0][1]
+    return None
