@@ -1155,7 +1155,14 @@ def _function_spec(extension: str, declared: _Declared) -> FunctionSpec:
         )
 
     return FunctionSpec(
-        name, signature.text, declared.summary, declared.example, check, run, extension=extension
+        name,
+        signature.text,
+        declared.summary,
+        declared.example,
+        check,
+        run,
+        extension=extension,
+        params=signature.params,
     )
 
 

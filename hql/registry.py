@@ -73,6 +73,7 @@ class FunctionSpec:
     run: Callable[..., Any]
     # The extension that provides it; "" for the functions every program may call.
     extension: str = ""
+    params: tuple[Param, ...] = ()  # declared parameters, when known (completion shows them)
 
 
 @record(frozen=False)

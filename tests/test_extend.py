@@ -403,3 +403,18 @@ def test_an_unknown_name_looks_for_installed_packages_once() -> None:
     )
     loaded, message = json.loads(done.stdout)
     assert loaded is True and message == "no extension named `nothing_here` is registered"
+
+
+def test_completion_offers_extension_steps_functions_and_their_parameters(
+    vault: hql.Vault,
+) -> None:
+    from hql.repl.completer import HqlCompleter
+
+    session = hql.Session(vault)
+    completer = HqlCompleter(session)
+    steps = {c.text: c.meta for c in completer.candidates("cards | leng")[1]}
+    assert steps["lengths"] == "each card's name and body length (import probe)"
+    session.run("import probe")
+    assert "shout" in [c.text for c in completer.candidates("sho")[1]]
+    assert [c.text for c in completer.candidates('shout("a", ')[1]][:2] == ["text = ", "times = "]
+    assert "min = " in [c.text for c in completer.candidates("cards | lengths(")[1]]

@@ -180,7 +180,11 @@ class HqlCompleter(Completer):
 
     def parameters(self, step: str, before: str) -> list[Candidate]:
         specs = [spec for spec in installed().steps() if spec.name == step]
-        if not specs:
+        functions = [
+            ext.functions[step] for ext in installed().extensions.values() if step in ext.functions
+        ]
+        params = specs[0].params if specs else functions[0].params if functions else ()
+        if not params:
             return []
         given = set(re.findall(r"([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=|>)", before[before.rfind("(") :]))
         return [
@@ -189,7 +193,7 @@ class HqlCompleter(Completer):
                 f"{param.type}" + ("" if param.required else f", default {param.default!r}"),
                 display=param.name,
             )
-            for param in specs[0].params
+            for param in params
             if param.named and param.name not in given
         ]
 
