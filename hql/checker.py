@@ -607,6 +607,7 @@ class Checker:
             message = messages.needs_import(callee.name, providers[0].name)
             raise HqlError(name_error(message, callee.span))
         known = set(self.registry.functions) | {s.name for s in self.registry.steps() if s.direct}
+        known |= {name for ext in self.registry.extensions.values() for name in ext.functions}
         raise HqlError(
             name_error(
                 messages.unknown_function(callee.name, closest(callee.name, known)), callee.span

@@ -235,6 +235,7 @@ def test_steps_and_functions_need_their_import(vault: hql.Vault) -> None:
     )
     assert run('import probe\nshout("hi", times = 2)', vault).text() == "HI!HI!"
     assert "`text` of `shout` is String, not Int" in failure(run("import probe\nshout(1)", vault))
+    assert "did you mean `shout`?" in failure(run('import probe\nshuot("x")', vault))
 
 
 # --- running --------------------------------------------------------------------------
