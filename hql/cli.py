@@ -134,6 +134,32 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = 
         _one("directory", nargs="?", default=".", help="the vault folder (default: here)"),
     ),
 }
+
+
+def _mcp_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-write", action="store_true", help="offer the `render` tool, which writes documents"
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="stop a program that runs longer (default: 10)",
+    )
+    parser.add_argument(
+        "--max-output",
+        type=int,
+        default=60_000,
+        metavar="CHARS",
+        help="cut an answer longer than this, with a note (default: 60000)",
+    )
+
+
+SUBCOMMANDS["mcp"] = (
+    "serve the vault to AI agents over the Model Context Protocol (stdio)",
+    _mcp_arguments,
+)
 VALUED_OPTIONS = {"--vault", "--format", "--report"}
 
 
@@ -380,6 +406,13 @@ def init_command(args: argparse.Namespace) -> int:
     from hql.init import init_command as init
 
     return init(args.directory)
+
+
+@command("mcp")
+def mcp_command(args: argparse.Namespace) -> int:
+    from hql.mcp import run
+
+    return run(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

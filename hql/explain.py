@@ -18,7 +18,8 @@ from hql.types import Type
 from hql.values import Ranking, Retrieval
 
 if TYPE_CHECKING:
-    from hql.api import Session
+    from hql.api import Outcome, Session
+    from hql.checker import Plan
 
 
 @dataclass
@@ -51,11 +52,22 @@ class TimedInterpreter(Interpreter):
         return self.source.data[span.start : span.end].decode("utf-8", errors="replace")
 
 
-def explain(session: Session, text: str, origin: str) -> tuple[str, str, bool]:
-    """(explanation, rendered reports, failed) for one program."""
+@dataclass
+class Trace:
+    """One program checked and run stage by stage: its outcome, plan, stage records and time."""
+
+    outcome: Outcome
+    plan: Plan | None
+    records: list[StageRecord]
+    seconds: float
+    value: Any
+
+
+def trace(session: Session, text: str, origin: str) -> Trace:
+    """Check a program and, when it checks, run it recording every stage."""
     outcome, plan, scope = session.check(text, origin)
     if plan is None or outcome.failed:
-        return "", outcome.render_reports(), True
+        return Trace(outcome, None, [], 0.0, None)
     interpreter = TimedInterpreter(plan, session.vault, dict(session.values), source=outcome.source)
     started = time.perf_counter()
     try:
@@ -65,6 +77,15 @@ def explain(session: Session, text: str, origin: str) -> tuple[str, str, bool]:
         value = None
     total = time.perf_counter() - started
     outcome.reports.extend(interpreter.reports)
+    return Trace(outcome, plan, interpreter.records, total, value)
+
+
+def explain(session: Session, text: str, origin: str) -> tuple[str, str, bool]:
+    """(explanation, rendered reports, failed) for one program."""
+    run = trace(session, text, origin)
+    outcome, plan, total, value = run.outcome, run.plan, run.seconds, run.value
+    if plan is None:
+        return "", outcome.render_reports(), True
     lines = ["plan"]
     rows = [
         [
@@ -73,7 +94,7 @@ def explain(session: Session, text: str, origin: str) -> tuple[str, str, bool]:
             str(record.output),
             f"{record.seconds * 1000:.2f} ms",
         ]
-        for record in interpreter.records
+        for record in run.records
     ]
     lines += [
         "  " + line
@@ -83,7 +104,7 @@ def explain(session: Session, text: str, origin: str) -> tuple[str, str, bool]:
     if plan.rewrites:
         lines += ["", "rewrites", *("  " + rewrite for rewrite in plan.rewrites)]
     shown: list[Retrieval] = []
-    for record in interpreter.records:  # each retrieval once, where it was made (take keeps it)
+    for record in run.records:  # each retrieval once, where it was made (take keeps it)
         if isinstance(record.value, Ranking) and not any(
             r is record.value.retrieval for r in shown
         ):

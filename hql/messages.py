@@ -1313,3 +1313,149 @@ def predicate_result(step: str, found: object) -> str:
 
 def needs_collections(step: str, found: object) -> str:
     return f"`{step}` needs a collection from each element, not {found}"
+
+
+# --- the MCP server (hql mcp) ----------------------------------------------------
+
+
+def mcp_needs_vault() -> str:
+    return "`hql mcp` serves one vault: name it with `--vault DIR`"
+
+
+def mcp_bad_limit(option: str, value: str, floor: object) -> str:
+    bound = "a positive number" if floor == 0 else f"at least {floor}"
+    return f"{option} must be {bound}, not {value}"
+
+
+def mcp_sdk_missing() -> str:
+    return "the MCP server needs the `mcp` package: pip install 'hql[mcp]'"
+
+
+def mcp_time_budget(seconds: float) -> str:
+    return (
+        f"the program was stopped after {seconds:g} s, the server's time budget; "
+        "narrow it (filter or take earlier, nest fewer maps) and try again"
+    )
+
+
+def mcp_truncated_items(shown: int, total: int, limit: int) -> str:
+    return (
+        f"the answer was cut to fit {limit} characters: showing the first {shown} of {total} "
+        "elements; add `take(n)` or `filter` to the program to see the rest"
+    )
+
+
+def mcp_truncated_text(limit: int) -> str:
+    return (
+        f"the value was too large for {limit} characters; `start` holds the beginning of its JSON; "
+        "select fewer fields (`map`) or fewer elements (`take`)"
+    )
+
+
+def mcp_params_unsupported() -> str:
+    return (
+        "this HQL has no `$name` parameters yet: write the values into the program "
+        "as literals and call again without `params`"
+    )
+
+
+def mcp_unknown_ranker(ranker: str, rankers: tuple[str, ...]) -> str:
+    return f"unknown ranker `{ranker}`; expected one of {', '.join(rankers)}"
+
+
+def mcp_bad_k(k: int) -> str:
+    return f"`k` must be at least 1, not {k}"
+
+
+def mcp_unknown_card(name: str, nearest: str | None) -> str:
+    hint = f"; did you mean `{nearest}`?" if nearest else ""
+    return f"the vault has no card named `{name}`{hint} (the `hql://cards` resource lists them)"
+
+
+def mcp_write_not_allowed() -> str:
+    return "this server is read-only; start it with `--allow-write` to let it render documents"
+
+
+def mcp_outside_vault(document: str) -> str:
+    return f"{document} is outside the vault; name a document by its path inside the vault"
+
+
+def mcp_no_document(document: str) -> str:
+    return f"{document} is not a document of the vault"
+
+
+MCP_TOOLS = {
+    "query": (
+        "Run an HQL program against the vault and return its value as JSON, its static type, and "
+        "every report (severity, stage, message, line, column and the caret text that points at "
+        "the culprit). A program is statements separated by newlines; the last is the answer. "
+        "Programs are type-checked before they run: fix the reports and call again. Example: "
+        '`cards | filter(c => c.metadata.status == "todo") | map(c => c.title)`.'
+    ),
+    "query.params": (
+        "Values for the program's `$name` parameters, by name (only when the program uses them)."
+    ),
+    "search": (
+        "Find the cards that answer a question. Returns the hits (rank, card name, title, score, "
+        "the matched terms with their weights, or each fused input's rank), the retrieval's "
+        "provenance (model, revision, metric, the analysed question, the relevance cutoff) and the "
+        "HQL program that produced them, which `query` accepts and extends. `relevant` keeps only "
+        "the hits that pass the ranker's stated rule: an empty list means the vault does not "
+        "answer the question."
+    ),
+    "search.question": "The question or keywords, in any language.",
+    "search.k": "The most hits to return.",
+    "search.ranker": (
+        "bm25: words (BM25F, multilingual); semantic: meaning (needs the vault's embedding index); "
+        "hybrid: both, fused by reciprocal rank."
+    ),
+    "search.relevant": "Keep only the hits that pass the ranker's relevance rule (abstain when none do).",
+    "check": (
+        "Type-check an HQL program without running it: its type, or the reports that say what is "
+        "wrong and where (line, column, caret text)."
+    ),
+    "card": (
+        "One card by name: title, kind, path, metadata (the parsed front matter), tags, the cards it "
+        "links to, the cards that link to it (backlinks) and its Markdown body."
+    ),
+    "explain": (
+        "Run an HQL program and show its plan: every stage with its input and output types and the "
+        "milliseconds it took, each ranking's provenance and why every hit scored, and the value."
+    ),
+    "render": (
+        "Run the ```hql blocks of one Markdown document of the vault and write each answer beneath "
+        "its block as a ```hql#result block, replacing the file atomically. `document` is a path "
+        "inside the vault."
+    ),
+    "cards": "The vault's cards (name, title, kind) and the warnings its loading produced.",
+    "card_resource": "A card's Markdown document, as written.",
+}
+
+
+def mcp_instructions(vault: str, cards: int, example: str) -> str:
+    return f"""This server answers questions about {vault}, a vault of {cards} Markdown cards, with HQL.
+
+HQL (Hyper Query Language) is a small, statically checked pipeline language: values flow left to
+right through `|`, every program is type-checked before it runs, and every ranking says how each
+score was made. `cards` is every card; a card has `name`, `title`, `metadata` (its front matter),
+`body` and links; `[[name]]` is one card.
+
+Start with `search` to find cards, read one with `card` (or the resource hql://card/NAME), and
+use `query` for anything precise: counting, filtering on metadata, following links. When a
+program is wrong the answer carries reports with line, column and a caret under the culprit:
+fix it and call again; `check` type-checks without running.
+
+Three programs:
+
+1. The titles of the cards whose status is todo:
+   cards | filter(c => c.metadata.status == "todo") | map(c => c.title)
+
+2. The five best cards for a question, keeping only the relevant ones:
+   import bm25
+   cards | bm25("how does a client prove who it is?") | relevant | take(5)
+
+3. A card and its neighbourhood as a graph:
+   [[{example}]] | expand(depth = 1) | graph
+
+Programs run under a time budget and long answers are cut with a note saying so; narrow the
+program (filter, take, map to fewer fields) rather than asking for everything."""

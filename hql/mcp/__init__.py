@@ -1,0 +1,45 @@
+"""HQL for agents: a Model Context Protocol server over one vault (`hql mcp --vault DIR`).
+
+    hql mcp --vault DIR [--allow-write] [--time-limit SECONDS] [--max-output CHARS]
+    python -m hql.mcp --vault DIR
+
+Tools `query`, `search`, `check`, `card`, `explain` (and `render` with
+`--allow-write`), and every card as the resource `hql://card/{name}`.
+`hql.mcp.service` holds what the tools do; `hql.mcp.server` speaks the
+protocol through the `mcp` SDK (the `hql[mcp]` extra), imported only here.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from hql import messages
+from hql.api import HostError
+
+MIN_OUTPUT = 2000  # characters: room for the reports and the note that says what was cut
+
+
+def run(args: argparse.Namespace) -> int:
+    """`hql mcp`: serve the vault until the client hangs up."""
+    if not args.vault:
+        raise HostError(messages.mcp_needs_vault())
+    if not 0 < args.time_limit < float("inf"):
+        raise HostError(messages.mcp_bad_limit("--time-limit", f"{args.time_limit:g}", 0))
+    if args.max_output < MIN_OUTPUT:
+        raise HostError(messages.mcp_bad_limit("--max-output", str(args.max_output), MIN_OUTPUT))
+    try:
+        from hql.mcp.server import serve
+    except ImportError as error:
+        if error.name is not None and error.name.split(".")[0] in ("mcp", "pydantic"):
+            raise HostError(messages.mcp_sdk_missing()) from None
+        raise
+    from hql.mcp.service import Limits, VaultService
+
+    service = VaultService(
+        args.vault,
+        Limits(seconds=args.time_limit, output_chars=args.max_output),
+        allow_write=args.allow_write,
+    )
+    service.live.get()  # a vault that cannot be opened is a host error before any client talks
+    serve(service)
+    return 0

@@ -1,0 +1,549 @@
+"""What the MCP server does, as plain functions over one vault, returning JSON-ready answers.
+
+Nothing here imports the MCP SDK: `hql.mcp.server` wraps these for the
+protocol, and tests and benchmarks call them directly. Every program runs
+under the server's limits (a time budget, an answer size) and every user
+mistake comes back as a report, never as an exception.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import inspect
+import json
+import math
+import os
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hql import messages
+from hql.api import HostError, Outcome, Session, open_vault
+from hql.diagnostics import Report, Severity, Stage, render
+from hql.printing import to_json
+from hql.source import Source, Span
+
+if TYPE_CHECKING:
+    from hql.vault import Vault
+
+RANKERS = ("bm25", "semantic", "hybrid")
+DEFAULT_SECONDS = 10.0
+DEFAULT_OUTPUT_CHARS = 60_000
+GRACE_SECONDS = 1.0  # how long a stopped program gets to unwind before it is abandoned
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one untrusted call may cost: seconds of running, characters of answer."""
+
+    seconds: float = DEFAULT_SECONDS
+    output_chars: int = DEFAULT_OUTPUT_CHARS
+
+
+class ToolFailure(Exception):
+    """A call the server refuses (an unknown card, a path outside the vault): its message is the answer."""
+
+
+# --- the vault, refreshed between calls ----------------------------------------------
+
+
+class LiveVault:
+    """A vault loaded once and loaded again when a stat walk finds that its files changed.
+
+    The walk finds documents by the loader's own rules and compares each one's
+    size, modification time and inode, and those of `hql.toml`: an agent that
+    edits a card sees its edit on the next call.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = os.fspath(root)
+        self._lock = threading.Lock()
+        self._vault: Vault | None = None
+        self._signature: tuple[Any, ...] | None = None
+        self.loads = 0
+
+    def get(self) -> Vault:
+        with self._lock:
+            signature = self._stat_walk()
+            if self._vault is None or signature != self._signature:
+                self._vault = open_vault(self.root)
+                self._signature = signature
+                self.loads += 1
+                for item in self._vault.warnings:
+                    print(f"warning: {item}", file=sys.stderr)
+            return self._vault
+
+    def forget(self) -> None:
+        """Load afresh on the next call (after a program was stopped mid-way)."""
+        with self._lock:
+            self._vault = None
+
+    def _stat_walk(self) -> tuple[Any, ...]:
+        from hql.vault import loader
+
+        stats: list[Any] = []
+        for found in loader.discover(self.root, []):
+            try:
+                status = os.stat(found.path)
+            except OSError:
+                stats.append((found.relpath, None))
+                continue
+            stats.append((found.relpath, status.st_size, status.st_mtime_ns, status.st_ino))
+        try:
+            config = os.stat(Path(self.root) / "hql.toml")
+            stats.append(("hql.toml", config.st_size, config.st_mtime_ns, config.st_ino))
+        except OSError:
+            stats.append(("hql.toml", None))
+        return tuple(stats)
+
+
+# --- running under a time budget -------------------------------------------------------
+
+
+class _Stopped(BaseException):
+    """Raised inside a program's thread when its time is up (a BaseException: nothing catches it)."""
+
+
+class Overrun(Exception):
+    def __init__(self, seconds: float, abandoned: bool) -> None:
+        super().__init__(seconds)
+        self.seconds = seconds
+        self.abandoned = abandoned  # still busy (inside a C call) after the grace period
+
+
+def within(seconds: float, work: Callable[[], Any]) -> Any:
+    """`work()` on its own thread; Overrun when it is still running after `seconds`.
+
+    A program that overruns is stopped by raising `_Stopped` in its thread, which
+    pure-Python evaluation notices at once; one stuck inside a long C call is
+    left to finish on its own and its result is dropped.
+    """
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = work()
+        except _Stopped:
+            box["stopped"] = True
+        except BaseException as error:  # handed to the caller's thread as it is
+            box["error"] = error
+
+    thread = threading.Thread(target=target, name="hql-mcp-program", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        ident = thread.ident
+        if ident is not None:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(ident), ctypes.py_object(_Stopped)
+            )
+        thread.join(GRACE_SECONDS)
+        raise Overrun(seconds, abandoned=thread.is_alive())
+    if "error" in box:
+        raise box["error"]
+    if "stopped" in box:  # finished at the very moment the budget ran out
+        raise Overrun(seconds, abandoned=False)
+    return box.get("value")
+
+
+# --- answers ---------------------------------------------------------------------------
+
+
+def report_json(report: Report, source: Source) -> dict[str, Any]:
+    """A report with its line and column (1-based, in characters) and the caret text."""
+    line, column = source.location(report.span.start)
+    end_line, end_column = source.location(report.span.end)
+    return {
+        "severity": report.severity.word,
+        "stage": report.stage.value,
+        "message": report.message,
+        "line": line,
+        "column": column,
+        "end_line": end_line,
+        "end_column": end_column,
+        "text": render(report, source),
+    }
+
+
+def reports_json(outcome: Outcome) -> list[dict[str, Any]]:
+    return [report_json(report, outcome.source) for report in outcome.reports]
+
+
+def overrun_outcome(program: str, origin: str, overrun: Overrun) -> Outcome:
+    """The report a stopped program gets: the whole program is the culprit."""
+    source = Source(program, origin)
+    outcome = Outcome(source)
+    message = messages.mcp_time_budget(overrun.seconds)
+    outcome.reports.append(
+        Report(Stage.EVALUATION, Severity.FAILURE, message, Span(0, len(source.data)))
+    )
+    return outcome
+
+
+def encode(tree: Any) -> str:
+    """Compact JSON; a non-finite float (which JSON cannot hold) becomes its text."""
+    try:
+        return json.dumps(tree, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except ValueError:
+        return json.dumps(_finite(tree), ensure_ascii=False, separators=(",", ":"))
+
+
+def _finite(tree: Any) -> Any:
+    if isinstance(tree, float) and not math.isfinite(tree):
+        return str(tree)
+    if isinstance(tree, dict):
+        return {key: _finite(value) for key, value in tree.items()}
+    if isinstance(tree, list | tuple):
+        return [_finite(item) for item in tree]
+    return tree
+
+
+def fit(answer: dict[str, Any], key: str, limit: int) -> tuple[dict[str, Any], str]:
+    """The answer and its JSON, with `answer[key]` shortened until the whole fits in `limit` characters.
+
+    A list (or a ranking's hits, a graph's nodes) keeps its first elements and says
+    how many it dropped; anything else is replaced by the start of its JSON text.
+    """
+    text = encode(answer)
+    if len(text) <= limit:
+        return answer, text
+    value = answer[key]
+    items, rebuild = _sequence(value)
+    if items is not None:
+        low, high = 0, len(items)  # the most elements that fit
+        while low < high:
+            middle = (low + high + 1) // 2
+            trial = {**answer, key: rebuild(items[:middle]), "truncated": {"note": ""}}
+            if len(encode(trial)) + 200 <= limit:
+                low = middle
+            else:
+                high = middle - 1
+        if low > 0 or not items:
+            shortened = {
+                **answer,
+                key: rebuild(items[:low]),
+                "truncated": {
+                    "shown": low,
+                    "total": len(items),
+                    "note": messages.mcp_truncated_items(low, len(items), limit),
+                },
+            }
+            return shortened, encode(shortened)
+    rest = {**answer, key: None}
+    room = max(0, limit - len(encode(rest)) - 300)
+    value_text = encode(value)[:room]
+    shortened = {
+        **rest,
+        "truncated": {
+            "shown_characters": len(value_text),
+            "total_characters": len(encode(value)),
+            "note": messages.mcp_truncated_text(limit),
+            "start": value_text,
+        },
+    }
+    return shortened, encode(shortened)
+
+
+def _sequence(value: Any) -> tuple[list[Any] | None, Callable[[list[Any]], Any]]:
+    if isinstance(value, list):
+        return value, lambda items: items
+    if isinstance(value, dict):
+        for key in ("hits", "nodes", "entries"):
+            if isinstance(value.get(key), list):
+                return value[key], lambda items, key=key: {**value, key: items}
+    return None, lambda items: items
+
+
+# --- the service -----------------------------------------------------------------------
+
+
+def _accepts_params() -> bool:
+    """Whether this HQL's `Session.run` takes `$name` parameters."""
+    return "params" in inspect.signature(Session.run).parameters
+
+
+class VaultService:
+    """The tools of the MCP server over one live vault, each returning a JSON-ready dict."""
+
+    def __init__(
+        self, root: str | os.PathLike[str], limits: Limits | None = None, allow_write: bool = False
+    ) -> None:
+        self.live = LiveVault(root)
+        self.limits = limits or Limits()
+        self.allow_write = allow_write
+        self.params_supported = _accepts_params()
+
+    # -- running programs
+
+    def _run(
+        self,
+        program: str,
+        origin: str,
+        *,
+        evaluate: bool = True,
+        params: dict[str, Any] | None = None,
+    ) -> Outcome:
+        vault = self.live.get()
+
+        def work() -> Outcome:
+            session = Session(vault)
+            if params:
+                return session.run(program, origin, evaluate=evaluate, params=params)  # type: ignore[call-arg]
+            return session.run(program, origin, evaluate=evaluate)
+
+        return self._bounded(program, origin, work)
+
+    def _bounded(self, program: str, origin: str, work: Callable[[], Any]) -> Any:
+        try:
+            return within(self.limits.seconds, work)
+        except Overrun as overrun:
+            self.live.forget()  # whatever it was building is not trusted
+            return overrun_outcome(program, origin, overrun)
+
+    def _answer(self, outcome: Outcome, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        answer: dict[str, Any] = {
+            "ok": not outcome.failed,
+            "type": str(outcome.type) if outcome.type is not None and not outcome.failed else None,
+            "value": to_json(outcome.value) if outcome.evaluated and not outcome.failed else None,
+            "reports": reports_json(outcome),
+        }
+        if extra:
+            answer.update(extra)
+        return answer
+
+    def finish(self, answer: dict[str, Any], key: str = "value") -> tuple[dict[str, Any], str]:
+        """The answer within the output limit, and its JSON text."""
+        return fit(answer, key, self.limits.output_chars)
+
+    # -- tools
+
+    def query(self, program: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        if params and not self.params_supported:
+            raise ToolFailure(messages.mcp_params_unsupported())
+        return self._answer(self._run(program, "<query>", params=params))
+
+    def check(self, program: str) -> dict[str, Any]:
+        outcome = self._run(program, "<check>", evaluate=False)
+        return {
+            "ok": not outcome.failed,
+            "type": str(outcome.type) if outcome.type is not None and not outcome.failed else None,
+            "reports": reports_json(outcome),
+        }
+
+    def search_program(self, question: str, k: int, ranker: str, relevant: bool) -> str:
+        if ranker not in RANKERS:
+            raise ToolFailure(messages.mcp_unknown_ranker(ranker, RANKERS))
+        if k < 1:
+            raise ToolFailure(messages.mcp_bad_k(k))
+        steps = [f"{ranker}({string_literal(question)})"]
+        if relevant:
+            steps.append("relevant")
+        steps.append(f"take({k})")
+        return f"import {ranker}\ncards | " + " | ".join(steps)
+
+    def search(
+        self, question: str, k: int = 10, ranker: str = "bm25", relevant: bool = True
+    ) -> dict[str, Any]:
+        program = self.search_program(question, k, ranker, relevant)
+        outcome = self._run(program, "<search>")
+        answer: dict[str, Any] = {
+            "ok": not outcome.failed,
+            "program": program,
+            "hits": [],
+            "retrieval": None,
+            "reports": reports_json(outcome),
+        }
+        ranking = outcome.value if outcome.evaluated and not outcome.failed else None
+        if ranking is not None:
+            answer["retrieval"] = _plain(ranking.retrieval.as_tree())
+            answer["hits"] = [
+                _hit_json(rank, hit) for rank, hit in enumerate(ranking.hits, start=1)
+            ]
+        return answer
+
+    def explain(self, program: str) -> dict[str, Any]:
+        from hql.explain import describe_ranking, trace
+        from hql.values import Ranking
+
+        vault = self.live.get()
+
+        def work() -> dict[str, Any]:
+            run = trace(Session(vault), program, "<explain>")
+            stages = [
+                {
+                    "stage": record.text,
+                    "input": str(record.input) if record.input else None,
+                    "output": str(record.output),
+                    "ms": round(record.seconds * 1000, 3),
+                }
+                for record in run.records
+            ]
+            retrievals: list[dict[str, Any]] = []
+            seen: list[Any] = []
+            for record in run.records:
+                if isinstance(record.value, Ranking) and not any(
+                    r is record.value.retrieval for r in seen
+                ):
+                    seen.append(record.value.retrieval)
+                    retrievals.append(
+                        {
+                            "stage": record.text,
+                            "retrieval": _plain(record.value.retrieval.as_tree()),
+                            "text": "\n".join(describe_ranking(record.value, heading=record.text)),
+                        }
+                    )
+            outcome = run.outcome
+            evaluated = run.plan is not None and not outcome.failed
+            return {
+                "ok": not outcome.failed,
+                "type": str(run.plan.result) if run.plan is not None else None,
+                "stages": stages,
+                "total_ms": round(run.seconds * 1000, 3),
+                "retrievals": retrievals,
+                "value": to_json(run.value) if evaluated else None,
+                "reports": reports_json(outcome),
+            }
+
+        result = self._bounded(program, "<explain>", work)
+        if isinstance(result, Outcome):  # stopped
+            return {**self._answer(result), "stages": [], "retrievals": []}
+        answer: dict[str, Any] = result
+        return answer
+
+    def card(self, name: str) -> dict[str, Any]:
+        vault = self.live.get()
+        card = vault.card(name)
+        if card is None:
+            from hql.registry import closest
+
+            nearest = closest(name, [c.name for c in vault.cards], limit=3)
+            raise ToolFailure(messages.mcp_unknown_card(name, nearest))
+        links = getattr(card, "outlinks", None)
+        if links is None:
+            links = _unique(edge.target for edge in vault.uplinks(name))
+        backlinks = getattr(card, "inlinks", None)
+        if backlinks is None:
+            backlinks = _unique(edge.source for edge in vault.downlinks(name))
+        tags = getattr(card, "tags", None)
+        if tags is None:
+            found = card.metadata.get("tags")
+            tags = [str(tag) for tag in found] if isinstance(found, list) else []
+        return {
+            "name": card.name,
+            "title": card.title,
+            "kind": card.kind,
+            "path": card.relpath,
+            "metadata": card.metadata,
+            "tags": list(tags),
+            "links": list(links),
+            "backlinks": list(backlinks),
+            "body": card.body,
+        }
+
+    def card_text(self, name: str) -> str:
+        """A card's document as written (what the `hql://card/{name}` resource reads)."""
+        vault = self.live.get()
+        card = vault.card(name)
+        if card is None:
+            raise ToolFailure(messages.mcp_unknown_card(name, None))
+        try:
+            return Path(card.path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise ToolFailure(messages.cannot_read(card.relpath, error)) from None
+
+    def cards(self) -> dict[str, Any]:
+        vault = self.live.get()
+        return {
+            "vault": vault.root_text,
+            "cards": [{"name": c.name, "title": c.title, "kind": c.kind} for c in vault.cards],
+            "warnings": [str(item) for item in vault.warnings],
+        }
+
+    def render(self, document: str) -> dict[str, Any]:
+        """Run a document's hql blocks and write their answers into it, atomically."""
+        if not self.allow_write:
+            raise ToolFailure(messages.mcp_write_not_allowed())
+        from hql.render import render_document, write_atomically
+
+        path = self._document_path(document)
+        vault = self.live.get()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise ToolFailure(messages.cannot_read(document, error)) from None
+
+        def work() -> Any:
+            return render_document(text, str(path), Session(vault))
+
+        rendered = self._bounded(text, document, work)
+        if isinstance(rendered, Outcome):
+            return {"ok": False, "path": document, "written": False, **self._answer(rendered)}
+        changed = rendered.text != text
+        if changed:
+            try:
+                write_atomically(str(path), rendered.text)
+            except OSError as error:
+                raise ToolFailure(messages.cannot_write(document, error)) from None
+        return {
+            "ok": rendered.failed == 0,
+            "path": document,
+            "blocks": rendered.blocks,
+            "failed_blocks": rendered.failed,
+            "written": changed,
+        }
+
+    def _document_path(self, document: str) -> Path:
+        root = Path(self.live.root).resolve()
+        path = (root / document).resolve()
+        if not path.is_relative_to(root):
+            raise ToolFailure(messages.mcp_outside_vault(document))
+        if not path.is_file():
+            raise ToolFailure(messages.mcp_no_document(document))
+        return path
+
+
+def string_literal(text: str) -> str:
+    """An HQL string literal that reads back as `text` (line breaks become spaces)."""
+    text = text.replace("\r\n", " ").replace("\r", " ")
+    escaped = (
+        text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    )
+    return f'"{escaped}"'
+
+
+def _hit_json(rank: int, hit: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "rank": rank,
+        "card": hit.card.name,
+        "title": hit.card.title,
+        "score": hit.score,
+    }
+    detail = hit.detail or {}
+    matched = detail.get("matched")
+    if isinstance(matched, dict):
+        entry["matched"] = dict(sorted(matched.items(), key=lambda item: -item[1]))
+    for key, value in detail.items():
+        if key != "matched":
+            entry[key] = _plain(value)
+    return entry
+
+
+def _plain(tree: Any) -> Any:
+    """Plain JSON data from a provenance tree (tuples become lists, other objects their text)."""
+    if isinstance(tree, dict):
+        return {str(key): _plain(value) for key, value in tree.items()}
+    if isinstance(tree, list | tuple):
+        return [_plain(item) for item in tree]
+    if tree is None or isinstance(tree, bool | int | float | str):
+        return tree
+    return str(tree)
+
+
+def _unique(names: Any) -> list[str]:
+    return list(dict.fromkeys(names))
+
+
+__all__ = ["HostError", "Limits", "LiveVault", "ToolFailure", "VaultService", "within"]
