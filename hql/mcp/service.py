@@ -402,6 +402,7 @@ class VaultService:
                 "type": str(run.plan.result) if run.plan is not None else None,
                 "stages": stages,
                 "total_ms": round(run.seconds * 1000, 3),
+                "rewrites": list(getattr(run.plan, "rewrites", ())),
                 "retrievals": retrievals,
                 "value": to_json(run.value) if evaluated else None,
                 "reports": reports_json(outcome),
