@@ -95,9 +95,7 @@ def test_a_client_lists_the_tools_calls_each_and_survives_bad_programs() -> None
         seen["runaway"] = (runaway.is_error, _answer(runaway), time.perf_counter() - started)
         unknown = await client.call_tool("card", {"name": "oauthh"})
         seen["unknown"] = (unknown.is_error, unknown.content[0].text)
-        seen["after"] = _answer(
-            await client.call_tool("query", {"program": "(cards | count) + 1"})
-        )
+        seen["after"] = _answer(await client.call_tool("query", {"program": "(cards | count) + 1"}))
         templates = (await client.list_resource_templates()).resource_templates
         assert [t.uri_template for t in templates] == ["hql://card/{name}"]
         document = await client.read_resource("hql://card/oauth")
@@ -105,15 +103,15 @@ def test_a_client_lists_the_tools_calls_each_and_survives_bad_programs() -> None
         listing = await client.read_resource("hql://cards")
         seen["listing"] = json.loads(listing.contents[0].text)
 
-    _converse(
-        ["-m", "hql", "--vault", str(SAMPLE), "mcp", "--time-limit", "1"], talk
-    )
+    _converse(["-m", "hql", "--vault", str(SAMPLE), "mcp", "--time-limit", "1"], talk)
     assert seen["count"] == {"ok": True, "type": "Int", "value": 18, "reports": []}
 
     search = seen["search"]
     assert search["ok"] and [hit["card"] for hit in search["hits"]][0] == "bearer-tokens"
     assert search["retrieval"]["model"] == "hql.bm25.v1" and "cutoff" in search["retrieval"]
-    assert "bearer" in search["hits"][0]["matched"] and search["hits"][0]["title"] == "Bearer tokens"
+    assert (
+        "bearer" in search["hits"][0]["matched"] and search["hits"][0]["title"] == "Bearer tokens"
+    )
     assert search["program"] == 'import bm25\ncards | bm25("bearer token") | relevant | take(3)'
 
     assert seen["check"] == {"ok": True, "type": "List<String>", "reports": []}
@@ -143,7 +141,9 @@ def test_a_client_lists_the_tools_calls_each_and_survives_bad_programs() -> None
 
     assert seen["after"]["value"] == 19  # the server kept answering
     assert seen["resource"].startswith("---\ntitle: OAuth 2.0")
-    assert {"name": "oauth", "title": "OAuth 2.0", "kind": "ConceptCard"} in seen["listing"]["cards"]
+    assert {"name": "oauth", "title": "OAuth 2.0", "kind": "ConceptCard"} in seen["listing"][
+        "cards"
+    ]
 
 
 def test_allow_write_adds_render_which_writes_one_document_atomically(vault: Path) -> None:
@@ -196,9 +196,7 @@ def test_eval_does_not_load_the_mcp_sdk() -> None:
         "import sys; from hql.cli import main; main(['eval', '1 + 1']); "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'mcp', 'pydantic', 'anyio'}))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60
-    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.stdout.splitlines() == ["2", "[]"], done.stderr
 
 

@@ -15,6 +15,7 @@ import math
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 RANKERS = ("bm25", "semantic", "hybrid")
 DEFAULT_SECONDS = 10.0
 DEFAULT_OUTPUT_CHARS = 60_000
-GRACE_SECONDS = 1.0  # how long a stopped program gets to unwind before it is abandoned
 
 
 @dataclass(frozen=True)
@@ -108,45 +108,89 @@ class _Stopped(BaseException):
 
 
 class Overrun(Exception):
-    def __init__(self, seconds: float, abandoned: bool) -> None:
+    def __init__(self, seconds: float) -> None:
         super().__init__(seconds)
         self.seconds = seconds
-        self.abandoned = abandoned  # still busy (inside a C call) after the grace period
+
+
+class _Watch:
+    __slots__ = ("deadline", "ident", "fired")
+
+    def __init__(self, deadline: float, ident: int) -> None:
+        self.deadline = deadline
+        self.ident = ident
+        self.fired = False
+
+
+def _raise_in(ident: int, exception: type[BaseException] | None) -> None:
+    """Raise `exception` in the thread `ident` at its next bytecode (None takes a pending one back)."""
+    argument = ctypes.py_object(exception) if exception is not None else None
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), argument)
+
+
+class _Watchdog:
+    """One thread that stops programs whose time is up, in whatever thread runs them.
+
+    A program runs on the thread that asked for it (no thread per call); when its
+    deadline passes the watchdog raises `_Stopped` there, which pure-Python
+    evaluation notices at once. A program inside a long C call stops when it returns.
+    """
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._watches: set[_Watch] = set()
+        self._thread: threading.Thread | None = None
+        self._wake_at = math.inf  # the deadline the watchdog sleeps until
+
+    def watch(self, seconds: float) -> _Watch:
+        entry = _Watch(time.monotonic() + seconds, threading.get_ident())
+        with self._condition:
+            self._watches.add(entry)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="hql-watchdog", daemon=True)
+                self._thread.start()
+            if entry.deadline < self._wake_at:  # rarely: deadlines come in the order they are set
+                self._condition.notify()
+        return entry
+
+    def release(self, entry: _Watch) -> None:
+        with self._condition:
+            if entry in self._watches:
+                self._watches.discard(entry)
+                if entry.fired:  # fired but not yet raised: take it back
+                    _raise_in(entry.ident, None)
+
+    def _loop(self) -> None:
+        with self._condition:
+            while True:
+                now = time.monotonic()
+                waiting = []
+                for entry in self._watches:
+                    if entry.fired:
+                        continue
+                    if entry.deadline <= now:
+                        entry.fired = True
+                        _raise_in(entry.ident, _Stopped)
+                    else:
+                        waiting.append(entry.deadline)
+                self._wake_at = min(waiting, default=math.inf)
+                self._condition.wait(self._wake_at - now if waiting else None)
+
+
+_WATCHDOG = _Watchdog()
 
 
 def within(seconds: float, work: Callable[[], Any]) -> Any:
-    """`work()` on its own thread; Overrun when it is still running after `seconds`.
-
-    A program that overruns is stopped by raising `_Stopped` in its thread, which
-    pure-Python evaluation notices at once; one stuck inside a long C call is
-    left to finish on its own and its result is dropped.
-    """
-    box: dict[str, Any] = {}
-
-    def target() -> None:
+    """`work()` on this thread; Overrun when it is stopped after `seconds`."""
+    entry = _WATCHDOG.watch(seconds)
+    try:
         try:
-            box["value"] = work()
-        except _Stopped:
-            box["stopped"] = True
-        except BaseException as error:  # handed to the caller's thread as it is
-            box["error"] = error
-
-    thread = threading.Thread(target=target, name="hql-mcp-program", daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        ident = thread.ident
-        if ident is not None:
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                ctypes.c_ulong(ident), ctypes.py_object(_Stopped)
-            )
-        thread.join(GRACE_SECONDS)
-        raise Overrun(seconds, abandoned=thread.is_alive())
-    if "error" in box:
-        raise box["error"]
-    if "stopped" in box:  # finished at the very moment the budget ran out
-        raise Overrun(seconds, abandoned=False)
-    return box.get("value")
+            return work()
+        finally:
+            _WATCHDOG.release(entry)
+    except _Stopped:
+        _WATCHDOG.release(entry)
+        raise Overrun(seconds) from None
 
 
 # --- answers ---------------------------------------------------------------------------
