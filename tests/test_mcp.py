@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -298,3 +299,23 @@ def test_render_needs_allow_write_and_stays_inside_the_vault(vault: Path) -> Non
         service.render("missing.md")
     answer = service.render("queries.md")
     assert answer["ok"] and answer["blocks"] == 7 and answer["written"] is False
+
+
+def test_the_transcript_in_the_agents_page_is_what_the_server_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = SAMPLE.parents[1]
+    monkeypatch.chdir(root)  # the page shows the vault's path as the README's commands give it
+    page = (root / "docs" / "agents.md").read_text(encoding="utf-8")
+    calls = re.findall(
+        r"<!-- mcp-call: (\w+) -->\n```json\n(.*?)```\n"
+        r"<!-- mcp-answer \(isError (true|false)\) -->\n```json\n(.*?)```",
+        page,
+        re.S,
+    )
+    assert [call[0] for call in calls] == ["search", "query", "query"]
+    service = VaultService("vaults/web-auth")
+    for tool, arguments, is_error, shown in calls:
+        answer = getattr(service, tool)(**json.loads(arguments))
+        assert answer == json.loads(shown), f"docs/agents.md shows an old answer of `{tool}`"
+        assert answer["ok"] == (is_error == "false")
