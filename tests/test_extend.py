@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hql
 from hql.explain import explain
@@ -419,3 +421,45 @@ def test_completion_offers_extension_steps_functions_and_their_parameters(
     assert "shout" in [c.text for c in completer.candidates("sho")[1]]
     assert [c.text for c in completer.candidates('shout("a", ')[1]][:2] == ["text = ", "times = "]
     assert "min = " in [c.text for c in completer.candidates("cards | lengths(")[1]]
+
+
+# --- whatever a declaration says, the answer is an ExtensionError or a declaration ----
+
+SIGNATURE_PARTS = [
+    "Collection<Card>", "Seq<T>", "List<Int>", "Ranking<T>", "Map<String, Data>", "Option<Card>",
+    "|", "f", "(", ")", "->", "=>", ",", ":", "?", "=", "<", ">", "where", "T", "U", "Doc",
+    "n", "by", "1", "2.5", '"x"', "true", "none", "Int", "Float", "Strin", "@", "\\", " ",
+]  # fmt: skip
+VALID = [
+    "Collection<Card> | f(n: Int = 1) -> List<Data>",
+    "Seq<T> | f(by: T => Float, n?: Int) -> List<T> where T: Orderable",
+    "f(a: String, b: Int = 2) -> String",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.lists(st.sampled_from(SIGNATURE_PARTS), max_size=14).map(" ".join),
+        st.tuples(st.sampled_from(VALID), st.integers(0, 60), st.integers(0, 60)).map(
+            lambda t: t[0][: t[1]] + t[0][t[2] :]
+        ),
+        st.text(max_size=40),
+    ),
+    st.booleans(),
+)
+def test_any_signature_is_accepted_or_refused_with_an_extension_error(
+    text: str, step: bool
+) -> None:
+    extension = Extension("fuzz", version="1", summary="fuzz")
+
+    def run(*args: Any, **kwargs: Any) -> int:
+        return 0
+
+    try:
+        if step:
+            extension.add_step(text, run, summary="x")
+        else:
+            extension.add_function(text, run, summary="x")
+    except ExtensionError as error:
+        assert str(error).startswith("extension `fuzz`, ")

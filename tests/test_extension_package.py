@@ -149,6 +149,7 @@ TOUR = textwrap.dedent(
     results["broken"] = cli("eval", "import broken")
     results["builtins"] = cli("builtins")
     results["help"] = cli("builtins", "--extension", "demo")
+    results["help_broken"] = cli("builtins", "--extension", "broken")
     results["metadata"] = cli("--vault", vault_path, "eval", "[[oauth]].metadata.demo")
 
     session = Session(open_vault(vault_path))
@@ -230,6 +231,9 @@ def test_a_broken_declaration_is_an_error_naming_the_package(
     assert "the package `hql-ext-broken 0.0.1`" in error
     assert "`Collection<Card> | count_words( -> Int` does not parse at column 33" in error
     assert "Traceback" not in error
+    listed = str(tour["help_broken"]["err"])
+    assert tour["help_broken"]["code"] == 1
+    assert listed.startswith("hql: the `broken` extension is installed but did not load")
 
 
 def test_completion_offers_installed_extensions(tour: dict[str, dict[str, object]]) -> None:
