@@ -884,6 +884,10 @@ def render_state(changed: bool, written: bool) -> str:
     return " (written)" if written else " (would change; add --write)"
 
 
+def render_block_failed(path: str, line: int, said: str) -> str:
+    return f"{path}:{line}: a block failed: {said}"
+
+
 def interrupted() -> str:
     return "interrupted"
 

@@ -12,10 +12,11 @@ import argparse
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hql import files, messages
 from hql.api import HostError, Outcome, Session
+from hql.diagnostics import Report
 from hql.printing import display, table
 from hql.values import Data, ListValue, Presentation, Ranking, SetValue
 
@@ -31,12 +32,14 @@ class Rendered:
     text: str
     blocks: int
     failed: int
+    # (line in the document, "severity: message") for each failing report of a block
+    failures: list[tuple[int, str]] = field(default_factory=list)
 
 
 def answer(outcome: Outcome) -> str:
     """What a block's result shows: a presentation's text, a table for collections, else the display."""
     if outcome.failed:
-        return "\n".join(f"{r.severity.word}: {r.message}" for r in outcome.reports if r.failed)
+        return "\n".join(_said(r) for r in outcome.reports if r.failed)
     value = outcome.value
     if isinstance(value, Presentation):
         return value.text
@@ -92,6 +95,7 @@ def render_text(text: str, run: Callable[[str], Outcome]) -> Rendered:
     out: list[str] = []
     out_breaks: list[str] = []
     blocks = failed = 0
+    failures: list[tuple[int, str]] = []
     index = 0
     while index < len(lines):
         match = FENCE.match(lines[index])
@@ -126,6 +130,14 @@ def render_text(text: str, run: Callable[[str], Outcome]) -> Rendered:
         outcome = run(program)
         blocks += 1
         failed += outcome.failed
+        if outcome.failed:
+            first_line = index - len(block) + 2  # 1-based line of the program's first line
+            data = program.encode("utf-8")
+            failures += [
+                (first_line + data[: r.span.start].count(b"\n"), _said(r))
+                for r in outcome.reports
+                if r.failed
+            ]
         added = ["", f"{indent}{marker}{RESULT_INFO}"]
         added += [indent + line if line else line for line in answer(outcome).split("\n")]
         added.append(f"{indent}{marker}")
@@ -133,7 +145,18 @@ def render_text(text: str, run: Callable[[str], Outcome]) -> Rendered:
         out_breaks[-1] = newline
         out.extend(added)
         out_breaks.extend([newline] * (len(added) - 1) + [closing_break])
-    return Rendered("".join(map("".join, zip(out, out_breaks, strict=True))), blocks, failed)
+    text = "".join(map("".join, zip(out, out_breaks, strict=True)))
+    return Rendered(text, blocks, failed, failures)
+
+
+def _said(report: Report) -> str:
+    return f"{report.severity.word}: {report.message}"
+
+
+def report_failures(path: str, rendered: Rendered) -> None:
+    """Name each failing block on stderr: the answer written beneath it is easy to miss."""
+    for line, said in rendered.failures:
+        print(messages.render_block_failed(path, line, said), file=sys.stderr)
 
 
 def render_document(text: str, path: str, session: Session) -> Rendered:
@@ -214,6 +237,7 @@ def render_command(
         print(f"{args.file}: {messages.plural(rendered.blocks, 'block')} rendered")
     else:
         sys.stdout.write(rendered.text)
+    report_failures("<stdin>" if args.file == "-" else args.file, rendered)
     return 1 if rendered.failed else 0
 
 
@@ -249,4 +273,5 @@ def _render_all(
             _save(card.path, original, rendered.text)
         state = messages.render_state(changed, args.write)
         print(f"{card.path}: {messages.plural(rendered.blocks, 'block')} rendered{state}")
+        report_failures(card.path, rendered)
     return 1 if failed else 0

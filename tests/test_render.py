@@ -84,3 +84,28 @@ def test_atomic_write_keeps_the_file_mode(tmp_path: Path) -> None:
     write_atomically(str(target), "new")
     assert target.read_text(encoding="utf-8") == "new"
     assert target.stat().st_mode & 0o777 == 0o640
+
+
+def test_a_failing_block_is_named_on_stderr_with_its_file_and_line(vault: Path, capsys) -> None:
+    notes = vault / "notes.md"
+    assert render_command(_args(file=str(notes)), _session(vault)) == 1
+    captured = capsys.readouterr()
+    assert "failure: expected an expression" in captured.out  # the answer beneath the block
+    # DOCUMENT's failing block opens on line 11; its program `1 +` is line 12
+    assert captured.err == f"{notes}:12: a block failed: failure: expected an expression\n"
+    # under --all, beside the document's state line
+    assert render_command(_args(all=True, vault=str(vault)), _session(vault)) == 1
+    captured = capsys.readouterr()
+    assert "notes.md: 2 blocks rendered (would change; add --write)" in captured.out
+    assert captured.err == f"{notes}:12: a block failed: failure: expected an expression\n"
+
+
+def test_the_line_of_a_failure_is_the_line_of_the_failing_statement(tmp_path: Path, capsys) -> None:
+    document = tmp_path / "doc.md"
+    document.write_text(
+        "# Doc\n\n  ```hql\n  x = 1\n  y = x + true\n  ```\n\n```hql\n1\n```\n", encoding="utf-8"
+    )
+    assert render_command(_args(file=str(document)), lambda args: Session(None)) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{document}:5: a block failed: error: ")
+    assert err.count("\n") == 1  # the second block is fine
