@@ -47,6 +47,34 @@ def test_every_step_is_offered_after_a_bare_pipe(completer: HqlCompleter) -> Non
     assert {"count", "take", "expand", "graph", "dot"} <= set(texts(completer, "cards | "))
 
 
+def test_only_steps_that_can_take_the_input_are_offered(completer: HqlCompleter) -> None:
+    on_a_set = set(texts(completer, "cards | "))
+    assert {"count", "take", "graph", "table"} <= on_a_set
+    assert "get" not in on_a_set  # `get` looks keys up in a map
+    assert "relevant" not in on_a_set  # relevant needs a ranking
+    assert "relevant" in texts(completer, "import lexical\ncards | lexical(\"owl\") | ")
+    on_a_number = set(texts(completer, "x = cards | count | "))  # the binding is not the input
+    assert "table" in on_a_number and "count" not in on_a_number
+    assert "get" in texts(completer, 'Map([1, 2], ["a", "b"]) | ')
+    after_a_presenter = set(texts(completer, "cards | table | "))
+    assert "table" in after_a_presenter and "take" not in after_a_presenter
+    # earlier statements of the input count, and bound names too
+    assert "relevant" not in texts(completer, "n = 2\nowls | take(n) | ")
+    # when the input does not check, every step is offered
+    assert {"get", "relevant", "count"} <= set(texts(completer, "nosuchname | "))
+
+
+def test_parameter_names_appear_when_the_parenthesis_is_typed(completer: HqlCompleter) -> None:
+    def while_typing(text: str) -> list[str]:
+        found = completer.get_completions(Document(text), CompleteEvent(text_inserted=True))
+        return [c.text for c in found]
+
+    assert while_typing("cards | expand(") == ["depth = ", "direction = "]
+    assert while_typing("cards | expand(depth = 2, ") == ["direction = "]
+    assert while_typing("cards | count") == []  # plain typing offers no names before a word
+    assert while_typing("(") == []
+
+
 def test_fuzzy_matching_finds_letters_in_order(completer: HqlCompleter) -> None:
     assert texts(completer, "cards | tk")[0] == "take"
     assert "expand" in texts(completer, "cards | xpd")

@@ -79,13 +79,12 @@ def test_completion_and_answer_in_a_pseudo_terminal(tmp_path: Path) -> None:
         assert terminal.expect(rb"how many elements") is not None, (
             terminal.screen
         )  # the menu with the summary
-        terminal.type(b"\t")
+        terminal.type(b"\t")  # the lone candidate is inserted by one Tab
         assert terminal.expect(rb"cou(\x1b\[[0-9;]*m)*nt") is not None, (
             terminal.screen
         )  # completed in place
-        terminal.type(b"\r")  # accept the completion
         time.sleep(0.2)
-        terminal.type(b"\r")  # run
+        terminal.type(b"\r")  # one Enter runs `cards | count`: nothing is left to accept
         answered = terminal.expect(rb"(?<![0-9;])%d\r\n" % count)
         assert answered is not None, terminal.screen
         assert terminal.expect(rb"hql>", since=answered), terminal.screen  # the next prompt

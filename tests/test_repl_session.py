@@ -180,7 +180,7 @@ def test_tab_completes_inside_the_prompt() -> None:
 
         def type_slowly() -> None:
             # Completion runs in the background: give it time between keys, as a person would.
-            for keys in ("[[barn-s", "\t", "\r", ".tit", "\t", "\r", "\r", "\x04"):
+            for keys in ("[[barn-s", "\t", ".tit", "\t", "\r", "\x04"):  # one Tab inserts a lone candidate
                 time.sleep(0.3)
                 pipe.send_text(keys)
 
@@ -197,3 +197,15 @@ def test_tab_completes_inside_the_prompt() -> None:
         )
         typist.join()
     assert out.getvalue().splitlines()[1:] == ["Barn swallow"]
+
+
+def test_one_tab_inserts_a_lone_candidate() -> None:
+    status, out, err = drive("cards | cou\t\r\x04")
+    assert (status, err) == (0, "")
+    assert out.splitlines()[1:] == [str(len(open_vault(BIRDS).cards))]
+
+
+def test_tab_with_several_candidates_inserts_none_of_them() -> None:
+    _, out, err = drive("cards | ta\t\r\x04")  # `take`, `table`, …: the menu opens, nothing is chosen
+    assert out.splitlines()[1:] == []
+    assert "`ta` is not a pipeline step" in err

@@ -17,6 +17,8 @@ from typing import Any, TextIO
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
+from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.history import History
 from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
@@ -107,7 +109,30 @@ def key_bindings() -> KeyBindings:
     def _newline(event: KeyPressEvent) -> None:
         event.current_buffer.insert_text("\n")
 
+    @bindings.add("tab")
+    def _tab(event: KeyPressEvent) -> None:
+        complete_with_tab(event.current_buffer)
+
     return bindings
+
+
+def complete_with_tab(buffer: Buffer) -> None:
+    """Tab: a lone candidate is inserted at once; several open (or step through) the menu."""
+    state = buffer.complete_state
+    if state is not None and (state.current_completion is not None or len(state.completions) > 1):
+        buffer.complete_next()
+        return
+    completer = buffer.completer
+    if completer is None:
+        return
+    found = list(
+        completer.get_completions(buffer.document, CompleteEvent(completion_requested=True))
+    )
+    if len(found) == 1:
+        buffer.apply_completion(found[0])
+    elif found:
+        buffer.cancel_completion()
+        buffer.start_completion(insert_common_part=True)
 
 
 def make_prompt(

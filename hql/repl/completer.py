@@ -25,9 +25,11 @@ from prompt_toolkit.document import Document
 
 from hql import types as ty
 from hql.api import Session
-from hql.checker import field_type, fields_of
+from hql.checker import Checker, StepTyping, field_type, fields_of
 from hql.diagnostics import HqlError
-from hql.registry import installed
+from hql.registry import StepSpec, installed
+from hql.source import Span
+from hql.syntax import tree as t
 from hql.syntax.tokens import CLOSERS, Token, iter_highlight_tokens, layout
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
@@ -112,14 +114,16 @@ class HqlCompleter(Completer):
         if match := _FIELD.search(before):
             return match.group(3), self.fields(match.group(1), match.group(2), before)
         if match := _AFTER_PIPE.search(before):
-            return match.group(1) or "", self.steps()
+            return match.group(1) or "", self.steps(self.pipe_input_type(before[: match.start()]))
         word_match = _WORD.search(before)
         word = word_match.group(0) if word_match else ""
         if word_match and word_match.start() > 0 and before[word_match.start() - 1].isdigit():
             return "", []
+        step = _enclosing_call(before) if _ARGUMENT_START.search(before) else None
         if not word and not explicit:
-            return "", []
-        if _ARGUMENT_START.search(before) and (step := _enclosing_call(before)) is not None:
+            # Just typed `(` or `,` of a step: its parameter names, without waiting for Tab.
+            return "", self.parameters(step, before) if step is not None else []
+        if step is not None:
             return word, self.parameters(step, before) + self.names()
         return word, self.names()
 
@@ -135,7 +139,8 @@ class HqlCompleter(Completer):
 
     # --- candidate lists --------------------------------------------------------
 
-    def steps(self) -> list[Candidate]:
+    def steps(self, input_type: ty.Type | None = None) -> list[Candidate]:
+        """Every step, or with a known input type only the steps that can take it."""
         imported = set(self.session.scope.imports)
         return [
             Candidate(
@@ -145,7 +150,34 @@ class HqlCompleter(Completer):
                 else f"{spec.summary} (import {spec.extension})",
             )
             for spec in installed().steps()
+            if input_type is None or self.step_accepts(spec, input_type)
         ]
+
+    def pipe_input_type(self, before_pipe: str) -> ty.Type | None:
+        """The type flowing into the `|` being completed, when the text before it checks."""
+        program = _statement_value(before_pipe)
+        if program is None or not program.strip():
+            return None
+        outcome, _, _ = self.session.check(program, "<completion>")
+        if outcome.failed or outcome.type is None:
+            return None
+        return outcome.type
+
+    def step_accepts(self, spec: StepSpec, input_type: ty.Type) -> bool:
+        """Does the step's typing rule take this input? (Its arguments are not judged here.)"""
+        if input_type == ty.PRESENTATION:
+            return spec.extension == "present"
+        session = self.session
+        checker = Checker(has_vault=session.vault is not None, scope=session.scope.copy())
+        checker.vault = session.vault
+        at_input, at_step = Span(0, 0), Span(1, 1)
+        try:
+            spec.check(StepTyping(checker, spec, _NO_NODE, input_type, at_input, {}, at_step))
+        except HqlError as error:
+            return error.report.span != at_input  # refused for its input, or only for arguments
+        except Exception:  # a rule that reads an argument it was not given: the input was fine
+            return True
+        return True
 
     def extensions(self) -> list[Candidate]:
         return [Candidate(ext.name, ext.summary) for ext in installed().extensions.values()]
@@ -252,6 +284,27 @@ def _collect_keys(vault: Any) -> dict[tuple[str, ...], set[str]]:
     for card in getattr(vault, "cards", ()):
         walk(card.metadata, (), 0)
     return keys
+
+
+_NO_NODE = t.Name(Span(0, 0), "_")
+
+
+def _statement_value(text: str) -> str | None:
+    """`text` with the binding of its last statement dropped, so that it checks to that value.
+
+    `x = cards | take(2) ` gives `cards | take(2) `; earlier statements stay, since the last
+    one may use their names. None when the text cannot be laid out.
+    """
+    try:
+        laid = layout(list(iter_highlight_tokens(text)))
+    except HqlError:
+        return None
+    ends = [token.span.end for token in laid if token.kind == "NEWLINE"]
+    data = text.encode("utf-8")
+    start = ends[-1] if ends else 0
+    head = data[:start].decode("utf-8", "replace")
+    last = data[start:].decode("utf-8", "replace")
+    return head + re.sub(r"^\s*[A-Za-z_][A-Za-z0-9_]*\s*(:[^=]*)?=(?![=>])", "", last)
 
 
 def _inside_string(before: str) -> bool:
