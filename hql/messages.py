@@ -888,6 +888,14 @@ def render_block_failed(path: str, line: int, said: str) -> str:
     return f"{path}:{line}: a block failed: {said}"
 
 
+def loading_model(model: str) -> str:
+    return f"loading model {model}…"
+
+
+def interrupt_held_for_model() -> str:
+    return "stopping once the model has loaded (Ctrl-C again stops now)"
+
+
 def interrupted() -> str:
     return "interrupted"
 
@@ -920,6 +928,10 @@ def check_usage() -> str:
 
 def repl_banner(version: str) -> str:
     return f"hql {version}. `:help` for commands, `:quit` to leave."
+
+
+def repl_command_usage(usage: str, summary: str) -> str:
+    return f"usage: {usage} ({summary})"
 
 
 def repl_reset() -> str:

@@ -36,7 +36,7 @@ class Progress:
         self.stream = stream if stream is not None else sys.stderr
         self.total, self.label, self.done = total, label, 0
         self.interval = interval
-        self.enabled = total >= minimum and total > 0 and _is_terminal(self.stream)
+        self.enabled = total >= minimum and total > 0 and is_terminal(self.stream)
         self._drawn_at = 0.0
         self._width = 0
 
@@ -87,7 +87,35 @@ def track(
             bar.advance()
 
 
-def _is_terminal(stream: TextIO) -> bool:
+class Status:
+    """One line such as "loading model …" on a terminal while slow work without steps runs.
+
+    Written at once, erased when the work ends, nothing at all on pipes and files.
+    """
+
+    def __init__(self, text: str, stream: TextIO | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.text = text
+        self.enabled = is_terminal(self.stream)
+
+    def __enter__(self) -> Status:
+        if self.enabled:
+            self.stream.write("\r" + self.text)
+            self.stream.flush()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if self.enabled:
+            self.stream.write("\r" + " " * len(self.text) + "\r")
+            self.stream.flush()
+
+
+def is_terminal(stream: TextIO) -> bool:
     try:
         return stream.isatty()
     except (AttributeError, ValueError):  # closed or not a real stream

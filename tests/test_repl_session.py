@@ -209,3 +209,36 @@ def test_tab_with_several_candidates_inserts_none_of_them() -> None:
     _, out, err = drive("cards | ta\t\r\x04")  # `take`, `table`, …: the menu opens, nothing is chosen
     assert out.splitlines()[1:] == []
     assert "`ta` is not a pipeline step" in err
+
+
+def test_type_and_explain_without_an_expression_print_their_usage() -> None:
+    status, out, err = drive(":type\r:explain  \r\x04")
+    assert status == 0 and out.splitlines()[1:] == []
+    assert err.splitlines() == [
+        "usage: :type EXPR (check an expression and print its type)",
+        "usage: :explain EXPR (show the checked plan and why each hit scored)",
+    ]
+
+
+class Screen(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_reports_are_coloured_only_when_stderr_is_a_terminal() -> None:
+    def run(err: io.StringIO) -> str:
+        with create_pipe_input() as pipe:
+            pipe.send_text("1 + true\r\x04")
+            run_interactive(
+                Session(None),
+                input=pipe,
+                output=DummyOutput(),
+                out=Screen(),  # stdout is the terminal …
+                err=err,
+                history=InMemoryHistory(),
+            )  # type: ignore[arg-type]
+        return err.getvalue()
+
+    redirected = run(io.StringIO())  # … and stderr goes to a file
+    assert "type error: addition requires" in redirected and "\x1b[" not in redirected
+    assert "\x1b[" in run(Screen())

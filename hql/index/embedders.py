@@ -231,7 +231,9 @@ def _shared_model(key: tuple[str, str], load: Callable[[], Any]) -> Any:
     """Local models are loaded once per process: live queries must not reload them."""
     with _LOCAL_LOCK:
         if key not in _LOCAL_MODELS:
-            _LOCAL_MODELS[key] = load()
+            from hql.index.loading import load_model
+
+            load_model(load, key[1], _LOCAL_MODELS, key)
         return _LOCAL_MODELS[key]
 
 

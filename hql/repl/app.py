@@ -27,6 +27,7 @@ from prompt_toolkit.output import Output
 from hql import messages
 from hql.api import Outcome, Session
 from hql.printing import display, is_graph, table
+from hql.progress import is_terminal
 from hql.repl.commands import MetaCommands
 from hql.repl.completer import HqlCompleter
 from hql.repl.continuation import is_complete
@@ -167,7 +168,7 @@ def run_interactive(
     """Read, check, run and show programs until Ctrl-D or `:quit`; returns the exit status."""
     out = out or sys.stdout
     err = err or sys.stderr
-    color = out.isatty() if color is None else color
+    color = is_terminal(err) if color is None else color  # reports go to err: colour only a screen
     warning = None
     if history is None:
         history, warning = open_history()

@@ -37,6 +37,9 @@ class MetaCommands:
             return "quit"
         if word in (":help", ":h"):
             self.help()
+        elif word in (":type", ":explain") and not rest.strip():
+            usage = next(name for name in COMMANDS if name.split()[0] == word)
+            print(messages.repl_command_usage(usage, COMMANDS[usage]), file=self.err)
         elif word == ":type":
             self.type(rest)
         elif word == ":explain":
