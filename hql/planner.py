@@ -9,7 +9,8 @@ as written, and a step that ignores a hint still gives the same value.
 Rules:
 * `top-k`: `step | take(k)` with a literal `k`, where the step absorbs a
   `limit`, lets the step produce only its first `k` elements (a ranker selects
-  the best k without sorting or explaining every card it scored).
+  the best k without sorting or explaining every card it scored; `sort` keeps the
+  first k by a heap selection).
 """
 
 from __future__ import annotations

@@ -64,6 +64,11 @@ RANKED = [
     'import bm25\ncards | bm25("token") | relevant | take(2)',
     'import bm25\nr = cards | bm25("client secret") | take(4)\nr | map(h => h.score)',
     'import bm25\n[[oauth], [bearer-token]] | bm25("token") | take(1)',
+    "cards | sort(by = c => c.metadata.status) | take(3) | map(c => c.name)",
+    "cards | sort(by = c => c.metadata.status, descending = true) | take(3) | map(c => c.name)",
+    "[3, 1, 2, 1, 3] | sort | take(2)",
+    "sort([3, 1, 2, 1, 3], descending = true) | take(4)",
+    "cards | map(c => c.title) | sort | take(100)",
 ]
 
 
@@ -84,11 +89,21 @@ def test_take_after_a_ranker_is_pushed_into_it() -> None:
     assert list(plan.hints.values()) == [{"limit": 2}]
 
 
+def test_sort_then_take_keeps_ties_in_input_order() -> None:
+    text = (
+        "[{k: 1, i: 0}, {k: 0, i: 1}, {k: 1, i: 2}, {k: 0, i: 3}] | sort(by = d => d.k) | take(3)"
+    )
+    planned, plain = both_ways(text, None)
+    assert planned.text() == plain.text() == "[{i: 1, k: 0}, {i: 3, k: 0}, {i: 0, k: 1}]"
+    _, plan, _ = Session(None).check(text)
+    assert plan is not None and plan.rewrites == ["top-k: take(3) pushed into sort"]
+
+
 def test_no_rewrite_without_a_literal_count_or_an_absorbing_step() -> None:
     session = Session(WEB_AUTH)
     for text in (
         "n = 2\ncards | take(n)",
-        "cards | sort(by = c => c.name) | take(2)",
+        "cards | map(c => c.title) | take(2)",
         'import bm25\ncards | bm25("token") | relevant | take(2)',
     ):
         _, plan, _ = session.check(text)

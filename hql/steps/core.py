@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import heapq
 from collections.abc import Callable
 from typing import Any
 
@@ -162,14 +163,22 @@ def run_sort(call: StepCall) -> ListValue:
     else:
         compare = compare_values
     if by is None:
-        return ListValue(tuple(sorted(items, key=functools.cmp_to_key(compare))))
+        return ListValue(tuple(_leading(items, functools.cmp_to_key(compare), call.limit)))
     keys: list[tuple[Any, Any]] = [(by(item), item) for item in items]
 
     def by_key(a: tuple[Any, Any], b: tuple[Any, Any]) -> int:
         return compare(a[0], b[0])
 
-    keys.sort(key=functools.cmp_to_key(by_key))
-    return ListValue(tuple(item for _, item in keys))
+    ordered = _leading(keys, functools.cmp_to_key(by_key), call.limit)
+    return ListValue(tuple(item for _, item in ordered))
+
+
+def _leading(items: list[Any], key: Callable[[Any], Any], limit: int | None) -> list[Any]:
+    """The items in order, or only the first `limit` of them (the planner's top-k: a heap
+    selection, which keeps ties in input order exactly as the stable sort does)."""
+    if limit is not None and limit < len(items):
+        return heapq.nsmallest(limit, items, key=key)
+    return sorted(items, key=key)
 
 
 def _key_type(call: StepCall) -> Type:
@@ -381,6 +390,7 @@ for spec in (
         check_sort,
         run_sort,
         direct=True,
+        absorbs=("limit",),
     ),
     StepSpec(
         "take",
