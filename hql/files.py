@@ -59,6 +59,8 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
     descriptor = os.open(path, flags)
     try:
         status = os.fstat(descriptor)
+        if stat.S_ISDIR(status.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory")
         if not stat.S_ISREG(status.st_mode):
             raise RefusedFile("not a regular file")
         if status.st_size > limit:

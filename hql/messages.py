@@ -1097,6 +1097,13 @@ def embedder_model_file_changed(model: str, path: str, found: str) -> str:
 # --- safety: containment, writes, caches and budgets (docs/vault.md) --------
 
 
+def symlinks_outside(count: int) -> str:
+    return (
+        f"{plural(count, 'symlink')} {'leads' if count == 1 else 'lead'} outside the vault; "
+        "skipped (a vault may allow outside folders with `[vault] allow_outside`)"
+    )
+
+
 def render_result_never_closes(line: int) -> str:
     return (
         f"line {line}: this ```hql#result block is never closed; replacing it would drop "

@@ -152,8 +152,8 @@ def test_file_vanishes_during_the_load(tmp_path: Path, monkeypatch: pytest.Monke
     (tmp_path / "ghost.md").write_text("# Ghost\n")
     discover = loader.discover
 
-    def discover_then_delete(root: str, warnings: list[Any]) -> list[loader.FoundFile]:
-        found = discover(root, warnings)
+    def discover_then_delete(root: str, warnings: list[Any], *rest: Any) -> list[loader.FoundFile]:
+        found = discover(root, warnings, *rest)
         (tmp_path / "ghost.md").unlink()
         return found
 
@@ -239,3 +239,128 @@ def test_body_with_too_many_links(tmp_path: Path) -> None:
     (tmp_path / "spam.md").write_text("[[x]]" * 100_001)
     message = only_warning(open_vault(tmp_path), "spam.md")
     assert message == "more than 100000 `[[…]]` references; document skipped"
+
+
+# --- containment: nothing outside the vault is read or written (issue 14, 7-8) -------
+
+
+def outside_dir(tmp_path: Path) -> Path:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\n\nNot part of the vault.\n")
+    return outside
+
+
+def test_symlinks_leaving_the_vault_are_skipped_with_one_counting_warning(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "vault"
+    root.mkdir()
+    good_card(root)
+    outside = outside_dir(tmp_path)
+    (root / "passwd.md").symlink_to("/etc/passwd")
+    (root / "env.md").symlink_to("/proc/self/environ")
+    (root / "secret.md").symlink_to(outside / "secret.md")
+    (root / "root").symlink_to("/")
+    (root / "shared").symlink_to(outside)
+    with within(5.0):
+        vault = open_vault(root)
+    assert sorted(card.name for card in vault.cards) == ["good"]
+    message = only_warning(vault, "")
+    assert message.startswith("5 symlinks lead outside the vault; skipped")
+
+
+def test_symlinks_inside_the_vault_still_load(tmp_path: Path) -> None:
+    good_card(tmp_path)
+    (tmp_path / "drafts").mkdir()
+    (tmp_path / "drafts" / "real.md").write_text("# Real\n")
+    (tmp_path / "alias.md").symlink_to(tmp_path / "drafts" / "real.md")
+    (tmp_path / "linked").symlink_to("drafts")
+    vault = open_vault(tmp_path)
+    assert {"alias", "good"} <= {card.name for card in vault.cards}
+    assert not [w for w in vault.warnings if "outside the vault" in w.message]
+
+
+def test_a_vault_may_allow_named_outside_roots(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    root.mkdir()
+    good_card(root)
+    outside = outside_dir(tmp_path)
+    (root / "hql.toml").write_text('[vault]\nallow_outside = ["../outside"]\n')
+    (root / "shared").symlink_to(outside)
+    (root / "passwd.md").symlink_to("/etc/passwd")
+    vault = open_vault(root)
+    assert vault.card("secret") is not None
+    assert vault.card("passwd") is None
+    assert only_warning(vault, "passwd.md").startswith("1 symlink leads outside the vault")
+
+
+def test_hql_toml_linked_outside_the_vault_is_not_read(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    root.mkdir()
+    good_card(root)
+    (tmp_path / "elsewhere.toml").write_text('[report]\nmode = "collect"\n')
+    (root / "hql.toml").symlink_to(tmp_path / "elsewhere.toml")
+    vault = open_vault(root)
+    assert vault.config.report_mode is None
+    assert "leads outside the vault" in only_warning(vault, "hql.toml")
+
+
+def test_a_state_directory_linked_outside_is_neither_read_nor_written(tmp_path: Path) -> None:
+    import hql
+
+    root = tmp_path / "vault"
+    root.mkdir()
+    good_card(root)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / ".hql").symlink_to(elsewhere)
+    Vault.open(root)
+    outcome = hql.run('import bm25\ncards | bm25("good") | count', hql.open_vault(root))
+    assert not outcome.failed
+    assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("layout", ["linked-folder", "linked-state-dir"])
+def test_an_index_path_through_a_symlink_out_of_the_vault_is_refused(
+    tmp_path: Path, layout: str
+) -> None:
+    from hql.index.commands import build_command
+
+    root = tmp_path / "vault"
+    root.mkdir()
+    good_card(root)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if layout == "linked-folder":
+        (root / "link").symlink_to(elsewhere)
+        configured = "link/index.sqlite"
+    else:
+        (root / ".hql").symlink_to(elsewhere)
+        configured = ".hql/index.sqlite"
+    (root / "hql.toml").write_text(f'[semantics]\nindex = "{configured}"\n')
+    code, text = build_command(Vault.open(root, use_cache=False), embedder=object())  # type: ignore[arg-type]
+    assert code == 1 and "outside the vault" in text
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_render_all_never_writes_outside_the_vault(tmp_path: Path, capsys: Any) -> None:
+    import argparse
+
+    import hql
+    from hql.render import render_command
+
+    root = tmp_path / "vault"
+    root.mkdir()
+    good_card(root)
+    outside = outside_dir(tmp_path)
+    block = "```hql\n1 + 1\n```\n"
+    (outside / "secret.md").write_text(block)
+    (root / "shared").symlink_to(outside)
+    args = argparse.Namespace(file=None, write=True, all=True, vault=str(root), report=None)
+    render_command(args, lambda _: hql.Session(hql.open_vault(root, use_cache=False)))
+    assert (outside / "secret.md").read_text() == block
+    (root / "hql.toml").write_text('[vault]\nallow_outside = ["../outside"]\n')
+    code = render_command(args, lambda _: hql.Session(hql.open_vault(root, use_cache=False)))
+    assert code == 1 and "outside the vault" in capsys.readouterr().err
+    assert (outside / "secret.md").read_text() == block

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hql import messages
+from hql import files, messages
 from hql.vault.model import LoadWarning
 
 CONFIG_FILE = "hql.toml"
@@ -25,6 +25,7 @@ class VaultConfig:
     prelude: bool = True  # [extensions] prelude
     raw: dict[str, Any] = field(default_factory=dict)  # the whole parsed file
     path: Path | None = None  # the hql.toml, if there is one
+    allow_outside: tuple[str, ...] = ()  # [vault] allow_outside: outside roots that may be read
 
     def section(self, name: str) -> dict[str, Any]:
         """A top-level table such as `semantics` or `search`; {} when absent or not a table."""
@@ -32,11 +33,18 @@ class VaultConfig:
         return value if isinstance(value, dict) else {}
 
 
+# hql.toml is read whole: a larger one is refused unread.
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
 def load_config(root: Path) -> tuple[VaultConfig, list[LoadWarning]]:
     path = root / CONFIG_FILE
     shown = str(path)
     try:
-        raw_bytes = path.read_bytes()
+        if path.is_symlink() and not files.Containment(root).inside_vault(path):
+            reason = "it is a symlink that leads outside the vault"
+            return VaultConfig(), [LoadWarning(shown, messages.config_unreadable(reason))]
+        raw_bytes = files.read_regular(path, MAX_CONFIG_BYTES)
     except FileNotFoundError:
         return VaultConfig(), []
     except IsADirectoryError:
@@ -80,7 +88,22 @@ def _interpret(raw: dict[str, Any], path: Path) -> tuple[VaultConfig, list[LoadW
         bad("extensions.prelude", "true or false")
         prelude = True
 
-    config = VaultConfig(report_mode=mode, imports=imports, prelude=prelude, raw=raw, path=path)
+    vault = _table(raw, "vault", bad)
+    allow_outside: tuple[str, ...] = ()
+    allowed = vault.get("allow_outside", [])
+    if isinstance(allowed, list) and all(isinstance(item, str) and item for item in allowed):
+        allow_outside = tuple(allowed)
+    else:
+        bad("vault.allow_outside", "a list of directories")
+
+    config = VaultConfig(
+        report_mode=mode,
+        imports=imports,
+        prelude=prelude,
+        raw=raw,
+        path=path,
+        allow_outside=allow_outside,
+    )
     return config, warnings
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from hql import messages
+from hql import files, messages
 from hql.vault import document, yamldata
 from hql.vault.cache import LoadCache, Payload
 from hql.vault.model import LoadWarning
@@ -65,15 +65,30 @@ class ReadDocument:
     parsed: document.ParsedDocument
 
 
-def discover(root: str, warnings: list[LoadWarning]) -> list[FoundFile]:
-    """Every document below root, sorted by path component-wise (as the reference does)."""
-    found = list(_walk(root, "", set(), warnings))
+def discover(
+    root: str, warnings: list[LoadWarning], allow_outside: tuple[str, ...] = ()
+) -> list[FoundFile]:
+    """Every document below root, sorted by path component-wise (as the reference does).
+
+    A symlink whose target is outside the vault (and outside every root the
+    vault allows) is skipped; one warning counts them all.
+    """
+    containment = files.Containment(root, allow_outside)
+    outside: list[str] = []
+    found = list(_walk(root, "", set(), warnings, containment, outside))
     found.sort(key=lambda item: item.relpath.split("/"))
+    if outside:
+        warnings.append(LoadWarning(outside[0], messages.symlinks_outside(len(outside))))
     return found
 
 
 def _walk(
-    directory: str, prefix: str, visited: set[tuple[int, int]], warnings: list[LoadWarning]
+    directory: str,
+    prefix: str,
+    visited: set[tuple[int, int]],
+    warnings: list[LoadWarning],
+    containment: files.Containment,
+    outside: list[str],
 ) -> Iterator[FoundFile]:
     try:
         identity = os.stat(directory)
@@ -91,13 +106,24 @@ def _walk(
         if entry.name.startswith("."):
             continue
         relpath = prefix + entry.name
-        if _is_dir(entry):
-            yield from _walk(entry.path, relpath + "/", visited, warnings)
-            continue
         dot = entry.name.rfind(".")
         format_name = FORMATS.get(entry.name[dot:]) if dot > 0 else None
+        is_dir = _is_dir(entry)
+        if (is_dir or format_name) and _is_symlink(entry) and not containment.readable(entry.path):
+            outside.append(entry.path)
+            continue
+        if is_dir:
+            yield from _walk(entry.path, relpath + "/", visited, warnings, containment, outside)
+            continue
         if format_name is not None:
             yield FoundFile(relpath, entry.path, format_name)
+
+
+def _is_symlink(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:

@@ -123,7 +123,7 @@ class Vault:
     ) -> Vault:
         warnings: list[LoadWarning] = []
         config, config_warnings = load_config(root)
-        found = loader.discover(shown, warnings)
+        found = loader.discover(shown, warnings, config.allow_outside)
         state_dir = root / STATE_DIR
         # A `.hql` that leads outside the vault is neither read nor written.
         cached = use_cache and files.state_dir_contained(state_dir)
