@@ -92,6 +92,16 @@ def declare_probe() -> Extension:
         limits.append(context.limit)
         return Ranking(result.hits[: context.limit], made) if context.limit else result
 
+    @probe.step(
+        "Collection<T> | counted(query: String) -> Ranking<T> where T: Card",
+        summary="query words in the body, with the most a card can score as its bound",
+    )
+    def counted(cards: list[Any], query: str) -> Ranking:
+        asked = query.lower().split()
+        scored = [(card, float(sum(w in card.body.lower() for w in asked))) for card in cards]
+        made = retrieval(query, "probe.counted.v1", metric="bm25", score_bound=len(asked))
+        return ranking(made, [(card, score) for card, score in scored if score > 0])
+
     @probe.function("shout(text: String, times: Int = 1) -> String", summary="capitals")
     def shout(text: str, times: int) -> str:
         return (text.upper() + "!") * times
@@ -306,6 +316,17 @@ def test_a_third_party_ranking_works_with_relevant_fuse_and_explain(vault: hql.V
     assert not failed
     assert "model probe.titles.v1 (revision 1), metric cosine" in text
     assert "title has bearer, tokens" in text
+
+
+def test_relevant_applies_the_coverage_rule_to_a_declared_score_bound(vault: hql.Vault) -> None:
+    everything = run('import probe\ncards | counted("bearer token zebra")', vault).value
+    kept = run('import probe\ncards | counted("bearer token zebra") | relevant', vault).value
+    cutoff = kept.retrieval.extra["cutoff"]
+    assert cutoff["rule"] == "coverage" and cutoff["bound"] == 3.0
+    best = everything.hits[0].score
+    threshold = max(0.05 * 3.0, 0.6 * best)
+    assert [h.card for h in kept.hits] == [h.card for h in everything.hits if h.score >= threshold]
+    assert kept.hits and cutoff["threshold"] == threshold
 
 
 def test_a_planner_pushes_take_into_a_step_that_absorbs_limit(vault: hql.Vault) -> None:
