@@ -104,11 +104,13 @@ def test_a_client_lists_the_tools_calls_each_and_survives_bad_programs() -> None
         listing = await client.read_resource("hql://cards")
         seen["listing"] = json.loads(listing.contents[0].text)
 
-    _converse(["-m", "hql", "--vault", str(SAMPLE), "mcp", "--time-limit", "1"], talk)
+    # The budget leaves a loaded machine time to build the bm25 index on the first search.
+    _converse(["-m", "hql", "--vault", str(SAMPLE), "mcp", "--time-limit", "4"], talk)
     assert seen["count"] == {"ok": True, "type": "Int", "value": 18, "reports": []}
 
     search = seen["search"]
-    assert search["ok"] and [hit["card"] for hit in search["hits"]][0] == "bearer-tokens"
+    assert search["ok"], search["reports"]
+    assert [hit["card"] for hit in search["hits"]][0] == "bearer-tokens"
     assert search["retrieval"]["model"] == "hql.bm25.v1" and "cutoff" in search["retrieval"]
     assert (
         "bearer" in search["hits"][0]["matched"] and search["hits"][0]["title"] == "Bearer tokens"
@@ -135,7 +137,7 @@ def test_a_client_lists_the_tools_calls_each_and_survives_bad_programs() -> None
 
     is_error, runaway, seconds = seen["runaway"]
     assert is_error and runaway["reports"][0]["stage"] == "evaluation"
-    assert "time budget" in runaway["reports"][0]["message"] and seconds < 20
+    assert "after 4 s" in runaway["reports"][0]["message"] and seconds < 30
 
     is_error, text = seen["unknown"]
     assert is_error and "did you mean `oauth`" in text
