@@ -11,14 +11,19 @@ A `Session` keeps bindings and imports between programs (the REPL uses one).
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import re
+import threading
+import weakref
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hql import messages
 from hql.checker import Checker, Plan, Scope
 from hql.diagnostics import HqlError, Report, evaluation, render_all
+from hql.parameters import ParameterError, convert
 from hql.printing import display, dumps, to_json
 from hql.record import field, record
 from hql.registry import installed, registry
@@ -146,59 +151,162 @@ def initial_scope(vault: Vault | None) -> Scope:
     return Scope(imports=imports)
 
 
+@record
+class _Checked:
+    """What checking a program gave: reports, the plan (None after a syntax error), the scope."""
+
+    reports: tuple[Report, ...]
+    plan: Plan | None
+    scope: Scope
+    vault: Any  # a weak reference to the vault the plan was checked against, or None
+
+
+class PlanCache:
+    """Checked plans, keyed by (program text, parameter types, vault and its revision,
+    report mode, session scope), so a program run again, with new parameter values or
+    not, is parsed and checked once. Bounded (least recently used go first); thread-safe."""
+
+    def __init__(self, size: int = 256) -> None:
+        self.size = size
+        self._entries: dict[tuple[Any, ...], _Checked] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...], vault: Vault | None) -> _Checked | None:
+        with self._lock:
+            entry = self._entries.pop(key, None)
+            if entry is None or (entry.vault() if entry.vault else None) is not vault:
+                return None  # a vault at a reused address is another vault
+            self._entries[key] = entry  # most recently used last
+            return entry
+
+    def put(self, key: tuple[Any, ...], entry: _Checked) -> None:
+        with self._lock:
+            self._entries[key] = entry
+            while self._entries and len(self._entries) > self.size:
+                self._entries.pop(next(iter(self._entries)))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+PLANS = PlanCache()
+_SCOPES = itertools.count(1)
+
+
+def parameters(params: Mapping[str, Any] | None) -> tuple[dict[str, Type], dict[str, Any]]:
+    """The parameters' types and HQL values; HostError for a value HQL cannot hold."""
+    try:
+        return convert(params)
+    except ParameterError as error:
+        raise HostError(str(error)) from None
+
+
 class Session:
     """Bindings, imports and declarations that persist from one program to the next."""
 
     def __init__(
-        self, vault: Vault | None = None, mode: str | None = None, *, optimize: bool = True
+        self,
+        vault: Vault | None = None,
+        mode: str | None = None,
+        *,
+        optimize: bool = True,
+        cache: PlanCache | None = None,
     ) -> None:
         self.vault = vault
         self.optimize = optimize  # run the planner's rewrites (off only to compare answers)
         self.mode, self.mode_origin = resolve_mode(mode, vault)
         self.scope = initial_scope(vault)
         self.values: dict[str, Any] = {}
+        self.cache = PLANS if cache is None else cache  # PlanCache(0): check every program afresh
+        self._scope_key: tuple[Any, ...] = ("initial",)  # what the cache knows this scope by
 
     def reset(self) -> None:
         self.scope = initial_scope(self.vault)
         self.values = {}
+        self._scope_key = ("initial",)
 
-    def check(self, text: str, origin: str = "<expression>") -> tuple[Outcome, Plan | None, Scope]:
+    def _adopt(self, scope: Scope) -> None:
+        """Keep the scope a program left; a changed scope is a new one to the plan cache."""
+        if scope != self.scope:
+            self._scope_key = ("session", next(_SCOPES))
+        self.scope = scope
+
+    def check(
+        self,
+        text: str,
+        origin: str = "<expression>",
+        *,
+        params: Mapping[str, Type] | None = None,
+    ) -> tuple[Outcome, Plan | None, Scope]:
+        """Parse and check (or find the plan checked before); `params` are `$name` types."""
         text = _encodable(text)
         source = Source(text, origin)
         outcome = Outcome(source)
+        types = dict(params or {})
+        key = self._cache_key(text, types)
+        checked = self.cache.get(key, self.vault)
+        if checked is None:
+            checked = self._check(text, source, types)
+            if checked is None:  # too deep to check: reported, never cached
+                outcome.reports.append(
+                    evaluation(messages.too_deep_to_check(), Span(0, len(source.data)))
+                )
+                return outcome, None, self.scope.copy()
+            self.cache.put(key, checked)
+        outcome.reports.extend(checked.reports)
+        if checked.plan is not None and not outcome.failed:
+            outcome.type = checked.plan.result  # a program that failed to check has no type
+        return outcome, checked.plan, checked.scope.copy()
+
+    def _cache_key(self, text: str, types: dict[str, Type]) -> tuple[Any, ...]:
+        vault = self.vault
+        revision = None if vault is None else (id(vault), getattr(vault, "revision", None))
+        params = tuple(sorted((name, str(found)) for name, found in types.items()))
+        return (text, params, revision, self.mode, self.optimize, self._scope_key)
+
+    def _check(self, text: str, source: Source, types: dict[str, Type]) -> _Checked | None:
+        vault = weakref.ref(self.vault) if self.vault is not None else None
         try:
             program = parse(text)
         except HqlError as error:
-            outcome.reports.append(error.report)
-            return outcome, None, self.scope
+            return _Checked((error.report,), None, self.scope, vault)
         scope = self.scope.copy()
-        checker = Checker(has_vault=self.vault is not None, scope=scope, vault=self.vault)
+        checker = Checker(
+            has_vault=self.vault is not None, scope=scope, vault=self.vault, params=types
+        )
         try:
             plan, reports = checker.check(program, collect=self.mode == "collect")
         except RecursionError:
-            outcome.reports.append(
-                evaluation(messages.too_deep_to_check(), Span(0, len(source.data)))
-            )
-            return outcome, None, scope
-        outcome.reports.extend(reports)
-        if not outcome.failed:  # a program that failed to check has no type (not `Unit`)
-            outcome.type = plan.result
-            if self.optimize:
-                from hql.planner import optimize
+            return None
+        if self.optimize and not any(report.failed for report in reports):
+            from hql.planner import optimize
 
-                plan = optimize(plan)
-        return outcome, plan, scope
+            plan = optimize(plan)
+        return _Checked(tuple(reports), plan, scope, vault)
 
-    def run(self, text: str, origin: str = "<expression>", *, evaluate: bool = True) -> Outcome:
+    def run(
+        self,
+        text: str,
+        origin: str = "<expression>",
+        *,
+        evaluate: bool = True,
+        params: Mapping[str, Any] | None = None,
+    ) -> Outcome:
+        """Parse, check (once per program text and parameter types) and evaluate a program.
+
+        `params` binds `$name` in the program: str, int, float, bool, list, dict or
+        datetime.date values (HostError for anything else)."""
         from hql.interpreter import Interpreter
 
-        outcome, plan, scope = self.check(text, origin)
+        types, bound = parameters(params)
+        outcome, plan, scope = self.check(text, origin, params=types)
         if plan is None or outcome.failed or not evaluate:
             if plan is not None and not outcome.failed:
-                self.scope = scope
+                self._adopt(scope)
             return outcome
         values = dict(self.values)
-        interpreter = Interpreter(plan, self.vault, values)
+        interpreter = Interpreter(plan, self.vault, values, params=bound, text=outcome.source.data)
         try:
             outcome.value = interpreter.run()
             outcome.evaluated = True
@@ -210,7 +318,7 @@ class Session:
             )
         outcome.reports.extend(interpreter.reports)
         if not outcome.failed:
-            self.scope = scope
+            self._adopt(scope)
             self.values = values
         return outcome
 
@@ -237,9 +345,15 @@ def run(
     vault: Vault | str | os.PathLike[str] | None = None,
     mode: str | None = None,
     origin: str = "<expression>",
+    params: Mapping[str, Any] | None = None,
 ) -> Outcome:
-    """Parse, check and (when checking found no error) evaluate a program."""
-    return Session(_vault_of(vault), mode).run(source, origin)
+    """Parse, check and (when checking found no error) evaluate a program.
+
+    `params` binds the program's `$name`s (`hql.run("… $q …", vault=v, params={"q": text})`):
+    the text of a question never has to be spliced into the program. A program's checked
+    plan is reused for every run with parameters of the same types against the same Vault
+    object (pass an opened Vault, not a path, to benefit)."""
+    return Session(_vault_of(vault), mode).run(source, origin, params=params)
 
 
 def check(
@@ -247,6 +361,7 @@ def check(
     vault: Vault | str | os.PathLike[str] | None = None,
     mode: str | None = None,
     origin: str = "<expression>",
+    params: Mapping[str, Any] | None = None,
 ) -> Outcome:
     """Parse and check a program; `Outcome.type` is its type, nothing is evaluated."""
-    return Session(_vault_of(vault), mode).run(source, origin, evaluate=False)
+    return Session(_vault_of(vault), mode).run(source, origin, evaluate=False, params=params)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hql import messages
+from hql import operators as ops
 from hql import types as ty
 from hql.diagnostics import HqlError, Report, name_error, type_error
 from hql.record import field, record
@@ -179,8 +180,10 @@ class Checker:
         scope: Scope | None = None,
         registry_: Registry | None = None,
         vault: Any = None,
+        params: dict[str, Type] | None = None,
     ) -> None:
         self.registry = registry_ or registry()
+        self.params = params or {}  # `$name`: the types of the values the caller supplies
         self.has_vault = has_vault
         self.vault = (
             vault  # steps may read its configuration while checking (`semantic` needs an index)
@@ -376,6 +379,9 @@ class Checker:
             return self.call(expr)
         if isinstance(expr, t.TypeCall):
             return self.type_call(expr)
+        operator = _OPERATORS.get(type(expr))
+        if operator is not None:
+            return operator(self, expr)
         raise AssertionError(f"unknown expression {type(expr).__name__}")  # pragma: no cover
 
     def name(self, expr: t.Name) -> Type:
@@ -423,11 +429,67 @@ class Checker:
     def addition(self, expr: t.Add) -> Type:
         left = self.expression(expr.left)
         right = self.expression(expr.right)
-        if left not in (ty.INT, ty.FLOAT):
+        result = ops.arithmetic_type("+", left, right)
+        if result is not None:
+            return result
+        if ty.strip_option(left) in (ty.STRING, ty.DATE):  # sums the reference did not have
+            raise HqlError(type_error(messages.arithmetic_operands("+", left, right), expr.span))
+        # the reference's report, pointing at the operand that does not fit
+        if ty.strip_option(left) not in (ty.INT, ty.FLOAT):
             raise HqlError(type_error(messages.addition_operands(), expr.left.span))
-        if right != left:
-            raise HqlError(type_error(messages.addition_operands(), expr.right.span))
-        return left
+        raise HqlError(type_error(messages.addition_operands(), expr.right.span))
+
+    # --- operators of everyday.md section 1 ------------------------------------------
+
+    def arithmetic(self, expr: t.Arithmetic) -> Type:
+        left, right = self.expression(expr.left), self.expression(expr.right)
+        result = ops.arithmetic_type(expr.op, left, right)
+        if result is None:
+            message = messages.arithmetic_operands(expr.op, left, right)
+            raise HqlError(type_error(message, expr.span))
+        return result
+
+    def compare(self, expr: t.Compare) -> Type:
+        left, right = self.expression(expr.left), self.expression(expr.right)
+        result = ops.order_type(left, right)
+        if result is None:
+            raise HqlError(type_error(messages.ordering_operands(left, right), expr.span))
+        return result
+
+    def logic(self, expr: t.Logic) -> Type:
+        left, right = self.expression(expr.left), self.expression(expr.right)
+        result = ops.logic_type(left, right)
+        if result is None:
+            raise HqlError(type_error(messages.logic_operands(expr.op, left, right), expr.span))
+        return result
+
+    def logical_not(self, expr: t.Not) -> Type:
+        operand = self.expression(expr.operand)
+        result = ops.not_type(operand)
+        if result is None:
+            raise HqlError(type_error(messages.not_operand(operand), expr.span))
+        return result
+
+    def negative(self, expr: t.Negative) -> Type:
+        operand = self.expression(expr.operand)
+        result = ops.negative_type(operand)
+        if result is None:
+            raise HqlError(type_error(messages.negative_operand(operand), expr.span))
+        return result
+
+    def otherwise(self, expr: t.Otherwise) -> Type:
+        left, right = self.expression(expr.left), self.expression(expr.right)
+        result = ops.otherwise_type(left, right)
+        if result is None:
+            raise HqlError(type_error(messages.otherwise_operands(left, right), expr.span))
+        return result
+
+    def parameter(self, expr: t.Param) -> Type:
+        found = self.params.get(expr.name)
+        if found is None:
+            message = messages.unbound_parameter(expr.name, sorted(self.params))
+            raise HqlError(name_error(message, expr.span))
+        return found
 
     def equality(self, expr: t.Equality) -> Type:
         left = ty.strip_option(self.expression(expr.left))
@@ -642,6 +704,18 @@ class Checker:
         return function.check(self, expr, types, expr.args)
 
 
+_OPERATORS: dict[type, Any] = {
+    t.Arithmetic: Checker.arithmetic,
+    t.Compare: Checker.compare,
+    t.Logic: Checker.logic,
+    t.Not: Checker.logical_not,
+    t.Negative: Checker.negative,
+    t.Otherwise: Checker.otherwise,
+    t.Param: Checker.parameter,
+}
+DATE_FIELDS = ("year", "month", "day", "weekday")
+
+
 def field_type(receiver: Type, name: str) -> Type | None:
     """The type of `receiver.name`, or None when there is no such field (reference 7.3)."""
     if receiver == ty.DATA or receiver == ty.NEVER:
@@ -677,6 +751,8 @@ def field_type(receiver: Type, name: str) -> Type | None:
         return {"nodes": ty.list_of(ty.STRING), "edges": ty.list_of(ty.EDGE)}.get(name)
     if receiver.name == "Group":
         return {"key": receiver.args[0], "items": ty.list_of(receiver.args[1])}.get(name)
+    if receiver == ty.DATE:
+        return ty.INT if name in DATE_FIELDS else None
     if receiver.name in ty.MAPS and name == "keys":
         key = receiver.args[0]
         return ty.set_of(key) if receiver.name == "Map" else ty.seq_of(key)
@@ -707,6 +783,7 @@ def fields_of(receiver: Type) -> list[str]:
         "keys",
         "key",
         "items",
+        *DATE_FIELDS,
     ]
     return [
         name

@@ -53,11 +53,34 @@ PLUGIN_COMMANDS = {"index"}
 PICTURE_FORMATS = ("dot", "mermaid", "graphml")
 
 
+def _param_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--param",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="bind $NAME in the program to the String VALUE (repeatable)",
+    )
+    parser.add_argument(
+        "--param-json",
+        metavar="NAME=JSON",
+        action="append",
+        default=[],
+        help="bind $NAME to a JSON value: a number, true/false, a list or an object",
+    )
+
+
 def _eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("program")
     parser.add_argument(
         "--svg", metavar="FILE", help="draw the graph value as SVG (needs Graphviz)"
     )
+    _param_arguments(parser)
+
+
+def _file_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="the program file (or - for stdin)")
+    _param_arguments(parser)
 
 
 def _render_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,6 +106,7 @@ def _check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-e", "--expression", metavar="PROGRAM", help="check this program instead of a file"
     )
+    _param_arguments(parser)
 
 
 def _one(name: str, **options: Any) -> Callable[[argparse.ArgumentParser], None]:
@@ -100,10 +124,7 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = 
         "check a program from a file (or - for stdin, or -e PROGRAM) and print its type",
         _check_arguments,
     ),
-    "run": (
-        "run a program from a file (or - for stdin)",
-        _one("file", help="the program file (or - for stdin)"),
-    ),
+    "run": ("run a program from a file (or - for stdin)", _file_arguments),
     "explain": (
         "show the checked plan, the analysed questions and why each hit scored",
         _one("program"),
@@ -255,6 +276,27 @@ def session_for(args: argparse.Namespace) -> Session:
     return Session(vault, args.report)
 
 
+def cli_params(args: argparse.Namespace) -> dict[str, Any]:
+    """`--param name=value` (a String) and `--param-json name=json` as a params mapping."""
+    params: dict[str, Any] = {}
+    for text in args.param:
+        name, equals, value = text.partition("=")
+        if not equals or not name:
+            raise HostError(messages.parameter_flag(text))
+        params[name.removeprefix("$")] = value
+    for text in args.param_json:
+        name, equals, value = text.partition("=")
+        if not equals or not name:
+            raise HostError(messages.parameter_flag(text))
+        import json
+
+        try:
+            params[name.removeprefix("$")] = json.loads(value)
+        except ValueError as error:
+            raise HostError(messages.parameter_json(name, error)) from None
+    return params
+
+
 def read_program(path: str, command: str = "run") -> tuple[str, str]:
     """(text, origin) of a program file, or of stdin for `-`."""
     if path == "-":
@@ -292,7 +334,7 @@ def emit(outcome: Outcome, args: argparse.Namespace, out: TextIO | None = None) 
 
 @command("eval")
 def eval_command(args: argparse.Namespace) -> int:
-    outcome = session_for(args).run(args.program, "<expression>")
+    outcome = session_for(args).run(args.program, "<expression>", params=cli_params(args))
     if args.svg:
         from hql.graph_export import emit_svg
 
@@ -303,7 +345,7 @@ def eval_command(args: argparse.Namespace) -> int:
 @command("run")
 def run_command(args: argparse.Namespace) -> int:
     text, origin = read_program(args.file)
-    return emit(session_for(args).run(text, origin), args)
+    return emit(session_for(args).run(text, origin, params=cli_params(args)), args)
 
 
 @command("check")
@@ -312,7 +354,8 @@ def check_command(args: argparse.Namespace) -> int:
         text, origin = args.expression, "<expression>"
     else:
         text, origin = read_program(args.file, "check")
-    return emit(session_for(args).run(text, origin, evaluate=False), args)
+    params = cli_params(args)
+    return emit(session_for(args).run(text, origin, evaluate=False, params=params), args)
 
 
 @command("explain")

@@ -11,9 +11,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hql import messages
+from hql import operators as ops
 from hql import types as ty
 from hql.checker import Plan
 from hql.diagnostics import HqlError, Report, evaluation, warning
+from hql.operators import INT_MAX, INT_MIN  # noqa: F401  (steps check their sums against them)
 from hql.printing import as_data, to_json, values_equal
 from hql.registry import StepSpec
 from hql.source import Span
@@ -24,6 +26,7 @@ from hql.values import (
     UNIT,
     Card,
     Data,
+    Date,
     Edge,
     Group,
     Hit,
@@ -35,8 +38,6 @@ from hql.values import (
 
 if TYPE_CHECKING:
     from hql.vault import Vault
-
-INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 
 
 class StepCall:
@@ -86,15 +87,26 @@ class StepCall:
 
 class Interpreter:
     def __init__(
-        self, plan: Plan, vault: Vault | None, names: dict[str, Any] | None = None
+        self,
+        plan: Plan,
+        vault: Vault | None,
+        names: dict[str, Any] | None = None,
+        *,
+        params: dict[str, Any] | None = None,
+        text: bytes = b"",
     ) -> None:
         self.plan = plan
         self.vault = vault
         self.names: dict[str, Any] = names if names is not None else {}
+        self.params = params or {}  # `$name` values, already converted to HQL values
+        self.text = text  # the program, to quote expressions in warnings
         self.reports: list[Report] = []
         self._warned: set[tuple[str, Span]] = set()
         self._tallies: dict[tuple[str, Span], tuple[int, int]] = {}  # -> (report index, count)
         self.locals: list[dict[str, Any]] = []
+        self.clock: Date | None = None  # `now()` and `today()` read the clock once per run
+        # Values of another kind met by a comparison or `date(…)`: node -> subjects seen.
+        self.messy: dict[t.Node, set[int]] = {}
 
     def warn(self, message: str, span: Span) -> None:
         if (message, span) not in self._warned:
@@ -113,9 +125,50 @@ class Interpreter:
 
     def run(self) -> Any:
         result: Any = UNIT
-        for statement in self.plan.program.statements:
-            result = self.statement(statement)
+        try:
+            for statement in self.plan.program.statements:
+                result = self.statement(statement)
+        finally:
+            self.report_messy()
         return result
+
+    def now(self) -> Date:
+        if self.clock is None:
+            from hql.dates import now
+
+            self.clock = now()
+        return self.clock
+
+    # --- messy front matter: one warning per expression, counting what it skipped ----
+
+    def note_messy(self, node: t.Node) -> None:
+        """A value of another kind met at `node`; counted per card (per value outside cards)."""
+        subject = next(
+            (
+                id(value)
+                for scope in reversed(self.locals)
+                for value in scope.values()
+                if isinstance(value, Card)
+            ),
+            None,
+        )
+        seen = self.messy.setdefault(node, set())
+        seen.add(subject if subject is not None else -len(seen) - 1)
+
+    def report_messy(self) -> None:
+        for node, seen in self.messy.items():
+            cards = all(subject >= 0 for subject in seen)
+            subjects = "cards" if cards else "values"
+            quoted = self.quote(node.span)
+            if isinstance(node, t.Compare):
+                message = messages.messy_comparison(quoted, len(seen), subjects)
+            else:
+                message = messages.messy_date(quoted, len(seen), subjects)
+            self.warn(message, node.span)
+        self.messy = {}
+
+    def quote(self, span: Span) -> str:
+        return self.text[span.start : span.end].decode("utf-8", errors="replace")
 
     def statement(self, statement: t.Statement) -> Any:
         if isinstance(statement, t.ExprStatement):
@@ -172,12 +225,55 @@ class Interpreter:
     def _add(self, expr: t.Add) -> Any:
         left = self.evaluate(expr.left)
         right = self.evaluate(expr.right)
-        total = left + right
-        if isinstance(total, int) and not INT_MIN <= total <= INT_MAX:
-            raise HqlError(evaluation(messages.numeric_overflow(), expr.span))
-        if isinstance(total, float) and total in (float("inf"), float("-inf")):
-            raise HqlError(evaluation(messages.numeric_overflow(), expr.span))
-        return total
+        try:
+            return ops.add(left, right)
+        except ops.OperatorFailure as failure:
+            raise HqlError(evaluation(messages.operator_failure(str(failure)), expr.span)) from None
+
+    def _arithmetic(self, expr: t.Arithmetic) -> Any:
+        left, right = self.evaluate(expr.left), self.evaluate(expr.right)
+        try:
+            return ops.arithmetic(expr.op, left, right)
+        except ops.OperatorFailure as failure:
+            raise HqlError(evaluation(messages.operator_failure(str(failure)), expr.span)) from None
+
+    def _compare(self, expr: t.Compare) -> Any:
+        left, right = self.evaluate(expr.left), self.evaluate(expr.right)
+        try:
+            return ops.order(expr.op, left, right)
+        except ops.WrongKind:
+            self.note_messy(expr)
+            return False
+
+    def _logic(self, expr: t.Logic) -> Any:
+        """Short-circuit; with one side absent the other decides when it can (`false and x`)."""
+        decisive = expr.op == "or"  # `true or …` is true, `false and …` is false
+        left = self.evaluate(expr.left)
+        if left is decisive:
+            return decisive
+        right = self.evaluate(expr.right)
+        if right is decisive:
+            return decisive
+        return ABSENT if ABSENT in (left, right) else right
+
+    def _not(self, expr: t.Not) -> Any:
+        return ops.logical_not(self.evaluate(expr.operand))
+
+    def _negative(self, expr: t.Negative) -> Any:
+        try:
+            return ops.negative(self.evaluate(expr.operand))
+        except ops.OperatorFailure as failure:
+            raise HqlError(evaluation(messages.operator_failure(str(failure)), expr.span)) from None
+
+    def _otherwise(self, expr: t.Otherwise) -> Any:
+        left = self.evaluate(expr.left)
+        value = self.evaluate(expr.right) if ops.is_absent(left) else left
+        if self.plan.types[expr] == ty.DATA and not isinstance(value, Data) and value is not ABSENT:
+            return Data(to_tree(value))  # `c.metadata.owner ?? "nobody"` is Data either way
+        return value
+
+    def _param(self, expr: t.Param) -> Any:
+        return self.params[expr.name]
 
     def _equality(self, expr: t.Equality) -> bool:
         equal = values_equal(self.evaluate(expr.left), self.evaluate(expr.right))
@@ -267,6 +363,13 @@ _DISPATCH: dict[type, Callable[[Interpreter, Any], Any]] = {
     t.Call: Interpreter._call,
     t.TypeCall: Interpreter._type_call,
     t.Lambda: Interpreter._lambda,
+    t.Arithmetic: Interpreter._arithmetic,
+    t.Compare: Interpreter._compare,
+    t.Logic: Interpreter._logic,
+    t.Not: Interpreter._not,
+    t.Negative: Interpreter._negative,
+    t.Otherwise: Interpreter._otherwise,
+    t.Param: Interpreter._param,
 }
 
 
@@ -322,6 +425,10 @@ def get_field(receiver: Any, name: str) -> Any:
         return getattr(receiver, name)
     if isinstance(receiver, MapValue):
         return SetValue(receiver.keys) if receiver.kind == "Map" else ListValue(receiver.keys)
+    if isinstance(receiver, Date):
+        from hql.dates import field
+
+        return field(receiver, name)
     if name == "nodes":
         return ListValue(tuple(receiver.nodes))
     if name == "edges":

@@ -86,6 +86,13 @@ def _maybe(suggestion: str | None) -> str:
     return f"; did you mean `{suggestion}`?" if suggestion else ""
 
 
+def comparisons_do_not_chain(operator: str) -> str:
+    return (
+        f"comparisons do not chain: this `{operator}` follows another comparison;"
+        " write `a < b and b < c`"
+    )
+
+
 def addition_operands() -> str:
     return "addition requires two Int or two Float operands"
 
@@ -1482,3 +1489,119 @@ Three programs:
 
 Programs run under a time budget and long answers are cut with a note saying so; narrow the
 program (filter, take, map to fewer fields) rather than asking for everything."""
+
+
+# --- operators, dates and parameters (everyday.md sections 1, 2 and 5) -----------------
+
+
+def _base(found: object) -> str:
+    text = str(found)
+    return text[7:-1] if text.startswith("Option<") else text
+
+
+def _int_float_hint(left: object, right: object) -> str:
+    kinds = {_base(left), _base(right)}
+    return "; convert one side with `float(n)`" if kinds == {"Int", "Float"} else ""
+
+
+def arithmetic_operands(op: str, left: object, right: object) -> str:
+    wanted = {
+        "+": "adds two numbers of one type, two strings, or an Int to a date",
+        "-": "subtracts two numbers of one type, two dates, or an Int from a date",
+        "*": "multiplies two Int or two Float",
+        "/": "divides two Int or two Float",
+        "%": "takes the remainder of two Int",
+    }[op]
+    name = {"+": "addition", "-": "subtraction", "*": "multiplication", "/": "division"}.get(
+        op, "`%`"
+    )
+    hint = _int_float_hint(left, right) if op != "%" else ""
+    return f"{name} {wanted}, not {left} and {right}" + hint
+
+
+def ordering_operands(left: object, right: object) -> str:
+    return (
+        f"ordering compares two numbers, two strings or two dates, not {left} and {right}"
+        + _int_float_hint(left, right)
+    )
+
+
+def logic_operands(op: str, left: object, right: object) -> str:
+    return f"`{op}` requires two Bool operands, not {left} and {right}"
+
+
+def not_operand(found: object) -> str:
+    return f"`not` requires a Bool operand, not {found}"
+
+
+def negative_operand(found: object) -> str:
+    return f"unary minus requires an Int or Float operand, not {found}"
+
+
+def otherwise_operands(left: object, right: object) -> str:
+    return f"`??` needs a fallback of the left side's type, not {left} and {right}"
+
+
+def operator_failure(what: str) -> str:
+    """Evaluation failures of operators: overflow, division by zero, a date out of range."""
+    return {
+        "overflow": "numeric overflow",
+        "division by zero": "division by zero",
+        "remainder by zero": "remainder by zero: `%` needs a divisor other than 0",
+        "date out of range": "date out of range: years go from 1 to 9999",
+    }[what]
+
+
+def messy_comparison(expression: str, count: int, subjects: str) -> str:
+    return (
+        f"`{expression}` met a value of another kind than it compares (such as text against"
+        f" a number) for {plural(count, subjects[:-1], subjects)}: the comparison was false"
+        " there and the query went on"
+    )
+
+
+def messy_date(expression: str, count: int, subjects: str) -> str:
+    return (
+        f"`{expression}` met a value that is not an ISO 8601 date for"
+        f" {plural(count, subjects[:-1], subjects)}: it was absent there and the query went on"
+    )
+
+
+def not_a_date(text: str) -> str:
+    return f"`{text}` is not an ISO 8601 date such as 2024-05-01 or 2024-05-01T09:30"
+
+
+def date_argument(name: str, found: object) -> str:
+    return f"`{name}` takes a date, not {found}"
+
+
+def date_text_argument(found: object) -> str:
+    return f"`date` reads a String (or a front-matter value), not {found}"
+
+
+def format_pattern_argument(found: object) -> str:
+    return f'`format` takes a pattern String such as "YYYY-MM-DD", not {found}'
+
+
+def unbound_parameter(name: str, known: list[str]) -> str:
+    given = ", ".join(f"`${item}`" for item in known) if known else "none"
+    return f"unknown parameter `${name}`: pass it with the program (parameters given: {given})"
+
+
+def parameter_value(name: str, found: str) -> str:
+    return (
+        f"parameter `{name}` has a value of Python type {found}; give str, int, float, bool,"
+        " list, dict or datetime.date"
+    )
+
+
+def parameter_out_of_range(name: str) -> str:
+    return f"parameter `{name}` is an integer outside the signed 64-bit range"
+
+
+def parameter_flag(text: str) -> str:
+    return f"--param takes name=value, not `{text}`"
+
+
+def parameter_json(name: str, error: object) -> str:
+    return f"--param-json {name}: the value is not JSON ({error})"

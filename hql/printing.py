@@ -15,6 +15,7 @@ from hql.values import (
     UNIT,
     Card,
     Data,
+    Date,
     Edge,
     Group,
     Hit,
@@ -107,6 +108,8 @@ def display(value: Any) -> str:
         return value
     if isinstance(value, Data):
         return display_data(value.tree)
+    if isinstance(value, Date):
+        return value.iso()
     if isinstance(value, Card):
         return value.name
     if isinstance(value, Edge):
@@ -157,6 +160,8 @@ def to_json(value: Any) -> Any:
         return value
     if isinstance(value, Data):
         return value.tree
+    if isinstance(value, Date):
+        return value.iso()
     if isinstance(value, Card):
         return card_json(value)
     if isinstance(value, Edge):
@@ -322,7 +327,7 @@ def table(value: Any) -> str:
 
 
 def order_key(value: Any) -> tuple[int, float, str] | None:
-    """(kind, number, text): numbers compare numerically, everything else by text."""
+    """(kind, number, text): numbers compare numerically, dates as dates, everything else by text."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
@@ -333,6 +338,8 @@ def order_key(value: Any) -> tuple[int, float, str] | None:
         return (1, 0.0, value.name)
     if isinstance(value, Hit):
         return (0, -value.score, value.card.name)
+    if isinstance(value, Date):
+        return (2, 0.0, value.iso())
     return None
 
 
@@ -345,6 +352,10 @@ def compare_values(a: Any, b: Any) -> int:
         if ka[1] != kb[1]:
             return -1 if ka[1] < kb[1] else 1
         return _compare_text(ka[2], kb[2])
+    if ka[0] == 2 and kb[0] == 2:
+        from hql.dates import compare
+
+        return compare(a, b) or _compare_text(ka[2], kb[2])
     return _compare_text(ka[2], kb[2])
 
 
@@ -375,6 +386,8 @@ def as_data(value: Any) -> Any:
         return ("str", value)
     if isinstance(value, Data):
         return _tag_tree(value.tree)
+    if isinstance(value, Date):
+        return ("date", value.iso())
     if isinstance(value, Card):
         return ("card", value.path)
     if isinstance(value, Edge):

@@ -22,6 +22,7 @@ __all__ = [
     "Absent",
     "Card",
     "Data",
+    "Date",
     "Edge",
     "Group",
     "Hit",
@@ -76,6 +77,25 @@ class Data:
     """An open tree: dict (str keys), list, str, int, float, bool or None (`empty`)."""
 
     tree: Any
+
+
+@record
+class Date:
+    """A calendar date or a date-time, with or without an offset.
+
+    `value` is a `datetime.date` or `datetime.datetime`; this module never imports
+    `datetime` itself, so a program without dates does not load it (hql/dates.py does
+    the parsing, comparing and arithmetic).
+    """
+
+    value: Any
+
+    @property
+    def has_time(self) -> bool:
+        return hasattr(self.value, "hour")
+
+    def iso(self) -> str:
+        return str(self.value.isoformat())
 
 
 class Ordering(enum.Enum):

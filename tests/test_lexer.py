@@ -74,10 +74,10 @@ def test_two_character_operators_win_over_one() -> None:
 
 
 def test_literals_carry_decoded_values_and_byte_spans() -> None:
-    tokens = scan('42 -7 1.5 007.50 true false "a\\n\\t\\\\\\"b" [[ bearer-tokens ]] name')
+    tokens = scan('-7 42 1.5 007.50 true false "a\\n\\t\\\\\\"b" [[ bearer-tokens ]] name')
     assert [(t.kind, t.value) for t in tokens] == [
-        ("INT", 42),
         ("INT", -7),
+        ("INT", 42),
         ("FLOAT", 1.5),
         ("FLOAT", 7.5),
         ("TRUE", "true"),
@@ -90,10 +90,15 @@ def test_literals_carry_decoded_values_and_byte_spans() -> None:
     assert tokens[7].text == "[[ bearer-tokens ]]"
 
 
-def test_minus_glues_only_to_a_following_digit() -> None:
+def test_minus_glues_to_a_digit_only_where_no_operand_ends() -> None:
     assert [(t.kind, t.value) for t in scan("-1")] == [("INT", -1)]
-    assert lex_error("- 1") == ("unexpected character `-`", Span(0, 1))
-    assert lex_error("1 - 2") == ("unexpected character `-`", Span(2, 3))
+    assert [(t.kind, t.value) for t in scan("[1, -2]")][3] == ("INT", -2)
+    assert kinds("x\n-1") == ["IDENT", "NEWLINE", "INT"]  # a new statement: the literal -1
+    assert kinds("- 1") == ["MINUS", "INT"]  # unary minus
+    assert kinds("1 - 2") == ["INT", "MINUS", "INT"]
+    assert kinds("1 -2") == ["INT", "MINUS", "INT"]  # after an operand, `-` subtracts
+    assert kinds("f(x)-2") == ["IDENT", "LPAR", "IDENT", "RPAR", "MINUS", "INT"]
+    assert kinds("x and -2") == ["IDENT", "AND", "INT"]
 
 
 def test_integer_range_is_signed_64_bit() -> None:

@@ -109,12 +109,19 @@ def test_addition_is_left_associative() -> None:
 
 def test_not_equal_and_no_chaining() -> None:
     assert expr("1 != 2").negated is True  # type: ignore[attr-defined]
-    assert syntax_error("1 == 2 == 3") == ("expected end of statement, found `==`", Span(7, 9))
+    chained = (
+        "comparisons do not chain: this `==` follows another comparison; write `a < b and b < c`"
+    )
+    assert syntax_error("1 == 2 == 3") == (chained, Span(7, 9))
     assert syntax_error("1 -> 2 -> 3")[1] == Span(7, 9)
 
 
-def test_no_subtraction_or_unary_minus() -> None:
-    assert syntax_error("1 - 2") == ("unexpected character `-`", Span(2, 3))
+def test_subtraction_and_unary_minus() -> None:
+    subtraction = expr("1 - 2")
+    assert isinstance(subtraction, t.Arithmetic) and subtraction.op == "-"
+    assert subtraction.op_span == Span(2, 3)
+    minus = expr("-x.y")
+    assert isinstance(minus, t.Negative) and isinstance(minus.operand, t.Field)
 
 
 # --- stages -------------------------------------------------------------------------

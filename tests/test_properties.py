@@ -54,6 +54,19 @@ CORPUS = [
     "g = cards | graph\ng.nodes",
     "[[bearer-tokens]].metadata.status",
     "cards | sort(by = c => c.title) | text",
+    # everyday.md section 1 operators, dates and parameters
+    "(1 - 2 * 3 % 4) / 5",
+    "-(1 + 2) < 3 and not (2 >= 1) or 1.5 <= 2.5",
+    '"a" + "b" > "a"',
+    "{a: 1}.b ?? 2",
+    "x = [3, -1]\nx | filter(n => n > 0 and n != 2) | map(n => -n * 2)",
+    'date("2024-05-01") + 3 - date("2024-01-01T10:00+02:00")',
+    'format(today(), "YYYY-MM-DD") == format(now(), "YYYY-MM-DD")',
+    'date("2024-05-01").weekday % 7',
+    "cards | filter(c => c.metadata.status > 3 or c.metadata.owner <= \"b\") | count",
+    'cards | filter(c => date(c.metadata.due) < today()) | count',
+    "9223372036854775807 * 2 / 0",
+    "and = 1\nor = 2\nand < or",
 ]
 
 FRAGMENTS = [
@@ -131,6 +144,25 @@ FRAGMENTS = [
     "9223372036854775807",
     "depth",
     "direction",
+    "*",
+    "/",
+    "%",
+    "<",
+    "<=",
+    ">",
+    ">=",
+    "??",
+    "and",
+    "or",
+    "not",
+    "$q",
+    "$",
+    "date",
+    "today()",
+    "now()",
+    "format",
+    '"2024-05-01"',
+    ".weekday",
 ]
 
 # The everyday library (everyday.md sections 2 and 3): every step and function appears here.

@@ -17,9 +17,11 @@ from prompt_toolkit.styles import Style
 from hql.diagnostics import HqlError
 from hql.syntax.tokens import Token, iter_highlight_tokens, layout, scan
 
-KEYWORDS = {"IMPORT", "TYPE", "ABSTRACT", "UNION", "WHERE", "TRUE", "FALSE"}
-OPERATORS = {"PIPE", "FATARROW", "ARROW", "EQEQ", "NEQ", "PLUS", "EQ"}
+KEYWORDS = {"IMPORT", "TYPE", "ABSTRACT", "UNION", "WHERE", "TRUE", "FALSE", "AND", "OR", "NOT"}
+OPERATORS = {"PIPE", "FATARROW", "ARROW", "EQEQ", "NEQ", "PLUS", "EQ", "MINUS", "STAR", "SLASH"}
+OPERATORS |= {"PERCENT", "QQ", "LESS", "LE", "GREATER", "GE"}
 LITERALS = {"INT": "number", "FLOAT": "number", "STRING": "string", "DOCREF": "docref"}
+LITERALS["PARAM"] = "name"
 
 STYLE = Style.from_dict(
     {

@@ -4,4 +4,14 @@
 `core` first, which creates the extension).
 """
 
-from hql.steps import collections, core, functions, graph, pictures, present, retrieval, strings  # noqa: F401
+from hql.steps import (  # noqa: F401
+    collections,
+    core,
+    dates,
+    functions,
+    graph,
+    pictures,
+    present,
+    retrieval,
+    strings,
+)

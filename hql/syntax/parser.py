@@ -18,7 +18,7 @@ from hql import messages
 from hql.diagnostics import HqlError, syntax
 from hql.source import Span
 from hql.syntax import tree as t
-from hql.syntax.tokens import CLOSERS, DESCRIPTIONS, Token, tokenize
+from hql.syntax.tokens import CLOSERS, COMPARISONS, DESCRIPTIONS, OPENERS, Token, tokenize
 
 MAX_ADDITIONS = 255
 EXPRESSION_STARTS = {"INT", "FLOAT", "STRING", "DOCREF", "IDENT", "TRUE", "FALSE", "LSQB", "LBRACE"}
@@ -126,6 +126,8 @@ def _syntax_report(error: _Unexpected, end: int, tokens: list[Token]) -> Any:
         span, found = Span(end, end), DESCRIPTIONS["$END"]
     else:
         span, found = ours.span, _describe_found(ours)
+        if ours.kind in COMPARISONS and _chained(tokens, ours):
+            return syntax(messages.comparisons_do_not_chain(ours.text), span)
         # LALR merges lookaheads, so inside brackets "end of statement" would mislead: name the closer.
         closing = _inside_brackets(tokens, span.start)
         if closing and not expected & EXPRESSION_STARTS - {"LBRACE"}:
@@ -139,6 +141,27 @@ def _syntax_report(error: _Unexpected, end: int, tokens: list[Token]) -> Any:
         return syntax(messages.expected_expression(found if ours is not None else None), span)
     wanted = sorted(DESCRIPTIONS.get(name, name) for name in expected)
     return syntax(messages.expected_one_of(wanted, found), span)
+
+
+# What ends a comparison's left side: an operator that binds more loosely, or a bracket.
+_LOOSER = {"PIPE", "ARROW", "QQ", "OR", "AND", "NOT", "COMMA", "EQ", "FATARROW", "NEWLINE", "COLON"}
+
+
+def _chained(tokens: list[Token], operator: Token) -> bool:
+    """Whether the unexpected comparison `operator` follows another one in the same operand."""
+    depth = 0
+    for token in reversed(tokens[: tokens.index(operator)]):
+        if token.kind in CLOSERS:
+            depth += 1
+        elif token.kind in OPENERS:
+            if depth == 0:
+                return False
+            depth -= 1
+        elif depth == 0 and token.kind in COMPARISONS:
+            return True
+        elif depth == 0 and token.kind in _LOOSER:
+            return False
+    return False
 
 
 _CLOSER = {"LPAR": "`)`", "LAMBDA_LPAR": "`)`", "LSQB": "`]`", "LBRACE": "`}`", "LT": "`>`"}
@@ -257,13 +280,46 @@ class _Builder:
         return t.Equality(_joined(items), True, items[0], items[2])
 
     def add(self, items: list[Any]) -> t.Expr:
-        operands = _no_punctuation(items)
+        operands = items[::2]
         if len(operands) - 1 > MAX_ADDITIONS:
             raise HqlError(syntax(messages.too_many_additions(), operands[MAX_ADDITIONS + 1].span))
-        result: t.Expr = operands[0]
-        for operand in operands[1:]:
-            result = t.Add(Span(result.span.start, operand.span.end), result, operand)
+        return self.multiply(items)
+
+    def multiply(self, items: list[Any]) -> t.Expr:
+        """A left-associative chain `a op b op c …` (`+` builds the reference's `Add`)."""
+        result: t.Expr = items[0]
+        for operator, operand in zip(items[1::2], items[2::2], strict=True):
+            span = Span(result.span.start, operand.span.end)
+            if operator.kind == "PLUS":
+                result = t.Add(span, result, operand)
+            else:
+                result = t.Arithmetic(span, operator.text, operator.span, result, operand)
         return result
+
+    def order(self, items: list[Any]) -> t.Compare:
+        left, operator, right = items
+        return t.Compare(_joined(items), operator.text, operator.span, left, right)
+
+    def either(self, items: list[Any]) -> t.Logic:
+        left, operator, right = items
+        return t.Logic(_joined(items), "or", operator.span, left, right)
+
+    def both(self, items: list[Any]) -> t.Logic:
+        left, operator, right = items
+        return t.Logic(_joined(items), "and", operator.span, left, right)
+
+    def logical_not(self, items: list[Any]) -> t.Not:
+        return t.Not(_joined(items), items[1])
+
+    def negative(self, items: list[Any]) -> t.Negative:
+        return t.Negative(_joined(items), items[1])
+
+    def otherwise(self, items: list[Any]) -> t.Otherwise:
+        left, operator, right = items
+        return t.Otherwise(_joined(items), operator.span, left, right)
+
+    def parameter(self, items: list[Any]) -> t.Param:
+        return t.Param(_span(items[0]), _value(items[0]))
 
     def field(self, items: list[Any]) -> t.Field:
         receiver, _, name = items

@@ -25,8 +25,15 @@ PUNCTUATION = {
     "!=": "NEQ",
     "=>": "FATARROW",
     "->": "ARROW",
+    "??": "QQ",
+    "<=": "LE",
+    ">=": "GE",
     "|": "PIPE",
     "+": "PLUS",
+    "-": "MINUS",
+    "*": "STAR",
+    "/": "SLASH",
+    "%": "PERCENT",
     ".": "DOT",
     ",": "COMMA",
     ":": "COLON",
@@ -44,10 +51,35 @@ PUNCTUATION = {
 
 OPENERS = {"LPAR", "LAMBDA_LPAR", "LBRACE", "LSQB", "LT"}
 CLOSERS = {"RPAR", "RBRACE", "RSQB", "GT"}
+# Binary operators (besides `|`, `+`, `==`, `!=`, `->`): `<` and `>` are LESS and GREATER
+# here; as LT and GT they bracket type arguments (`Set<Int>([])`, `x: List<Int> = …`).
+OPERATORS = {"QQ", "OR", "AND", "LESS", "LE", "GREATER", "GE", "STAR", "SLASH", "PERCENT"}
+COMPARISONS = {"EQEQ", "NEQ", "LESS", "LE", "GREATER", "GE"}
 # A line that ends with one of these continues on the next line.
-CONTINUES_AFTER = {"PIPE", "PLUS", "EQEQ", "NEQ", "ARROW", "EQ", "FATARROW", "COLON", "COMMA"}
-# A line that starts with one of these continues the previous line.
-CONTINUES_BEFORE = {"PIPE", "PLUS", "EQEQ", "NEQ", "ARROW"}
+CONTINUES_AFTER = {
+    "PIPE",
+    "PLUS",
+    "EQEQ",
+    "NEQ",
+    "ARROW",
+    "EQ",
+    "FATARROW",
+    "COLON",
+    "COMMA",
+    "MINUS",
+    "NOT",
+    *OPERATORS,
+}
+# A line that starts with one of these continues the previous line (not `-` or `not`,
+# which may start an expression of their own).
+CONTINUES_BEFORE = {"PIPE", "PLUS", "EQEQ", "NEQ", "ARROW", *OPERATORS}
+# Tokens an operand can end with, and tokens it can start with.
+ENDS_OPERAND = {"INT", "FLOAT", "STRING", "DOCREF", "IDENT", "TRUE", "FALSE", "PARAM"}
+ENDS_OPERAND |= {"RPAR", "RSQB", "RBRACE"}
+STARTS_OPERAND = {"INT", "FLOAT", "STRING", "DOCREF", "IDENT", "TRUE", "FALSE", "PARAM"}
+STARTS_OPERAND |= {"LPAR", "LAMBDA_LPAR", "LSQB", "LBRACE", "MINUS"}
+# Words that are operators only where an operator can stand (a name elsewhere).
+WORD_OPERATORS = {"and": "AND", "or": "OR", "not": "NOT"}
 
 # How each token kind is named in "expected …" messages.
 DESCRIPTIONS = {
@@ -66,6 +98,12 @@ DESCRIPTIONS = {
     "UNION": "`union`",
     "WHERE": "`where`",
     "LAMBDA_LPAR": "`(`",
+    "PARAM": "a parameter",
+    "AND": "`and`",
+    "OR": "`or`",
+    "NOT": "`not`",
+    "LESS": "`<`",
+    "GREATER": "`>`",
     **{kind: f"`{text}`" for text, kind in PUNCTUATION.items()},
 }
 
@@ -91,8 +129,8 @@ _WELL_FORMED = re.compile(
     r"(?P<BLANK>[^\S\n]+)|(?P<NEWLINE>\n)|(?P<COMMENT>//[^\n]*)"
     r"|(?P<FLOAT>-?[0-9]+\.[0-9]+)(?![.\w])|(?P<INT>-?[0-9]+)(?![.\w])"
     r'|(?P<STRING>"(?:[^"\\\n]|\\[nt\\"])*")'
-    r"|(?P<IDENT>[^\W\d]\w*)"
-    r"|(?P<PUNCT>==|!=|=>|->|\[(?!\[)|[|+.,:(){}\]<>?=])"
+    r"|(?P<IDENT>[^\W\d]\w*)|(?P<PARAM>\$[^\W\d]\w*)"
+    r"|(?P<PUNCT>==|!=|=>|->|\?\?|<=|>=|\[(?!\[)|[|+.,:(){}\]<>?=*/%-])"
 )
 _KEYWORDS = {"true": "TRUE", "false": "FALSE"}
 _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
@@ -151,10 +189,17 @@ class _Scanner:
                 self.careful_step()
         return self.tokens
 
+    def after_operand(self) -> bool:
+        """Whether the last token ends an operand: then `-` is subtraction, not a literal's sign."""
+        last = self.tokens[-1] if self.tokens else None
+        return last is not None and last.kind in ENDS_OPERAND and last.text not in WORD_OPERATORS
+
     def well_formed(self, match: re.Match[str]) -> bool:
         """Emit a token the fast regex read; False leaves it to `careful_step` (which explains errors)."""
         kind, word = match.lastgroup, match[0]
-        if kind == "BLANK":
+        if word[0] == "-" and kind in ("INT", "FLOAT") and self.after_operand():
+            self.emit("MINUS", 1)
+        elif kind == "BLANK":
             self.advance(len(word))
         elif kind == "IDENT":
             if not is_identifier_start(word[0]):
@@ -175,6 +220,10 @@ class _Scanner:
             self.emit("STRING", len(word), _ESCAPE.sub(_unescape, body) if "\\" in body else body)
         elif kind == "PUNCT":
             self.emit(PUNCTUATION[word], len(word))
+        elif kind == "PARAM":
+            if not is_identifier_start(word[1]):
+                return False
+            self.emit("PARAM", len(word), word[1:])
         elif kind == "NEWLINE":
             self.emit("NEWLINE", 1)
         else:  # a comment
@@ -187,12 +236,23 @@ class _Scanner:
         char = text[self.pos]
         if text.startswith("[[", self.pos):
             self.docref()
-        elif is_digit(char) or (char == "-" and self.peek_digit(1)):
+        elif char == "-" and (self.after_operand() or not self.peek_digit(1)):
+            self.emit("MINUS", 1)
+        elif is_digit(char) or char == "-":
             self.number()
         elif char == '"':
             self.string()
         elif is_identifier_start(char):
             self.identifier()
+        elif char == "$" and self.pos + 1 < len(text) and is_identifier_start(text[self.pos + 1]):
+            self.pos += 1
+            self.byte += 1
+            start = len(self.tokens)
+            self.identifier()
+            name = self.tokens.pop(start)
+            self.tokens.append(
+                Token("PARAM", "$" + name.text, Span(name.span.start - 1, name.span.end), name.text)
+            )
         else:
             raise self.fail(messages.unexpected_character(char))
 
@@ -330,14 +390,129 @@ def _opens_lambda(tokens: list[Token], index: int) -> bool:
     return False
 
 
+def _previous(tokens: list[Token]) -> Token | None:
+    """The last token that is not a newline."""
+    return next((token for token in reversed(tokens) if token.kind != "NEWLINE"), None)
+
+
+def _word_operator(raw: list[Token], index: int, done: list[Token]) -> str | None:
+    """`and`, `or`, `not` are operators only where an operator can stand; elsewhere names.
+
+    `and`/`or` stand between the end of an operand and the start of another, `not` where
+    an operand may start and before one. A word alone on its line stays a name, and so
+    does `not` at the end of a line, so old programs with such names read as before.
+    """
+    kind = WORD_OPERATORS.get(raw[index].text)
+    if kind is None:
+        return None
+    following = raw[index + 1] if index + 1 < len(raw) else None
+    if following is not None and following.kind == "NEWLINE":
+        if kind == "NOT" or not done or done[-1].kind == "NEWLINE":
+            return None
+        following = _significant(raw, index + 1, 1)
+    if following is None or following.kind not in STARTS_OPERAND:
+        return None
+    before = _previous(done)
+    ends = before is not None and before.kind in ENDS_OPERAND
+    if kind == "NOT":
+        return None if ends or (before is not None and before.kind in ("DOT", "PIPE")) else kind
+    return kind if ends else None
+
+
+def _type_call_closer(raw: list[Token], index: int) -> int | None:
+    """For `<` at `index`: the index of its `>` when `<…>` reads as type arguments
+    (`Set<Int>(…)`, `SortedMap<String, List<Int>>(…)`), else None: names and commas
+    between balanced brackets, and after them `(` or no operand (`a < b > c` compares)."""
+    depth = 0
+    for position in range(index, len(raw)):
+        kind = raw[position].kind
+        if kind == "LT":
+            depth += 1
+        elif kind == "GT":
+            depth -= 1
+            if depth == 0:
+                following = _significant(raw, position + 1, 1)
+                if following is None or following.kind not in STARTS_OPERAND - {"LPAR"}:
+                    return position
+                return None
+        elif kind not in ("IDENT", "COMMA", "NEWLINE"):
+            return None
+    return None
+
+
+def _starts_statement(done: list[Token], depth: int) -> bool:
+    before = _previous(done)
+    return depth == 0 and (
+        before is None or (done[-1].kind == "NEWLINE" and before.kind not in CONTINUES_AFTER)
+    )
+
+
+def _classify(raw: list[Token]) -> list[Token]:
+    """Every token with its kind in context (newlines kept): contextual keywords, word
+    operators, `(` opening a lambda's parameters, and `<`/`>` as type brackets (LT/GT) or
+    comparisons (LESS/GREATER). Type brackets are those of a declaration, of an
+    annotation up to its `=`, and of a type call; there a `>=` is a closing `>` and `=`."""
+    done: list[Token] = []
+    depth = 0
+    context: str | None = None  # "declaration" or "annotation": where `<` opens type arguments
+    types_until = -1  # inside a type call's brackets, every `<` and `>` is a bracket
+    for index, token in enumerate(raw):
+        kind = token.kind
+        bracket = context is not None or index <= types_until
+        if kind == "NEWLINE":
+            before = _previous(done)
+            if depth == 0 and (before is None or before.kind not in CONTINUES_AFTER):
+                context = None
+        elif kind == "IDENT":
+            kind = _word_operator(raw, index, done) or _contextual_kind(raw, index)
+            following = _significant(raw, index + 1, 1)
+            abstract = bool(done) and done[-1].kind == "ABSTRACT"
+            if kind == "TYPE" and (abstract or _starts_statement(done, depth)):
+                context = "declaration"
+            elif (
+                kind == "IDENT"
+                and following is not None
+                and following.kind == "COLON"
+                and context is None
+                and _starts_statement(done, depth)
+            ):
+                context = "annotation"
+        elif kind == "LPAR" and _opens_lambda(raw, index):
+            kind = "LAMBDA_LPAR"
+        elif kind == "LT" and not bracket:
+            closer = _type_call_closer(raw, index) if done and done[-1].kind == "IDENT" else None
+            if closer is None:
+                kind = "LESS"
+            else:
+                types_until = closer
+        elif kind == "GT" and not bracket:
+            kind = "GREATER"
+        elif kind == "GE" and bracket:
+            start, end = token.span.start, token.span.end
+            done.append(Token("GT", ">", Span(start, start + 1)))
+            depth = max(0, depth - 1)
+            token, kind = Token("EQ", "=", Span(start + 1, end)), "EQ"
+        if kind == "EQ" and depth == 0 and context == "annotation":
+            context = None
+        if kind in OPENERS:
+            depth += 1
+        elif kind in CLOSERS:
+            depth = max(0, depth - 1)
+        done.append(
+            token if kind == token.kind else Token(kind, token.text, token.span, token.value)
+        )
+    return done
+
+
 def layout(raw: list[Token]) -> list[Token]:
     """Keep the newlines that end statements, mark contextual keywords, bound nesting."""
+    tokens = _classify(raw)
     result: list[Token] = []
     depth = 0
-    for index, token in enumerate(raw):
+    for index, token in enumerate(tokens):
         if token.kind == "NEWLINE":
             previous = result[-1] if result else None
-            following = _significant(raw, index + 1, 1)
+            following = _significant(tokens, index + 1, 1)
             if (
                 depth > 0
                 or previous is None
@@ -349,18 +524,14 @@ def layout(raw: list[Token]) -> list[Token]:
                 continue
             result.append(token)
             continue
-        kind = _contextual_kind(raw, index)
-        if kind == "LPAR" and _opens_lambda(raw, index):
-            kind = "LAMBDA_LPAR"
+        kind = token.kind
         if kind in OPENERS:
             depth += 1
             if depth > MAX_NESTING:
                 raise HqlError(syntax(messages.nesting_too_deep(MAX_NESTING), token.span))
         elif kind in CLOSERS:
             depth = max(0, depth - 1)
-        result.append(
-            token if kind == token.kind else Token(kind, token.text, token.span, token.value)
-        )
+        result.append(token)
     return result
 
 

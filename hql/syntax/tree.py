@@ -156,6 +156,64 @@ class Equality(Expr):
 
 
 @node
+class Arithmetic(Expr):
+    """`a - b`, `a * b`, `a / b`, `a % b` (`+` is `Add`, as in the reference)."""
+
+    op: str
+    op_span: Span
+    left: Expr
+    right: Expr
+
+
+@node
+class Compare(Expr):
+    """`a < b`, `a <= b`, `a > b`, `a >= b`: ordering (equality is `Equality`)."""
+
+    op: str
+    op_span: Span
+    left: Expr
+    right: Expr
+
+
+@node
+class Logic(Expr):
+    """`a and b`, `a or b`: short-circuit, the other side deciding when one is absent."""
+
+    op: str
+    op_span: Span
+    left: Expr
+    right: Expr
+
+
+@node
+class Not(Expr):
+    operand: Expr
+
+
+@node
+class Negative(Expr):
+    """Unary minus on any expression: `-x`, `-(a + b)`."""
+
+    operand: Expr
+
+
+@node
+class Otherwise(Expr):
+    """`a ?? b`: `a` when it is present, else `b`."""
+
+    op_span: Span
+    left: Expr
+    right: Expr
+
+
+@node
+class Param(Expr):
+    """`$name`: a value the caller supplies with the program."""
+
+    name: str
+
+
+@node
 class EdgeLit(Expr):
     source: Expr
     target: Expr
