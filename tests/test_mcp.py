@@ -232,6 +232,7 @@ def test_relevant_abstains_on_a_question_the_vault_does_not_answer() -> None:
 
 def test_the_vault_is_loaded_once_and_again_when_a_file_changes(vault: Path) -> None:
     service = VaultService(vault)
+    service.live.walk_share = 0  # walk before every call, however fast the calls come
     assert service.card("oauth")["title"] == "OAuth 2.0"
     service.query("cards | count")
     assert service.live.loads == 1
@@ -243,6 +244,26 @@ def test_the_vault_is_loaded_once_and_again_when_a_file_changes(vault: Path) -> 
     (vault / "concepts" / "new.md").write_text("# A new card\n", encoding="utf-8")
     assert service.query("cards | count")["value"] == 19
     assert service.live.loads == 3
+
+
+def test_a_costly_stat_walk_waits_before_walking_again(vault: Path) -> None:
+    service = VaultService(vault)
+    service.live.walk_share = 1e9  # as if the walk were slow: the next one waits
+    assert service.query("cards | count")["value"] == 18
+    (vault / "new.md").write_text("# A new card\n", encoding="utf-8")
+    assert service.query("cards | count")["value"] == 18
+    service.live.expire()  # what the server does after it writes a document
+    assert service.query("cards | count")["value"] == 19
+
+
+def test_warming_builds_the_bm25_index_outside_the_calls(vault: Path) -> None:
+    postings = vault / ".hql" / "bm25.v1.bin"
+    assert not postings.exists()
+    VaultService(vault, warm=True).live.get()  # no call searches
+    deadline = time.monotonic() + 60
+    while not postings.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert postings.exists()
 
 
 def test_a_runaway_program_is_stopped_and_the_next_one_runs() -> None:
@@ -289,6 +310,14 @@ def test_params_are_refused_with_a_reason_until_the_language_has_them() -> None:
         pytest.skip("this HQL has $name parameters")
     with pytest.raises(ToolFailure, match="no `\\$name` parameters"):
         service.query("cards | count", {"n": 1})
+
+
+def test_params_bind_the_programs_dollar_names_once_the_language_has_them() -> None:
+    service = VaultService(SAMPLE)
+    if not service.params_supported:
+        pytest.skip("this HQL has no $name parameters yet")
+    answer = service.query("cards | take($n) | count", {"n": 2})
+    assert answer["ok"] and answer["value"] == 2, answer["reports"]
 
 
 def test_render_needs_allow_write_and_stays_inside_the_vault(vault: Path) -> None:

@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
         args.vault,
         Limits(seconds=args.time_limit, output_chars=args.max_output),
         allow_write=args.allow_write,
+        warm=True,
     )
     service.live.get()  # a vault that cannot be opened is a host error before any client talks
     serve(service)
