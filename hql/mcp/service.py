@@ -369,7 +369,7 @@ class VaultService:
         def work() -> Outcome:
             session = Session(vault)
             if params:
-                return session.run(program, origin, evaluate=evaluate, params=params)  # type: ignore[call-arg]
+                return session.run(program, origin, evaluate=evaluate, params=params)
             return session.run(program, origin, evaluate=evaluate)
 
         return self._bounded(program, origin, work)
