@@ -6,6 +6,7 @@ Used by `hql explain`, the REPL's `:explain` and the `explain` presenter.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -168,7 +169,7 @@ def describe_ranking(ranking: Ranking, heading: str | None = None) -> list[str]:
     return lines
 
 
-def _why(detail: dict[str, Any] | None) -> str:
+def _why(detail: Mapping[str, Any] | None) -> str:
     if not detail:
         return ""
     if isinstance(detail.get("why"), str):  # an extension's own words (hql.extend.ranking)

@@ -10,7 +10,7 @@ Python values; its string leaves print quoted, which is what tells
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from hql.record import field, record
@@ -165,11 +165,40 @@ class Hit:
     card: Any  # a Card (Hit<Card>) in every shipped step
     score: float
     retrieval: Retrieval
-    detail: dict[str, Any] | None = None  # why it scored: matched terms, per-input ranks
+    detail: Mapping[str, Any] | None = None  # why it scored: matched terms, per-input ranks
 
     @property
     def query(self) -> str:
         return self.retrieval.query
+
+
+class LazyDetail(Mapping[str, Any]):
+    """A hit's detail worked out when first read: most hits are never explained, so a ranker
+    need not find every hit's matched terms while ranking."""
+
+    __slots__ = ("_make", "_value")
+
+    def __init__(self, make: Callable[[], dict[str, Any]]) -> None:
+        self._make: Callable[[], dict[str, Any]] | None = make
+        self._value: dict[str, Any] | None = None
+
+    def _resolved(self) -> dict[str, Any]:
+        if self._value is None:
+            assert self._make is not None
+            self._value, self._make = self._make(), None
+        return self._value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._resolved()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._resolved())
+
+    def __len__(self) -> int:
+        return len(self._resolved())
+
+    def __repr__(self) -> str:
+        return repr(self._resolved())
 
 
 @record

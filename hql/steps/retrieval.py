@@ -9,9 +9,10 @@ when a step runs.
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hql import messages
@@ -29,6 +30,7 @@ from hql.values import (
     Card,
     Data,
     Hit,
+    LazyDetail,
     ListValue,
     Ranking,
     Retrieval,
@@ -40,7 +42,7 @@ from hql.version import __version__
 if TYPE_CHECKING:
     from hql.checker import Checker
     from hql.interpreter import Interpreter
-    from hql.search.bm25 import Bm25Index
+    from hql.search.bm25 import Bm25Hit, Bm25Index
     from hql.vault import Vault
 
 LEXICAL_MODEL = "hql.hashbag.v1"
@@ -125,7 +127,7 @@ def _cards(value: Any) -> Sequence[Card]:
 def _ranking(
     pairs: Sequence[tuple[Card, float]],
     retrieval: Retrieval,
-    details: Sequence[dict[str, Any] | None] | None = None,
+    details: Sequence[Mapping[str, Any] | None] | None = None,
 ) -> Ranking:
     hits = tuple(
         Hit(card, score, retrieval, details[i] if details is not None else None)
@@ -172,6 +174,10 @@ def bm25_index(vault: Vault | None, cards: Sequence[Card]) -> tuple[Bm25Index[Ca
     return index, []
 
 
+def _matched(hit: Bm25Hit[Card]) -> dict[str, Any]:
+    return {"matched": dict(hit.matched)}
+
+
 def bm25_ranking(
     call: StepCall | Context, query: str, cards: Sequence[Card], limit: int | None = None
 ) -> Ranking:
@@ -186,7 +192,7 @@ def bm25_ranking(
     extra = {"analysis": analysis.to_json(), "score_bound": index.score_bound(query)}
     where = str(call.vault.state_dir) if call.vault is not None else ""
     retrieval = Retrieval(query, where, MODEL, index.revision, METRIC, False, extra)
-    details = [{"matched": dict(hit.matched)} for hit in hits]
+    details = [LazyDetail(functools.partial(_matched, hit)) for hit in hits]
     return _ranking([(hit.card, hit.score) for hit in hits], retrieval, details)
 
 
