@@ -469,9 +469,11 @@ def _match_input(signature: Signature, found: Type) -> _InputShape | None:
     matcher = _Matcher(signature)
     if matcher.match(declared, found):
         return _InputShape(matcher, False, False)
-    if declared.name in ty.COLLECTIONS:
+    fits = found.name not in ty.COLLECTIONS or _view(found, declared.name) is not None
+    if declared.name in ty.COLLECTIONS and fits:
         # As with the shipped steps: one value (or none) is a collection of one (or none),
-        # and a ranking given to a step over documents gives it the ranked cards.
+        # and a ranking given to a step over documents gives it the ranked cards. A
+        # collection of another kind (a Set for a step over a Seq) is not one.
         element = ty.element_type(found)
         candidates: list[tuple[Type, bool, bool]] = []
         if element is not None:

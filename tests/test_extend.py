@@ -217,6 +217,13 @@ def test_calls_are_checked_from_the_declaration(vault: hql.Vault) -> None:
 
 def test_type_variables_follow_the_input(vault: hql.Vault) -> None:
     assert str(hql.check("import probe\n[1, 2, 3] | pairs", vault=vault).type) == "List<List<Int>>"
+    assert "`pairs` works on Seq<T>, not Set<Int>" in failure(
+        hql.check("import probe\n{1, 2} | pairs", vault=vault)
+    )
+    listed = hql.check('import probe\n[ [[oauth]], [[missing]] ] | titles("x")', vault=vault)
+    assert str(listed.type) == "Ranking<Card>"
+    ranked = run('import probe\n[ [[oauth]], [[missing]] ] | titles("oauth")', vault).value
+    assert [hit.card.name for hit in ranked.hits] == ["oauth"]  # the absent element is left out
     typed = hql.check('import probe\ncards | typed(ConceptCard) | titles("x")', vault=vault)
     assert str(typed.type) == "Ranking<ConceptCard>"
     assert str(hql.check('import probe\n[[oauth]] | titles("x")', vault=vault).type) == (
