@@ -182,6 +182,19 @@ def test_highlighting_classes_come_from_the_language_tokens() -> None:
     assert classify('x = "open')[4:] == ["error"] * 5
 
 
+def test_highlighting_knows_the_everyday_operators() -> None:
+    text = "and = 1\nx > 2 and not y ?? $q - 1"
+    classes = classify(text)
+
+    def at(fragment: str) -> str:
+        return classes[text.index(fragment)]
+
+    assert at("and =") == "name"  # a name where no operator can stand
+    assert at("and not") == "keyword" and at("not") == "keyword"
+    assert at(">") == "operator" and at("??") == "operator" and at("- 1") == "operator"
+    assert at("$q") == "name"
+
+
 def test_lexer_splits_styles_by_line() -> None:
     lines = HqlLexer().lex_document(Document("cards |\n  count"))
     assert "".join(text for _, text in lines(1)) == "  count"
