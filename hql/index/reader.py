@@ -7,10 +7,12 @@ one matrix-vector product and a top-k, not a database read.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -419,6 +421,24 @@ def open_vault_index(vault: VaultLike) -> SemanticIndex:
     return SemanticIndex.open(path, vault.root)
 
 
+# A loaded vault's semantics settings and resolved index path, worked out on its first query:
+# a loaded vault is a snapshot of its configuration, and resolving the path stats every part.
+_SETTINGS: weakref.WeakKeyDictionary[Any, tuple[Any, Path]] = weakref.WeakKeyDictionary()
+
+
+def _settings(vault: VaultLike) -> tuple[Any, Path]:
+    try:
+        found = _SETTINGS.get(vault)
+    except TypeError:  # a vault-like object that cannot be weakly referenced
+        found = None
+    if found is None:
+        config = load_semantics_config(raw_config(vault))
+        found = (config, resolve_index_path(Path(vault.root), config.require_index()))
+        with contextlib.suppress(TypeError):
+            _SETTINGS[vault] = found
+    return found
+
+
 def semantic_ranking(
     vault: VaultLike,
     query: str,
@@ -433,10 +453,8 @@ def semantic_ranking(
     whose `on_unavailable` attribute says what the vault asked for (`"fail"` or
     `"lexical"`), so the language step can fall back.
     """
-    config = load_semantics_config(raw_config(vault))
-    index = SemanticIndex.open(
-        resolve_index_path(Path(vault.root), config.require_index()), vault.root
-    )
+    config, path = _settings(vault)
+    index = SemanticIndex.open(path, vault.root)
     warnings: list[str] = []
     vector = index.query_vector(query)
     embedded_now = vector is None
