@@ -69,7 +69,13 @@ def trace(session: Session, text: str, origin: str) -> Trace:
     outcome, plan, scope = session.check(text, origin)
     if plan is None or outcome.failed:
         return Trace(outcome, None, [], 0.0, None)
-    interpreter = TimedInterpreter(plan, session.vault, dict(session.values), source=outcome.source)
+    interpreter = TimedInterpreter(
+        plan,
+        session.vault,
+        dict(session.values),
+        source=outcome.source,
+        text=outcome.source.data,  # quoted by warnings about messy front matter
+    )
     started = time.perf_counter()
     try:
         value = interpreter.run()

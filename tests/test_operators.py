@@ -277,9 +277,12 @@ def test_dates_parse_print_and_convert() -> None:
     assert shown('date("2024-05-01T09:30:00Z")') == "2024-05-01T09:30:00+00:00"
     assert hql.run('[date("2024-05-01")]').to_json()["value"] == ["2024-05-01"]
     assert shown('{d: date("2024-05-01")}') == '{d: "2024-05-01"}'
-    stage, message, span = only_report('date("soon")')
-    assert stage == "evaluation" and message.startswith("`soon` is not an ISO 8601 date")
+    stage, message, span = only_report('date("soon")')  # a literal: known when checking
+    assert stage == "type" and message.startswith("`soon` is not an ISO 8601 date")
     assert span == Span(5, 11)
+    stage, message, span = only_report('date("so" + "on")')  # computed: known when running
+    assert stage == "evaluation" and message.startswith("`soon` is not an ISO 8601 date")
+    assert span == Span(5, 16)
 
 
 def test_date_fields_arithmetic_and_format() -> None:

@@ -44,6 +44,12 @@ def check_date(
     (found,) = _positional(checker, "date", expr, args, 1)
     if ty.strip_option(found) not in (ty.STRING, ty.DATE, ty.DATA):
         raise HqlError(type_error(messages.date_text_argument(found), args[0].span))
+    written = args[0].value
+    if isinstance(written, t.StringLit):  # a literal that is no date is known before running
+        from hql.dates import parse
+
+        if parse(written.value) is None:
+            raise HqlError(type_error(messages.not_a_date(written.value), written.span))
     return ty.option(ty.DATE) if _optional(found) else ty.DATE
 
 
