@@ -1423,7 +1423,8 @@ MCP_TOOLS = {
         '`cards | filter(c => c.metadata.status == "todo") | map(c => c.title)`.'
     ),
     "query.params": (
-        "Values for the program's `$name` parameters, by name (only when the program uses them)."
+        "Values for the program's `$name` parameters, by name: strings, numbers, booleans, lists "
+        'and objects, e.g. {"who": "ada"} for `cards | filter(c => c.metadata.owner == $who)`.'
     ),
     "search": (
         "Find the cards that answer a question. Returns the hits (rank, card name, title, score, "

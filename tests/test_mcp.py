@@ -296,6 +296,17 @@ def test_a_long_value_is_cut_with_a_note_saying_how_much() -> None:
     assert "truncated" not in whole and json.loads(whole_text)["value"] == 18
 
 
+def test_a_huge_list_is_projected_only_as_far_as_the_answer_reaches() -> None:
+    from hql.values import ListValue
+
+    service = VaultService(SAMPLE, Limits(output_chars=2000))
+    projected, total = service._project(ListValue(tuple(range(1_000_000))))
+    assert total == 1_000_000 and len(projected) < 1000
+    answer = service.query("cards | flat_map(a => cards | map(b => b.name))")
+    assert len(json.dumps(answer, separators=(",", ":"))) <= 2000
+    assert answer["truncated"]["total"] == 324 and 0 < answer["truncated"]["shown"] < 324
+
+
 def test_a_long_scalar_is_cut_to_the_start_of_its_text() -> None:
     answer = {"ok": True, "value": {"text": "x" * 5000}, "reports": []}
     short, text = fit(answer, "value", 2000)

@@ -27,6 +27,7 @@ from hql.api import HostError, Outcome, Session, open_vault
 from hql.diagnostics import Report, Severity, Stage, render
 from hql.printing import to_json
 from hql.source import Source, Span
+from hql.values import ListValue, SetValue
 
 if TYPE_CHECKING:
     from hql.vault import Vault
@@ -275,18 +276,23 @@ def _finite(tree: Any) -> Any:
     return tree
 
 
-def fit(answer: dict[str, Any], key: str, limit: int) -> tuple[dict[str, Any], str]:
+def fit(
+    answer: dict[str, Any], key: str, limit: int, total: int | None = None
+) -> tuple[dict[str, Any], str]:
     """The answer and its JSON, with `answer[key]` shortened until the whole fits in `limit` characters.
 
     A list (or a ranking's hits, a graph's nodes) keeps its first elements and says
     how many it dropped; anything else is replaced by the start of its JSON text.
+    `total` is the length of the whole list when `answer[key]` already holds only
+    its start.
     """
     text = encode(answer)
-    if len(text) <= limit:
-        return answer, text
     value = answer[key]
     items, rebuild = _sequence(value)
+    if len(text) <= limit and (total is None or items is None):
+        return answer, text
     if items is not None:
+        total = len(items) if total is None else total
         low, high = 0, len(items)  # the most elements that fit
         while low < high:
             middle = (low + high + 1) // 2
@@ -301,8 +307,8 @@ def fit(answer: dict[str, Any], key: str, limit: int) -> tuple[dict[str, Any], s
                 key: rebuild(items[:low]),
                 "truncated": {
                     "shown": low,
-                    "total": len(items),
-                    "note": messages.mcp_truncated_items(low, len(items), limit),
+                    "total": total,
+                    "note": messages.mcp_truncated_items(low, total, limit),
                 },
             }
             return shortened, encode(shortened)
@@ -363,14 +369,19 @@ class VaultService:
         *,
         evaluate: bool = True,
         params: dict[str, Any] | None = None,
-    ) -> Outcome:
+        then: Callable[[Outcome], Any] | None = None,
+    ) -> Any:
+        """The program's outcome (or `then(outcome)`), both under the time budget; the
+        overrun's outcome when the budget ran out."""
         vault = self.live.get()
 
-        def work() -> Outcome:
+        def work() -> Any:
             session = Session(vault)
             if params:
-                return session.run(program, origin, evaluate=evaluate, params=params)
-            return session.run(program, origin, evaluate=evaluate)
+                outcome = session.run(program, origin, evaluate=evaluate, params=params)
+            else:
+                outcome = session.run(program, origin, evaluate=evaluate)
+            return then(outcome) if then is not None else outcome
 
         return self._bounded(program, origin, work)
 
@@ -380,16 +391,33 @@ class VaultService:
         except Overrun as overrun:
             return overrun_outcome(program, origin, overrun)
 
-    def _answer(self, outcome: Outcome, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _answer(self, outcome: Outcome) -> dict[str, Any]:
+        """The answer to a program, already within the output limit."""
+        value, total = None, None
+        if outcome.evaluated and not outcome.failed:
+            value, total = self._project(outcome.value)
         answer: dict[str, Any] = {
             "ok": not outcome.failed,
             "type": str(outcome.type) if outcome.type is not None and not outcome.failed else None,
-            "value": to_json(outcome.value) if outcome.evaluated and not outcome.failed else None,
+            "value": value,
             "reports": reports_json(outcome),
         }
-        if extra:
-            answer.update(extra)
-        return answer
+        return fit(answer, "value", self.limits.output_chars, total)[0]
+
+    def _project(self, value: Any) -> tuple[Any, int | None]:
+        """The value's JSON projection and, when a long list or set was projected only as far
+        as the output limit reaches, its whole length: a huge value is never projected whole."""
+        if not isinstance(value, ListValue | SetValue):
+            return to_json(value), None
+        projected: list[Any] = []
+        size = 0
+        for item in value.items:
+            if size > self.limits.output_chars:
+                return projected, len(value.items)
+            tree = to_json(item)
+            size += len(encode(tree)) + 1
+            projected.append(tree)
+        return projected, None
 
     def finish(self, answer: dict[str, Any], key: str = "value") -> tuple[dict[str, Any], str]:
         """The answer within the output limit, and its JSON text."""
@@ -400,7 +428,9 @@ class VaultService:
     def query(self, program: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         if params and not self.params_supported:
             raise ToolFailure(messages.mcp_params_unsupported())
-        return self._answer(self._run(program, "<query>", params=params))
+        # projected inside the budget: a program whose value is huge is stopped, not its answer
+        answer = self._run(program, "<query>", params=params, then=self._answer)
+        return self._answer(answer) if isinstance(answer, Outcome) else answer
 
     def check(self, program: str) -> dict[str, Any]:
         outcome = self._run(program, "<check>", evaluate=False)
@@ -481,7 +511,7 @@ class VaultService:
                 "total_ms": round(run.seconds * 1000, 3),
                 "rewrites": list(getattr(run.plan, "rewrites", ())),
                 "retrievals": retrievals,
-                "value": to_json(run.value) if evaluated else None,
+                "value": self._project(run.value)[0] if evaluated else None,
                 "reports": reports_json(outcome),
             }
 
