@@ -332,6 +332,8 @@ class Interpreter:
     def _call(self, expr: t.Call) -> Any:
         function = self.plan.functions.get(expr)
         if function is not None:
+            if function.lazy:  # `if(c, a, b)` evaluates one branch
+                return function.run(self, expr, [arg.value for arg in expr.args])
             return function.run(self, expr, [self.evaluate(arg.value) for arg in expr.args])
         first = self.plan.inputs[expr]
         assert first is not None

@@ -1606,3 +1606,23 @@ def parameter_flag(text: str) -> str:
 
 def parameter_json(name: str, error: object) -> str:
     return f"--param-json {name}: the value is not JSON ({error})"
+
+
+def float_needs_number(found: object) -> str:
+    return f"`float` converts a number, not {found}; for text write `number(s)`"
+
+
+def if_condition(found: object) -> str:
+    return f"the condition of `if` is Bool, not {found}"
+
+
+def if_branches(first: object, second: object) -> str:
+    return f"the two branches of `if` have no common type: {first} and {second}"
+
+
+def not_finite() -> str:
+    return "this number is not finite, so it has no whole value"
+
+
+def slice_needs_positions(found: object) -> str:
+    return f"`slice` works on a String or a sequence, and {found} has no positions; sort it first"

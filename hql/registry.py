@@ -74,6 +74,7 @@ class FunctionSpec:
     # The extension that provides it; "" for the functions every program may call.
     extension: str = ""
     params: tuple[Param, ...] = ()  # declared parameters, when known (completion shows them)
+    lazy: bool = False  # `run` gets the argument expressions and evaluates only those it needs
 
 
 @record(frozen=False)

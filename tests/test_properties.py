@@ -187,6 +187,12 @@ LIBRARY = [
     'cards | group(by = c => c.metadata.status) | map(g => {k: g.key, n: size(g.items)})',
     "[412, 280, 310] | reduce(0, (total, n) => total + n)",
     "cards | sort(by = c => c.metadata.status, descending = true) | take(2)",
+    'number("412") | float',
+    "float(2) | round(1) | floor",
+    "ceil(2.5) | abs | string",
+    'if(true, "a", "b") | slice(0, 1)',
+    '[[oauth]].metadata | keys | join(", ")',
+    "{a: 1} | values",
 ]
 CORPUS += LIBRARY
 FRAGMENTS += [
@@ -219,6 +225,18 @@ FRAGMENTS += [
     "descending = true",
     "g => g.key",
     "(acc, x) => acc",
+    "number",
+    "float",
+    "string",
+    "if",
+    "round",
+    "floor",
+    "ceil",
+    "abs",
+    "join",
+    "slice",
+    "keys",
+    "values",
 ]
 
 programs_from_fragments = st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=14).map(
