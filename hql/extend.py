@@ -976,24 +976,35 @@ def _step_spec(extension: str, declared: _Declared) -> StepSpec:
         output = matcher.substitute(signature.output)
         return ty.option(output) if shape.optional else output
 
-    def run(call: StepCall) -> Any:
-        shape = _match_input(signature, call.input_type)
+    assert signature.input is not None
+    declared_input = signature.input
+    # By input type (a plan runs many times): its shape, and whether the input is a
+    # collection of cards the function can take as it is.
+    shapes: dict[Type, tuple[_InputShape, bool]] = {}
+
+    def prepare(input_type: Type) -> tuple[_InputShape, bool]:
+        shape = _match_input(signature, input_type)
         assert shape is not None, "the checker accepted this input"
+        element = shape.matcher.substitute(declared_input.arg) if declared_input.args else None
+        plain = (
+            element is not None
+            and (element.name in ty.CARD_FAMILY or element == ty.DOC)
+            and not (shape.unwrap_hits or shape.drops_absent)
+        )
+        if len(shapes) < 256:
+            shapes[input_type] = (shape, plain)
+        return shape, plain
+
+    def run(call: StepCall) -> Any:
+        shape, plain = shapes.get(call.input_type) or prepare(call.input_type)
         value = call.input
         if shape.optional and value is ABSENT:
             return ABSENT
-        assert signature.input is not None
         given: Any
-        element = shape.matcher.substitute(signature.input.arg) if signature.input.args else None
-        if (
-            isinstance(value, ListValue | SetValue)
-            and element is not None
-            and (element.name in ty.CARD_FAMILY or element == ty.DOC)
-            and not (shape.unwrap_hits or shape.drops_absent)
-        ):
+        if plain and isinstance(value, ListValue | SetValue):
             given = value.items  # cards need no conversion (and `cards` stays the vault's own)
-        elif signature.input.name in ty.COLLECTIONS:
-            keep_absent = signature.input.arg.name == "Option"
+        elif declared_input.name in ty.COLLECTIONS:
+            keep_absent = declared_input.arg.name == "Option"
             given = [
                 to_python(item.card if shape.unwrap_hits and isinstance(item, Hit) else item)
                 for item in elements(value)
@@ -1009,18 +1020,17 @@ def _step_spec(extension: str, declared: _Declared) -> StepSpec:
             else:
                 arguments[param.name] = to_python(supplied)
         expected = ty.strip_option(call.output_type) if shape.optional else call.output_type
-        context = Context(
-            extension,
-            name,
-            call.vault,
-            call.span,
-            call.warn,
-            call.input_type,
-            expected,
-            call.limit if "limit" in declared.absorbs else None,
-        )
         if declared.wants_context:
-            arguments["context"] = context
+            arguments["context"] = Context(
+                extension,
+                name,
+                call.vault,
+                call.span,
+                call.warn,
+                call.input_type,
+                expected,
+                call.limit if "limit" in declared.absorbs else None,
+            )
         return _invoke(
             "step", extension, name, declared.run, [given], arguments, expected, call.span
         )
