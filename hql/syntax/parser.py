@@ -83,6 +83,10 @@ def _drive(tokens: list[Token]) -> Any:
                 values.append(token)
                 break
             origin, length, expand, inline, callback = rules[-code - 1]
+            if length == 1 and expand and not inline and not isinstance(values[-1], _Inline):
+                # a `?rule` with one child (most of the precedence ladder): the child stays
+                states[-1] = actions[states[-2]][origin]
+                continue
             children: list[Any] = []
             if length:
                 for child in values[-length:]:

@@ -80,6 +80,8 @@ STARTS_OPERAND = {"INT", "FLOAT", "STRING", "DOCREF", "IDENT", "TRUE", "FALSE", 
 STARTS_OPERAND |= {"LPAR", "LAMBDA_LPAR", "LSQB", "LBRACE", "MINUS"}
 # Words that are operators only where an operator can stand (a name elsewhere).
 WORD_OPERATORS = {"and": "AND", "or": "OR", "not": "NOT"}
+# Words whose kind depends on their neighbours (every other word is a name).
+_SPECIAL_WORDS = {"import", "type", "abstract", "union", "where", *WORD_OPERATORS}
 
 # How each token kind is named in "expected …" messages.
 DESCRIPTIONS = {
@@ -464,19 +466,15 @@ def _classify(raw: list[Token]) -> list[Token]:
             if depth == 0 and (before is None or before.kind not in CONTINUES_AFTER):
                 context = None
         elif kind == "IDENT":
-            kind = _word_operator(raw, index, done) or _contextual_kind(raw, index)
-            following = _significant(raw, index + 1, 1)
-            abstract = bool(done) and done[-1].kind == "ABSTRACT"
-            if kind == "TYPE" and (abstract or _starts_statement(done, depth)):
-                context = "declaration"
-            elif (
-                kind == "IDENT"
-                and following is not None
-                and following.kind == "COLON"
-                and context is None
-                and _starts_statement(done, depth)
-            ):
-                context = "annotation"
+            if token.text in _SPECIAL_WORDS:
+                kind = _word_operator(raw, index, done) or _contextual_kind(raw, index)
+                abstract = bool(done) and done[-1].kind == "ABSTRACT"
+                if kind == "TYPE" and (abstract or _starts_statement(done, depth)):
+                    context = "declaration"
+            if kind == "IDENT" and context is None and depth == 0:
+                following = _significant(raw, index + 1, 1)
+                if following is not None and following.kind == "COLON":
+                    context = "annotation" if _starts_statement(done, depth) else None
         elif kind == "LPAR" and _opens_lambda(raw, index):
             kind = "LAMBDA_LPAR"
         elif kind == "LT" and not bracket:
