@@ -116,7 +116,9 @@ class LiveVault:
         from hql.vault import loader
 
         stats: list[Any] = []
-        for found in loader.discover(self.root, []):
+        # the roots outside the vault that its hql.toml allows, as the last load read them
+        allowed = getattr(self._vault.config, "allow_outside", ()) if self._vault else ()
+        for found in loader.discover(self.root, [], allowed):
             try:
                 status = os.stat(found.path)
             except OSError:
