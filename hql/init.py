@@ -167,9 +167,15 @@ class SetResult:
     comments_kept: bool
 
 
+# Settings that would put a credential into hql.toml (a file that travels with the vault).
+SECRET_KEYS = {"api_key", "apikey", "key", "token", "secret", "password", "passwd"}
+
+
 def set_setting(path: Path, key: str, raw_value: str) -> SetResult:
     """Set `key` to the value `raw_value` denotes, keeping every other setting."""
     parts = split_key(key)
+    if parts[-1].lower().replace("-", "_") in SECRET_KEYS:
+        raise ConfigError(messages.config_refuses_secret(key))  # the value is never echoed
     text, settings = read_settings(path)
     value = parse_value(raw_value)
     wanted = _with_setting(settings, parts, value, key)

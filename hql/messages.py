@@ -1104,6 +1104,21 @@ def embedder_model_file_changed(model: str, path: str, found: str) -> str:
 # --- safety: containment, writes, caches and budgets (docs/vault.md) --------
 
 
+def embedder_api_key_env_not_a_name() -> str:
+    return (
+        "`semantics.embedder.api_key_env` must be the NAME of an environment variable "
+        "(letters, digits, _); its value is not shown, as it may be the key itself"
+    )
+
+
+def config_refuses_secret(key: str) -> str:
+    return (
+        f"`{key}` was not changed: hql.toml is no place for a secret (it travels with the "
+        "vault). Put the key in an environment variable and set "
+        "`semantics.embedder.api_key_env` to its name"
+    )
+
+
 def symlinks_outside(count: int) -> str:
     return (
         f"{plural(count, 'symlink')} {'leads' if count == 1 else 'lead'} outside the vault; "

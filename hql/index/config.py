@@ -15,6 +15,8 @@ api_key_env = "OPENAI_API_KEY"  # the NAME of an environment variable, never the
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -138,7 +140,7 @@ def load_embedder_config(section: object) -> EmbedderConfig:
         model=model,
         revision=revision,
         endpoint=endpoint,
-        api_key_env=_optional_str(table, "semantics.embedder.api_key_env", key="api_key_env"),
+        api_key_env=_api_key_env(table),
         dimensions=_optional_positive_int(table, "dimensions", maximum=8192),
         batch_size=_optional_positive_int(table, "batch_size") or DEFAULT_BATCH_SIZE,
         timeout=_timeout(table),
@@ -149,6 +151,15 @@ def load_embedder_config(section: object) -> EmbedderConfig:
 # File names an index may never take: they hold the user's configuration or cards.
 _NOT_AN_INDEX_SUFFIXES = (".md", ".markdown", ".hmd", ".toml")
 _NAME_MAX = 255
+
+
+def _api_key_env(table: Mapping[str, object]) -> str | None:
+    value = table.get("api_key_env")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        raise EmbedderError(messages.embedder_api_key_env_not_a_name())  # never echoed
+    return value
 
 
 def resolve_index_path(vault_root: Path, configured: str) -> Path:
@@ -236,10 +247,11 @@ def _flag(table: Mapping[str, object], key: str) -> bool:
 
 def _timeout(table: Mapping[str, object]) -> float:
     value = table.get("timeout", DEFAULT_TIMEOUT_SECONDS)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise SemanticIndexError(
-            messages.semantics_config_bad_value(
-                "semantics.embedder.timeout", "a positive number of seconds", value
-            )
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if math.isfinite(value) and value > 0:
+            return float(value)
+    raise SemanticIndexError(
+        messages.semantics_config_bad_value(
+            "semantics.embedder.timeout", "a positive number of seconds", value
         )
-    return float(value)
+    )

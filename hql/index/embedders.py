@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import threading
 import urllib.error
 import urllib.request
@@ -115,6 +116,29 @@ def _preview(text: str, limit: int = 40) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def redact_url(url: str) -> str:
+    """The URL with its user, password and query values replaced by `***`."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            netloc = "***@" + netloc.rsplit("@", 1)[1]
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        query = urlencode([(name, "***") for name, _ in pairs], safe="*")
+        if parts.query and not pairs:
+            query = "***"
+        return urlunsplit(
+            (parts.scheme, netloc, parts.path, query, "***" if parts.fragment else "")
+        )
+    except ValueError:
+        return "(the configured endpoint)"
+
+
 class HttpEmbedder:
     """OpenAI embeddings format: `{"input": [...], "model": ...}` → `data[i].embedding`."""
 
@@ -122,6 +146,7 @@ class HttpEmbedder:
         assert config.endpoint is not None and config.revision is not None
         self._config = config
         self._endpoint = config.endpoint
+        self._shown = redact_url(config.endpoint)  # what messages print: never a credential
         self._api_key = self._read_api_key(config, environ)
 
     @property
@@ -142,6 +167,8 @@ class HttpEmbedder:
     def _read_api_key(config: EmbedderConfig, environ: Mapping[str, str]) -> str | None:
         if config.api_key_env is None:
             return None
+        if not ENV_NAME.fullmatch(config.api_key_env):  # a key pasted in its place: never echoed
+            raise EmbedderError(messages.embedder_api_key_env_not_a_name())
         key = environ.get(config.api_key_env)
         if not key:
             raise EmbedderError(messages.embedder_api_key_env_unset(config.api_key_env))
@@ -183,17 +210,15 @@ class HttpEmbedder:
         except (urllib.error.URLError, OSError, ValueError) as error:
             reason = getattr(error, "reason", None) or error
             raise EmbedderUnavailable(
-                messages.embedder_unreachable(self._endpoint, str(reason))
+                messages.embedder_unreachable(self._shown, str(reason))
             ) from None
         try:
             return json.loads(body)
         except (UnicodeDecodeError, json.JSONDecodeError):
-            raise EmbedderError(
-                messages.embedder_bad_response(self._endpoint, "not JSON")
-            ) from None
+            raise EmbedderError(messages.embedder_bad_response(self._shown, "not JSON")) from None
 
     def _status_error(self, status: int, reason: str) -> EmbedderError:
-        text = messages.embedder_http_status(self._endpoint, status, reason)
+        text = messages.embedder_http_status(self._shown, status, reason)
         # Overload and server faults pass; a 4xx is a configuration mistake.
         return EmbedderUnavailable(text) if status >= 500 or status == 429 else EmbedderError(text)
 
@@ -220,7 +245,7 @@ class HttpEmbedder:
             raise self._bad("an embedding holds something other than numbers") from None
 
     def _bad(self, problem: str) -> EmbedderError:
-        return EmbedderError(messages.embedder_bad_response(self._endpoint, problem))
+        return EmbedderError(messages.embedder_bad_response(self._shown, problem))
 
 
 _LOCAL_MODELS: dict[tuple[str, str], Any] = {}

@@ -11,6 +11,7 @@ import contextlib
 import datetime
 import os
 import sqlite3
+import stat
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -221,7 +222,7 @@ def _probe_width(embedder: Embedder) -> int:
 
 def _previous_build(path: Path, model_id: str, revision: str, notes: list[str]) -> _Previous:
     empty = _Previous({}, {}, None)
-    if not path.exists():
+    if not files.is_regular(path):
         return empty
     try:
         connection = schema.connect_readonly(path)
@@ -318,8 +319,7 @@ def _write_atomically(
 def verify_index(vault: VaultLike) -> VerifyResult:
     """Compare the index with the vault: stale, missing, extra and wrong-length cards."""
     path = index_path_of(vault)
-    if not path.exists():
-        raise SemanticIndexError(messages.index_missing(str(path)))
+    _check_index_file(path)
     try:
         connection = schema.connect_readonly(path)
         try:
@@ -358,9 +358,21 @@ def _verify(connection: sqlite3.Connection, path: Path, vault: VaultLike) -> Ver
     )
 
 
+def _check_index_file(path: Path) -> None:
+    """An existing regular file (a FIFO would block SQLite's open forever)."""
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        raise SemanticIndexError(messages.index_missing(str(path))) from None
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or str(error)
+        raise SemanticIndexError(messages.index_unreadable(str(path), reason)) from None
+    if not stat.S_ISREG(status.st_mode):
+        raise SemanticIndexError(messages.index_unreadable(str(path), "not a regular file"))
+
+
 def inspect_index(path: Path) -> InspectResult:
-    if not path.exists():
-        raise SemanticIndexError(messages.index_missing(str(path)))
+    _check_index_file(path)
     try:
         connection = schema.connect_readonly(path)
         try:

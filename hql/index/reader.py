@@ -279,15 +279,14 @@ def check_vault(built_for: str, vault_root: Path) -> None:
 
 
 def _load_cached(path: Path) -> _Loaded:
-    key = path.resolve()
     try:
+        key = path.resolve()
         stamp = _stamp(key)
     except FileNotFoundError:
         raise SemanticIndexError(messages.index_missing(str(path))) from None
-    except OSError as error:
-        raise SemanticIndexError(
-            messages.index_unreadable(str(path), error.strerror or str(error))
-        ) from None
+    except (OSError, RuntimeError, ValueError) as error:  # RuntimeError: a symlink loop
+        reason = getattr(error, "strerror", None) or str(error)
+        raise SemanticIndexError(messages.index_unreadable(str(path), reason)) from None
     with _CACHE_LOCK:
         cached = _CACHE.get(key)
         if cached is not None and cached.stamp == stamp:

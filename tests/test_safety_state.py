@@ -1,0 +1,222 @@
+"""Secrets, special files, tampered state and odd configuration (issue 14, items 9, 10, 14-17)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from standin_embedder import BASE_CARDS, http_toml, write_vault
+
+import hql
+from hql.index import SemanticIndexError
+from hql.index.commands import build_command, inspect_command, verify_command
+from hql.index.config import load_embedder_config, resolve_index_path
+from hql.index.embedders import make_embedder
+from hql.index.errors import EmbedderError
+from hql.vault import Vault
+
+needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+
+
+def finishes(action: Callable[[], Any], seconds: float = 10.0) -> Any:
+    """Run `action` in a thread; fail (instead of hanging the suite) when it blocks."""
+    result: list[Any] = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(action())
+        except BaseException as error:  # noqa: BLE001 - handed to the test
+            errors.append(error)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), "blocked"
+    if errors:
+        raise errors[0]
+    return result[0]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+# --- 9. secrets ------------------------------------------------------------------
+
+
+def test_config_set_refuses_an_api_key_and_never_echoes_it(tmp_path: Path, capsys: Any) -> None:
+    from hql.init import config_edit_command, init_vault
+
+    init_vault(tmp_path)
+    before = (tmp_path / "hql.toml").read_text()
+    with pytest.raises(hql.HostError) as caught:
+        config_edit_command("set", "semantics.embedder.api_key", "sk-LEAK123", str(tmp_path))
+    assert "sk-LEAK123" not in str(caught.value) and "api_key_env" in str(caught.value)
+    assert "sk-LEAK123" not in capsys.readouterr().out
+    assert (tmp_path / "hql.toml").read_text() == before
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        "http://user:hunter2@127.0.0.1:{port}/v1/embeddings",
+        "http://127.0.0.1:{port}/v1/embeddings?api_key=hunter2",
+    ],
+)
+def test_a_secret_in_the_endpoint_is_never_printed(tmp_path: Path, endpoint: str) -> None:
+    root = tmp_path / "zoo"
+    write_vault(root, BASE_CARDS, http_toml(endpoint.format(port=_free_port())))
+    code, text = build_command(Vault.open(root, use_cache=False))
+    assert code == 1 and "cannot be reached" in text
+    assert "hunter2" not in text and "***" in text
+
+
+def test_a_key_put_in_api_key_env_is_never_printed() -> None:
+    table = {
+        "provider": "http",
+        "endpoint": "http://127.0.0.1:1/v1/embeddings",
+        "model": "m",
+        "revision": "1",
+        "api_key_env": "sk-proj-LEAK123",
+    }
+    with pytest.raises(EmbedderError) as caught:
+        make_embedder(load_embedder_config(table))
+    assert "LEAK123" not in caught.value.message and "NAME" in caught.value.message
+
+
+# --- 10. FIFOs and devices where HQL keeps its files --------------------------------
+
+
+@needs_fifo
+@pytest.mark.parametrize("where", ["hql.toml", ".hql/vault-cache.marshal", ".hql/bm25.v1.bin"])
+def test_a_fifo_among_the_vaults_files_never_blocks(tmp_path: Path, where: str) -> None:
+    (tmp_path / "card.md").write_text("# Card\n\nPenguins swim.\n")
+    (tmp_path / ".hql").mkdir()
+    os.mkfifo(tmp_path / where)
+
+    def run() -> hql.Outcome:
+        return hql.run('import bm25\ncards | bm25("penguins") | count', hql.open_vault(tmp_path))
+
+    outcome = finishes(run)
+    assert not outcome.failed and outcome.value == 1
+
+
+@pytest.mark.parametrize("where", ["hql.toml", ".hql/vault-cache.marshal", ".hql/bm25.v1.bin"])
+def test_a_link_to_dev_zero_is_refused_unread(tmp_path: Path, where: str) -> None:
+    (tmp_path / "card.md").write_text("# Card\n\nPenguins swim.\n")
+    (tmp_path / ".hql").mkdir()
+    (tmp_path / where).symlink_to("/dev/zero")
+
+    def run() -> hql.Outcome:
+        return hql.run('import bm25\ncards | bm25("penguins") | count', hql.open_vault(tmp_path))
+
+    assert finishes(run).value == 1
+
+
+def test_a_crafted_cache_claiming_two_billion_items_is_not_believed(tmp_path: Path) -> None:
+    (tmp_path / "card.md").write_text("# Card\n")
+    (tmp_path / ".hql").mkdir()
+    (tmp_path / ".hql" / "vault-cache.marshal").write_bytes(b"[\xff\xff\xff\x7f")
+    vault = finishes(lambda: Vault.open(tmp_path))
+    assert [card.name for card in vault.cards] == ["card"]
+
+
+@needs_fifo
+@pytest.mark.parametrize("command", ["verify", "inspect"])
+def test_a_fifo_index_is_refused_not_waited_for(tmp_path: Path, command: str) -> None:
+    root = tmp_path / "zoo"
+    write_vault(root, BASE_CARDS, '[semantics]\nindex = ".hql/index.sqlite"\n')
+    (root / ".hql").mkdir(exist_ok=True)
+    os.mkfifo(root / ".hql" / "index.sqlite")
+    vault = Vault.open(root, use_cache=False)
+    action = verify_command if command == "verify" else inspect_command
+    code, text = finishes(lambda: action(vault))
+    assert code == 1 and "not a regular file" in text
+
+
+# --- 14. configuration that used to crash --------------------------------------------
+
+
+@pytest.mark.parametrize("configured", ["bad\0name.sqlite", "x" * 300 + ".sqlite"])
+def test_odd_index_paths_are_reports(tmp_path: Path, configured: str) -> None:
+    with pytest.raises(SemanticIndexError, match="cannot be used"):
+        resolve_index_path(tmp_path, configured)
+
+
+@pytest.mark.parametrize("timeout", [float("inf"), float("nan"), -float("inf")])
+def test_a_timeout_must_be_a_finite_number(timeout: float) -> None:
+    table = {
+        "provider": "http",
+        "endpoint": "http://127.0.0.1:1/",
+        "model": "m",
+        "revision": "1",
+        "timeout": timeout,
+    }
+    with pytest.raises(SemanticIndexError, match="a positive number of seconds"):
+        load_embedder_config(table)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads whatever the mode")
+def test_an_unreadable_state_dir_does_not_break_bm25(tmp_path: Path) -> None:
+    (tmp_path / "card.md").write_text("# Card\n\nPenguins swim.\n")
+    (tmp_path / ".hql").mkdir()
+    (tmp_path / ".hql").chmod(0)
+    try:
+        outcome = hql.run('import bm25\ncards | bm25("penguins") | count', hql.open_vault(tmp_path))
+    finally:
+        (tmp_path / ".hql").chmod(0o755)
+    assert outcome.value == 1
+
+
+def test_bm25_store_that_cannot_be_listed_is_a_warning_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hql.search import bm25
+
+    (tmp_path / "card.md").write_text("# Card\n\nPenguins swim.\n")
+
+    def denied(self: Path) -> bool:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(bm25.Path, "exists", denied)
+    warnings: list[str] = []
+    postings = bm25._load_or_empty(tmp_path / ".hql" / "bm25.v1.bin", "x", warnings)
+    assert len(postings.keys) == 0 and "Permission denied" in warnings[0]
+
+
+def test_an_index_linked_to_itself_is_a_report(tmp_path: Path) -> None:
+    root = tmp_path / "zoo"
+    write_vault(root, BASE_CARDS, '[semantics]\nindex = ".hql/index.sqlite"\n')
+    (root / ".hql").mkdir(exist_ok=True)
+    (root / ".hql" / "index.sqlite").symlink_to("index.sqlite")
+    outcome = hql.run('import semantic\ncards | semantic("penguins") | count', hql.open_vault(root))
+    assert outcome.failed
+    assert "cannot be read" in outcome.render_reports() or "loop" in outcome.render_reports()
+
+
+def test_a_cache_entry_with_a_non_string_key_is_a_miss(tmp_path: Path) -> None:
+    from hql.vault.cache import LoadCache
+    from hql.vault.loader import parser_fingerprint
+
+    card = tmp_path / "card.md"
+    card.write_text("---\ntitle: Real\n---\n")
+    status = card.stat()
+    crafted = ("ok", {"metadata": {1: "x", "b": "y"}}, "", None, [])
+    writer = LoadCache(tmp_path / ".hql", parser_fingerprint())  # a cache made to lie
+    writer.store("card.md", status.st_size, status.st_mtime_ns, crafted)
+    writer.save()
+    vault = Vault.open(tmp_path)
+    assert vault.cards[0].title == "Real"
+    from hql.printing import display
+
+    outcome = hql.run("cards | map(c => c.metadata)", vault)
+    assert not outcome.failed and display(outcome.value) == "[{}]"
+    assert vault.cards[0].text
