@@ -78,6 +78,11 @@ def _eval_arguments(parser: argparse.ArgumentParser) -> None:
     _param_arguments(parser)
 
 
+def _program_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("program")
+    _param_arguments(parser)
+
+
 def _file_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="the program file (or - for stdin)")
     _param_arguments(parser)
@@ -127,7 +132,7 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = 
     "run": ("run a program from a file (or - for stdin)", _file_arguments),
     "explain": (
         "show the checked plan, the analysed questions and why each hit scored",
-        _one("program"),
+        _program_arguments,
     ),
     "repl": ("read and evaluate programs interactively", lambda parser: None),
     "render": (
@@ -363,7 +368,7 @@ def explain_command(args: argparse.Namespace) -> int:
     from hql.explain import explain
 
     session = session_for(args)
-    text, report_text, failed = explain(session, args.program, "<expression>")
+    text, report_text, failed = explain(session, args.program, "<expression>", cli_params(args))
     if report_text:
         print(report_text, file=sys.stderr)
     if text:

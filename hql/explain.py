@@ -64,9 +64,14 @@ class Trace:
     value: Any
 
 
-def trace(session: Session, text: str, origin: str) -> Trace:
+def trace(
+    session: Session, text: str, origin: str, params: Mapping[str, Any] | None = None
+) -> Trace:
     """Check a program and, when it checks, run it recording every stage."""
-    outcome, plan, scope = session.check(text, origin)
+    from hql.api import parameters
+
+    types, values = parameters(params)
+    outcome, plan, scope = session.check(text, origin, params=types)
     if plan is None or outcome.failed:
         return Trace(outcome, None, [], 0.0, None)
     interpreter = TimedInterpreter(
@@ -75,6 +80,7 @@ def trace(session: Session, text: str, origin: str) -> Trace:
         dict(session.values),
         source=outcome.source,
         text=outcome.source.data,  # quoted by warnings about messy front matter
+        params=values,
     )
     started = time.perf_counter()
     try:
@@ -87,9 +93,11 @@ def trace(session: Session, text: str, origin: str) -> Trace:
     return Trace(outcome, plan, interpreter.records, total, value)
 
 
-def explain(session: Session, text: str, origin: str) -> tuple[str, str, bool]:
-    """(explanation, rendered reports, failed) for one program."""
-    run = trace(session, text, origin)
+def explain(
+    session: Session, text: str, origin: str, params: Mapping[str, Any] | None = None
+) -> tuple[str, str, bool]:
+    """(explanation, rendered reports, failed) for one program (`params` bind its `$name`s)."""
+    run = trace(session, text, origin, params)
     outcome, plan, total, value = run.outcome, run.plan, run.seconds, run.value
     if plan is None:
         return "", outcome.render_reports(), True

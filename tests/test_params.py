@@ -138,3 +138,10 @@ def test_cli_params(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--param takes name=value" in capsys.readouterr().err
     assert main(["eval", "$q"]) == 1
     assert "unknown parameter `$q`" in capsys.readouterr().err
+
+
+def test_explain_takes_parameters(capsys: pytest.CaptureFixture[str]) -> None:
+    program = "cards | filter(c => c.metadata.owner == $who) | count"
+    assert main(["--vault", str(FIXTURE), "explain", "--param", "who=ada", program]) == 0
+    shown = capsys.readouterr().out
+    assert "filter(c => c.metadata.owner == $who)" in shown and shown.rstrip().endswith("2")
