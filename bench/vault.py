@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/vault.py            # 1k and 10k cards
     .venv/bin/python bench/vault.py --large    # also 100k cards
+    .venv/bin/python bench/vault.py --dialects # only the two link dialects at 10k cards
 
 Each vault has headers (status, owner, tags, a nested block), 3-5 links per
 card (some annotated), and one relation card in twenty. The anchor is the
@@ -165,17 +166,75 @@ def _queries(vault: Vault) -> None:
         print(f"          {seconds:7.3f} s  {source}")
 
 
+def compare_dialects(count: int, repeats: int) -> None:
+    """Load cost per card of the two dialects on the same files, against reading them.
+
+    Three figures on one vault, in the same run: reading every file (walk and
+    read bytes, the floor any loader pays), a first load read by the
+    reference dialect, and a first load read by the Obsidian dialect (links,
+    tags, tasks, headings, code exclusion, and resolving every link for the
+    unresolved count). Parsing alone is compared too: the reference's
+    document parser against the Obsidian note parser over the same texts.
+    """
+    from hql.vault import document, links
+
+    with tempfile.TemporaryDirectory(prefix="hql-bench-") as directory:
+        root = Path(directory)
+        generate(root, count)
+        state = root / ".hql"
+        config = root / "hql.toml"
+        files = sorted(root.rglob("*.hmd"))
+
+        def read_files() -> int:
+            return sum(len(path.read_bytes()) for path in files)
+
+        def load(dialect: str) -> Callable[[], Any]:
+            def run() -> Any:
+                config.write_text(f'[vault]\ndialect = "{dialect}"\n')
+                return Vault.open(root)
+
+            return run
+
+        reading, _ = best_of(repeats, read_files)
+        clear = lambda: shutil.rmtree(state, ignore_errors=True)  # noqa: E731
+        reference, ref_vault = best_of(repeats, load("reference"), clear)
+        obsidian, obs_vault = best_of(repeats, load("obsidian"), clear)
+        assert len(ref_vault.cards) == len(obs_vault.cards) == count
+        texts = [path.read_text(encoding="utf-8") for path in files]
+        parse_ref, _ = best_of(repeats, lambda: [document.parse(text) for text in texts])
+        parse_obs, _ = best_of(repeats, lambda: [links.parse_note(text) for text in texts])
+        per = 1e6 / count
+        print(
+            f"{count:>7} cards  reading files {reading * per:6.1f} us/card  "
+            f"first load: reference {reference * per:6.1f} us/card (x{reference / reading:5.2f} "
+            f"reading), obsidian {obsidian * per:6.1f} us/card (x{obsidian / reading:5.2f} "
+            f"reading)  obsidian/reference x{obsidian / reference:5.3f}"
+        )
+        print(
+            f"          parsing only: reference parser {parse_ref * per:6.1f} us/card, "
+            f"obsidian parser {parse_obs * per:6.1f} us/card (x{parse_obs / parse_ref:5.3f})"
+        )
+        print("goal: obsidian/reference first load <= x1.25 at 10k cards")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--large", action="store_true", help="also measure 100k cards")
     parser.add_argument("--repeats", type=int, default=3, help="runs per figure; the best counts")
+    parser.add_argument(
+        "--dialects", action="store_true", help="only compare the two link dialects at 10k cards"
+    )
     options = parser.parse_args()
+    if options.dialects:
+        compare_dialects(10_000, options.repeats)
+        return
     sizes = [1_000, 10_000] + ([100_000] if options.large else [])
     anchor = None
     for size in sizes:
         first = measure(size, anchor, options.repeats if size <= 10_000 else 1)
         anchor = anchor if anchor is not None else first
     print("goals: 10k first load <= 2 s; cached/first <= 25%; cost per card flat as size grows")
+    compare_dialects(10_000, options.repeats)
 
 
 if __name__ == "__main__":

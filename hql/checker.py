@@ -731,7 +731,9 @@ def field_type(receiver: Type, name: str) -> Type | None:
     if receiver == ty.DOC:
         return doc_fields.get(name)
     if receiver.name in ty.CARD_FAMILY:
-        return {**doc_fields, "metadata": ty.DATA, "kind": ty.STRING}.get(name)
+        return {**doc_fields, "metadata": ty.DATA, "kind": ty.STRING}.get(name) or NOTE_FIELDS.get(
+            name
+        )
     if receiver == ty.EDGE:
         return {"source": ty.STRING, "target": ty.STRING, "data": ty.DATA}.get(name)
     if receiver.name == "Hit":
@@ -759,6 +761,22 @@ def field_type(receiver: Type, name: str) -> Type | None:
     return None
 
 
+# What a card says as people write notes (everyday.md §4), beside the reference's fields.
+NOTE_FIELDS: dict[str, Type] = {
+    "tags": ty.list_of(ty.STRING),
+    "aliases": ty.list_of(ty.STRING),
+    "folder": ty.STRING,
+    "relpath": ty.STRING,
+    "modified": ty.DATE,
+    "created": ty.option(ty.DATE),
+    "tasks": ty.list_of(ty.DATA),
+    "headings": ty.list_of(ty.STRING),
+    "outlinks": ty.list_of(ty.STRING),
+    "inlinks": ty.list_of(ty.STRING),
+    "unresolved": ty.list_of(ty.STRING),
+}
+
+
 def fields_of(receiver: Type) -> list[str]:
     """Every field name a receiver type has (for completion and suggestions)."""
     candidates = [
@@ -784,6 +802,7 @@ def fields_of(receiver: Type) -> list[str]:
         "key",
         "items",
         *DATE_FIELDS,
+        *NOTE_FIELDS,
     ]
     return [
         name

@@ -186,7 +186,13 @@ SUBCOMMANDS["mcp"] = (
     "serve the vault to AI agents over the Model Context Protocol (stdio)",
     _mcp_arguments,
 )
+SUBCOMMANDS["vault"] = (
+    "about the vault itself: `warnings` lists every load warning",
+    _one("action", choices=("warnings",), help="what to show"),
+)
 VALUED_OPTIONS = {"--vault", "--format", "--report"}
+# A command prints this many load warnings, then a count; `hql vault warnings` lists them all.
+WARNINGS_SHOWN = 5
 
 
 def _requested_command(argv: Sequence[str]) -> str | None:
@@ -276,8 +282,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def session_for(args: argparse.Namespace) -> Session:
     vault = open_vault(args.vault) if args.vault else None
     if vault is not None:
-        for item in vault.warnings:
+        for item in vault.warnings[:WARNINGS_SHOWN]:
             print(f"warning: {item}", file=sys.stderr)
+        if len(vault.warnings) > WARNINGS_SHOWN:
+            hidden = len(vault.warnings) - WARNINGS_SHOWN
+            print(f"warning: {messages.more_warnings(hidden)}", file=sys.stderr)
     return Session(vault, args.report)
 
 
@@ -446,6 +455,23 @@ def config_command(args: argparse.Namespace) -> int:
         print(f"config: {vault.config.path if vault.config.path else messages.no_config_file()}")
         for item in vault.warnings:
             print(f"warning: {item}")
+    return 0
+
+
+@command("vault")
+def vault_command(args: argparse.Namespace) -> int:
+    if not args.vault:
+        raise HostError(messages.vault_command_needs_vault())
+    vault = open_vault(args.vault)
+    if args.format == "json":
+        from hql.printing import dumps
+
+        print(dumps([{"path": w.path, "message": w.message} for w in vault.warnings]))
+        return 0
+    for item in vault.warnings:
+        print(f"warning: {item}")
+    if not vault.warnings:
+        print(messages.no_load_warnings())
     return 0
 
 

@@ -58,7 +58,15 @@ class Expanded:
         return f"expanded from {self.seed} at depth {self.depth}"
 
 
-Presence = Member | Retrieved | Expanded
+@dataclass(frozen=True)
+class Missing:
+    """The node is a link target that names no card of the vault (never a phantom card)."""
+
+    def label(self) -> str:
+        return "missing"
+
+
+Presence = Member | Retrieved | Expanded | Missing
 
 
 class Graph:
@@ -176,16 +184,23 @@ def _project_relation(
         edges.extend(edge for edge in vault.uplinks(source) if edge.target == target)
 
 
-def expand(graph: Graph, vault: Vault, depth: int, direction: str) -> Graph:
+def expand(graph: Graph, vault: Vault, depth: int, direction: str, missing: bool = True) -> Graph:
     """Breadth-first from every node in name order; already-present nodes keep their presence.
 
-    Each node is entered at most once, so cycles of any length terminate.
+    Each node is entered at most once, so cycles of any length terminate. In
+    an Obsidian vault a link target that names no card is a `Missing` node
+    and a dead end (two notes linking to the same absent note are not joined
+    through it); `missing=False` leaves such nodes out. The reference dialect
+    traverses them as names, as the reference does.
     """
     if direction not in DIRECTIONS:
         raise ValueError(messages.graph_bad_direction(direction))
     if depth < 0:
         raise ValueError(messages.graph_negative_depth())
     presence = dict(graph.presence)
+    obsidian = getattr(vault, "dialect", "reference") == "obsidian"
+    if not missing:
+        presence = {name: how for name, how in presence.items() if not isinstance(how, Missing)}
     queue = deque((name, name, 0) for name in sorted(presence))
     while queue:
         node, seed, distance = queue.popleft()
@@ -193,6 +208,10 @@ def expand(graph: Graph, vault: Vault, depth: int, direction: str) -> Graph:
             continue
         for neighbour in _neighbours(vault, node, direction):
             if neighbour not in presence:
+                if obsidian and vault.card(neighbour) is None:
+                    if missing:
+                        presence[neighbour] = Missing()
+                    continue
                 presence[neighbour] = Expanded(seed, distance + 1)
                 queue.append((neighbour, seed, distance + 1))
     return Graph(presence, graph._edges, unique=True)

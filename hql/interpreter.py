@@ -187,7 +187,7 @@ class Interpreter:
         return expr.value
 
     def _docref(self, expr: t.DocRef) -> Any:
-        card = self.vault.card(expr.name) if self.vault is not None else None
+        card = self.vault.resolve(expr.name) if self.vault is not None else None
         if card is None:
             self.warn(messages.unresolved_reference(expr.name), expr.span)
             return ABSENT
@@ -408,6 +408,13 @@ def get_field(receiver: Any, name: str) -> Any:
     if isinstance(receiver, Card):
         if name in ("header", "metadata"):
             return Data(getattr(receiver, name))
+        if name in _NOTE_LISTS:
+            return _note_list(receiver, name)
+        if name == "created":
+            created = receiver.created
+            return ABSENT if created is None else Date(created)
+        if name == "modified":
+            return Date(receiver.modified)
         return getattr(receiver, name)
     if isinstance(receiver, Edge):
         return Data(receiver.data) if name == "data" else getattr(receiver, name)
@@ -436,6 +443,18 @@ def get_field(receiver: Any, name: str) -> Any:
     if name == "edges":
         return ListValue(tuple(receiver.induced_edges))
     raise AssertionError(f"no field {name} on {type(receiver).__name__}")  # pragma: no cover
+
+
+_NOTE_LISTS = frozenset(
+    {"tags", "aliases", "tasks", "headings", "outlinks", "inlinks", "unresolved"}
+)
+
+
+def _note_list(card: Card, name: str) -> ListValue:
+    items = getattr(card, name)
+    if name == "tasks":
+        return ListValue(tuple(Data(item) for item in items))
+    return ListValue(tuple(items))
 
 
 def element_of_type(t_: Type) -> Type:

@@ -1641,3 +1641,49 @@ def not_finite() -> str:
 
 def slice_needs_positions(found: object) -> str:
     return f"`slice` works on a String or a sequence, and {found} has no positions; sort it first"
+
+
+# --- Obsidian vaults (everyday.md §4) ---------------------------------------------
+
+
+def front_matter_ignored(line: int, reason: str) -> str:
+    return f"front matter ignored (line {line}: {reason}); the note keeps its body and links"
+
+
+def front_matter_unclosed() -> str:
+    return "front matter is not closed by `---`; the whole file is read as the body"
+
+
+def unresolved_links(links: int, cards: int) -> str:
+    return (
+        f"{plural(links, 'link')} in {plural(cards, 'card')} name no note of the vault "
+        "(`c.unresolved` lists them; graphs show them as `missing` nodes)"
+    )
+
+
+def unknown_dialect(value: str) -> str:
+    return f"`vault.dialect` is `reference` or `obsidian`, not `{value}`"
+
+
+def more_warnings(count: int) -> str:
+    return f"… and {plural(count, 'more load warning')} (`hql vault warnings` lists them all)"
+
+
+def no_load_warnings() -> str:
+    return "no load warnings"
+
+
+def helper_needs_card(name: str, found: object) -> str:
+    return f"`{name}` takes a card first, not {found}"
+
+
+def helper_needs_string(name: str, found: object) -> str:
+    return f"`{name}` takes the name to look for as a String, not {found}"
+
+
+def vault_command_needs_vault() -> str:
+    return "`hql vault` needs a vault: pass --vault <directory>"
+
+
+def template_placeholder(line: str) -> str:
+    return f"`{line}` holds a template placeholder, which is not YAML"

@@ -69,8 +69,8 @@ def test_parameter_names_appear_when_the_parenthesis_is_typed(completer: HqlComp
         found = completer.get_completions(Document(text), CompleteEvent(text_inserted=True))
         return [c.text for c in found]
 
-    assert while_typing("cards | expand(") == ["depth = ", "direction = "]
-    assert while_typing("cards | expand(depth = 2, ") == ["direction = "]
+    assert while_typing("cards | expand(") == ["depth = ", "direction = ", "missing = "]
+    assert while_typing("cards | expand(depth = 2, ") == ["direction = ", "missing = "]
     assert while_typing("cards | count") == []  # plain typing offers no names before a word
     assert while_typing("(") == []
 
@@ -105,7 +105,8 @@ def test_card_names_inside_a_document_reference(completer: HqlCompleter) -> None
 
 
 def test_lambda_parameters_get_the_fields_of_the_steps_input(completer: HqlCompleter) -> None:
-    assert texts(completer, "cards | filter(c => c.ti") == ["title"]
+    # the prefix match first; `outlinks` holds t-i in order, so it follows
+    assert texts(completer, "cards | filter(c => c.ti") == ["title", "outlinks"]
     found = complete(completer, "owls | map(c => c.")
     assert ("kind", "String", 0) in found and ("metadata", "Data", 0) in found
     hits = "cards | take(5) | sort(by = c => c.name) | map(c => c.card"
@@ -115,7 +116,7 @@ def test_lambda_parameters_get_the_fields_of_the_steps_input(completer: HqlCompl
 
 
 def test_fields_after_a_dot_on_a_card_and_metadata_keys(completer: HqlCompleter) -> None:
-    assert texts(completer, "[[barn-owl]].ti") == ["title"]
+    assert texts(completer, "[[barn-owl]].ti") == ["title", "outlinks"]
     assert {"name", "title", "metadata", "kind"} <= set(texts(completer, "cards | filter(c => c."))
     assert {"status", "knowledge"} <= set(texts(completer, "cards | filter(c => c.metadata."))
     assert {"type", "relation"} <= set(

@@ -11,6 +11,7 @@ from hql.steps import (  # noqa: F401
     dates,
     functions,
     graph,
+    notes,
     pictures,
     present,
     retrieval,

@@ -104,6 +104,11 @@ def check_expand(call: StepTyping) -> Type:
             messages.argument_type("expand", "direction", ty.STRING, call.value("direction")),
             call.arg_span("direction"),
         )
+    if call.has("missing") and call.value("missing") != ty.BOOL:
+        raise call.error(
+            messages.argument_type("expand", "missing", ty.BOOL, call.value("missing")),
+            call.arg_span("missing"),
+        )
     if not call.has_vault:
         raise call.error(messages.expand_needs_vault())
     return ty.GRAPH
@@ -118,8 +123,9 @@ def run_expand(call: StepCall) -> Any:
         raise call.fail(messages.negative_depth())
     if direction not in DIRECTIONS:
         raise call.fail(messages.bad_direction(direction))
+    missing = call.args.get("missing", True)
     assert call.vault is not None
-    return expand(_project(call), call.vault, depth, direction)
+    return expand(_project(call), call.vault, depth, direction, missing)
 
 
 for spec in (
@@ -159,9 +165,11 @@ for spec in (
         (
             Param("depth", "Int", default=1),
             Param("direction", "String", default="both", positional=False),
+            Param("missing", "Bool", default=True, positional=False),
         ),
-        'Card | Collection<Card | Hit<Card>> | Graph | expand(depth: Int = 1, direction: String = "both") -> Graph',
-        "grow a graph breadth-first along uplinks, downlinks or both; needs a vault",
+        'Card | Collection<Card | Hit<Card>> | Graph | expand(depth: Int = 1, direction: String = "both", missing: Bool = true) -> Graph',
+        "grow a graph breadth-first along uplinks, downlinks or both; needs a vault;"
+        " `missing = false` leaves out link targets that name no card",
         "[[oauth]] | expand(depth = 2)",
         check_expand,
         run_expand,

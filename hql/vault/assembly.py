@@ -12,16 +12,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from hql import messages
+from hql.vault import links
 from hql.vault.loader import FoundFile, ReadDocument
 from hql.vault.model import CONCEPT_CARD, RELATION_CARD, Card, Edge, LoadWarning
 
 
-def assign_names(found: list[FoundFile], warnings: list[LoadWarning]) -> dict[str, str]:
+def assign_names(
+    found: list[FoundFile], warnings: list[LoadWarning], dialect: str = links.REFERENCE
+) -> dict[str, str]:
     """Name per relpath: the stem, or the relative path without extension when stems clash.
 
     Every discovered file counts, even one that then fails to load, as in the
     reference: a card's name does not change because a neighbour is broken.
+    An Obsidian vault names clashes as `links.clash_names` says.
     """
+    if dialect == links.OBSIDIAN:
+        return links.clash_names([item.relpath for item in found])
     stems = [_stem(item.relpath) for item in found]
     counts = Counter(stems)
     names = [
@@ -42,6 +48,7 @@ def build_cards(
     names_by_relpath: dict[str, str],
     extension_metadata: Mapping[str, Mapping[str, Any]],
     warnings: list[LoadWarning],
+    dialect: str = links.REFERENCE,
 ) -> list[Card]:
     names = [names_by_relpath[item.found.relpath] for item in documents]
     known = set(names)
@@ -52,10 +59,13 @@ def build_cards(
         for extension, entries in extension_metadata.items()
     }
     cards = [
-        _build_card(item, name, known, contributions, warnings)
+        _build_card(item, name, known, contributions, warnings, dialect)
         for item, name in zip(documents, names, strict=True)
     ]
     cards.sort(key=lambda card: card.name)
+    table = links.LinkTable(cards, dialect)
+    for card in cards:
+        object.__setattr__(card, "_table", table)
     return cards
 
 
@@ -65,11 +75,14 @@ def _build_card(
     known: set[str],
     contributions: dict[str, dict[str, Any]],
     warnings: list[LoadWarning],
+    dialect: str,
 ) -> Card:
     parsed = item.parsed
     authored = parsed.authored
     authored_title = authored.get("title")
     title = authored_title if isinstance(authored_title, str) else parsed.heading
+    if title is None and dialect == links.OBSIDIAN:  # Obsidian shows the file name
+        title = _stem(item.found.relpath)
 
     header = dict(authored)
     header["name"] = name
@@ -83,6 +96,12 @@ def _build_card(
     # A shallow copy; `_insert` copies each map it writes into, so the
     # authored tree (shared with `header.metadata`) is never touched.
     metadata = dict(authored_metadata) if isinstance(authored_metadata, dict) else {}
+    if len(authored) > ("title" in authored) + ("metadata" in authored):
+        # Flat front matter is metadata too; a key inside `metadata:` wins (everyday.md §4).
+        for key, value in authored.items():
+            if key not in _NOT_METADATA and key not in metadata:
+                metadata[key] = value
+        metadata = dict(sorted(metadata.items()))
     kind = CONCEPT_CARD
     if _get(metadata, "knowledge", "type") == "Relation":
         if _endpoints_resolve(metadata, known):
@@ -115,7 +134,13 @@ def _build_card(
         raw_links=parsed.links,
         size=item.size,
         mtime_ns=item.mtime_ns,
+        dialect=dialect,
+        extras=parsed.extras,
     )
+
+
+# Header keys that are not metadata: the title has its own field, `metadata:` is the base.
+_NOT_METADATA = frozenset({"title", "metadata"})
 
 
 def _endpoints_resolve(metadata: dict[str, Any], known: set[str]) -> bool:
@@ -125,14 +150,25 @@ def _endpoints_resolve(metadata: dict[str, Any], known: set[str]) -> bool:
 
 
 def build_edges(cards: list[Card]) -> list[Edge]:
-    """Link edges merged by (source, target) and sorted, then one edge per relation card."""
+    """Link edges merged by (source, target) and sorted, then one edge per relation card.
+
+    In an Obsidian vault a link's target is the card it resolves to (or the
+    target as written, when it resolves to none).
+    """
     merged: dict[tuple[str, str], dict[str, Any]] = {}
-    for card in cards:
-        name = card.name
-        for target, annotation in card.raw_links:
+    table = cards[0]._table if cards else None
+    if table is not None and table.dialect == links.OBSIDIAN:
+        for name, target, annotation in table.link_pairs():
             data = merged.setdefault((name, target), {})
             if annotation:
                 data.update(annotation)
+    else:
+        for card in cards:
+            name = card.name
+            for target, annotation in card.raw_links:
+                data = merged.setdefault((name, target), {})
+                if annotation:
+                    data.update(annotation)
     edges = [
         Edge(source, target, dict(sorted(data.items())) if len(data) > 1 else data)
         for (source, target), data in sorted(merged.items())

@@ -8,7 +8,8 @@ empty", silently. If `.hql/` cannot be written, loading simply does not cache.
 
 Format: the sha256 of the rest, then marshal of ((MAGIC, parser fingerprint),
 python version, {relpath: (size, mtime_ns, payload)}), payload being
-`("ok", authored, body, heading, links)` or `("refused", message)`. marshal is
+`("ok", authored, body, heading, links)` (plus, read by the Obsidian dialect
+or with a front matter, a map of extras) or `("refused", message)`. marshal is
 fast, handles exactly the plain data a Data tree is, and executes nothing when
 read; the checksum is verified before marshal sees a byte, so a damaged or
 tampered cache (a changed title, a crafted length that would allocate
@@ -103,10 +104,11 @@ def _well_formed(entry: object) -> bool:
     size, mtime_ns, payload = entry
     if type(size) is not int or type(mtime_ns) is not int or type(payload) is not tuple:
         return False
-    if len(payload) == 5 and payload[0] == "ok":
-        _, authored, body, heading, links = payload
+    if len(payload) in (5, 6) and payload[0] == "ok":
+        _, authored, body, heading, links = payload[:5]
         return (
-            type(authored) is dict
+            (len(payload) == 5 or (type(payload[5]) is dict and _plain(payload[5])))
+            and type(authored) is dict
             and type(body) is str
             and (heading is None or type(heading) is str)
             and type(links) is list

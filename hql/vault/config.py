@@ -23,6 +23,8 @@ class VaultConfig:
     report_mode: str | None = None  # [report] mode
     imports: tuple[str, ...] = ()  # [extensions] import
     prelude: bool = True  # [extensions] prelude
+    dialect: str | None = None  # [vault] dialect: "reference" or "obsidian"; None = detect
+    exclude: tuple[str, ...] = ()  # [vault] exclude: globs of vault-relative paths to leave out
     raw: dict[str, Any] = field(default_factory=dict)  # the whole parsed file
     path: Path | None = None  # the hql.toml, if there is one
     allow_outside: tuple[str, ...] = ()  # [vault] allow_outside: outside roots that may be read
@@ -89,6 +91,7 @@ def _interpret(raw: dict[str, Any], path: Path) -> tuple[VaultConfig, list[LoadW
         prelude = True
 
     vault = _table(raw, "vault", bad)
+    dialect, exclude = _vault_table(vault, path, warnings, bad)
     allow_outside: tuple[str, ...] = ()
     allowed = vault.get("allow_outside", [])
     if isinstance(allowed, list) and all(isinstance(item, str) and item for item in allowed):
@@ -100,11 +103,35 @@ def _interpret(raw: dict[str, Any], path: Path) -> tuple[VaultConfig, list[LoadW
         report_mode=mode,
         imports=imports,
         prelude=prelude,
+        dialect=dialect,
+        exclude=exclude,
         raw=raw,
         path=path,
         allow_outside=allow_outside,
     )
     return config, warnings
+
+
+def _vault_table(
+    table: dict[str, Any], path: Path, warnings: list[LoadWarning], bad: Any
+) -> tuple[str | None, tuple[str, ...]]:
+    """`[vault] dialect` and `[vault] exclude` (everyday.md §4)."""
+    from hql.vault.links import DIALECTS
+
+    dialect = table.get("dialect")
+    if dialect is not None and dialect not in DIALECTS:
+        if isinstance(dialect, str):
+            warnings.append(LoadWarning(str(path), messages.unknown_dialect(dialect)))
+        else:
+            bad("vault.dialect", "a string")
+        dialect = None
+    exclude: tuple[str, ...] = ()
+    declared = table.get("exclude", [])
+    if isinstance(declared, list) and all(isinstance(item, str) for item in declared):
+        exclude = tuple(declared)
+    else:
+        bad("vault.exclude", "a list of glob patterns")
+    return dialect, exclude
 
 
 def _table(raw: dict[str, Any], name: str, bad: Any) -> dict[str, Any]:

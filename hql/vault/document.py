@@ -27,6 +27,8 @@ class ParsedDocument:
     body: str
     heading: str | None  # the first `# ` heading of the body, the fallback title
     links: list[tuple[str, dict[str, Any]]]
+    # What only the Obsidian dialect reads: tags, tasks, headings, a header warning.
+    extras: dict[str, Any] | None = None
 
 
 def parse(text: str) -> ParsedDocument:

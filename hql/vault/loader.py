@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from hql import files, messages
-from hql.vault import document, yamldata
+from hql.vault import document, links, yamldata
 from hql.vault.cache import LoadCache, Payload
 from hql.vault.model import LoadWarning
 
@@ -41,7 +41,7 @@ def parser_fingerprint() -> str:
     changes it without anyone remembering to bump a number.
     """
     digest = hashlib.sha256()
-    for module in (document, yamldata, sys.modules[__name__]):
+    for module in (document, yamldata, links, sys.modules[__name__]):
         source = getattr(module, "__file__", None)
         if source is not None:
             with contextlib.suppress(OSError):
@@ -137,7 +137,10 @@ PROGRESS_FROM = 2000  # files
 
 
 def read_all(
-    found: list[FoundFile], cache: LoadCache, warnings: list[LoadWarning]
+    found: list[FoundFile],
+    cache: LoadCache,
+    warnings: list[LoadWarning],
+    dialect: str = links.REFERENCE,
 ) -> list[ReadDocument]:
     from hql.progress import Progress
 
@@ -145,16 +148,19 @@ def read_all(
     # A large first load shows progress on a terminal; cached loads finish before it would draw.
     with Progress(len(found), messages.loading_cards(), minimum=PROGRESS_FROM) as bar:
         for item in found:
-            result = _read_one(item, cache)
+            result = _read_one(item, cache, dialect)
             if isinstance(result, str):
                 warnings.append(LoadWarning(item.path, result))
             else:
                 documents.append(result)
+                extras = result.parsed.extras
+                if extras and "warning" in extras:  # read, but not as written
+                    warnings.append(LoadWarning(item.path, extras["warning"]))
             bar.advance(1)
     return documents
 
 
-def _read_one(item: FoundFile, cache: LoadCache) -> ReadDocument | str:
+def _read_one(item: FoundFile, cache: LoadCache, dialect: str) -> ReadDocument | str:
     """The parsed document, or the warning message that skips it."""
     try:
         status = os.stat(item.path)
@@ -168,7 +174,7 @@ def _read_one(item: FoundFile, cache: LoadCache) -> ReadDocument | str:
         return messages.file_too_large(status.st_size, MAX_CARD_BYTES)
     payload = cache.lookup(item.relpath, status.st_size, status.st_mtime_ns)
     if payload is None:
-        loaded = _read_and_parse(item)
+        loaded = _read_and_parse(item, dialect)
         if isinstance(loaded, str):
             return loaded
         size, mtime_ns, payload = loaded
@@ -177,12 +183,11 @@ def _read_one(item: FoundFile, cache: LoadCache) -> ReadDocument | str:
         size, mtime_ns = status.st_size, status.st_mtime_ns
     if payload[0] == "refused":
         return str(payload[1])
-    _, authored, body, heading, links = payload
-    parsed = document.ParsedDocument(authored, body, heading, links)
+    parsed = document.ParsedDocument(*payload[1:])
     return ReadDocument(item, size, mtime_ns, parsed)
 
 
-def _read_and_parse(item: FoundFile) -> tuple[int, int, Payload] | str:
+def _read_and_parse(item: FoundFile, dialect: str) -> tuple[int, int, Payload] | str:
     """Read (size and mtime from the open file, so they describe what was read) and parse."""
     try:
         with open(item.path, "rb") as handle:
@@ -196,21 +201,31 @@ def _read_and_parse(item: FoundFile) -> tuple[int, int, Payload] | str:
         return messages.file_unreadable(_reason(error))
     if len(data) > MAX_CARD_BYTES:
         return messages.file_too_large(len(data), MAX_CARD_BYTES)
-    return status.st_size, status.st_mtime_ns, _parse(data)
+    return status.st_size, status.st_mtime_ns, _parse(data, dialect)
 
 
-def _parse(data: bytes) -> Payload:
+def _parse(data: bytes, dialect: str = links.REFERENCE) -> Payload:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         return ("refused", messages.file_not_utf8(error.start))
     text = text.removeprefix("\ufeff")  # a byte-order mark is an encoding detail, not content
+    if dialect == links.OBSIDIAN:
+        try:
+            note = links.parse_note(text)
+        except RecursionError:
+            return ("refused", messages.header_refused(messages.yaml_too_deep(yamldata.MAX_DEPTH)))
+        return ("ok", note.authored, note.body, note.heading, note.links, note.extras)
     try:
         parsed = document.parse(text)
     except document.DocumentRefused as refusal:
         return ("refused", str(refusal))
     except RecursionError:
         return ("refused", messages.header_refused(messages.yaml_too_deep(yamldata.MAX_DEPTH)))
+    before_body = len(text) - len(parsed.body)
+    if before_body:  # where the body starts, so task lines count from the file's top
+        extras = {"body_line": text.count("\n", 0, before_body)}
+        return ("ok", parsed.authored, parsed.body, parsed.heading, parsed.links, extras)
     return ("ok", parsed.authored, parsed.body, parsed.heading, parsed.links)
 
 

@@ -77,6 +77,10 @@ class Card:
         "_text",
         "_digest",
         "_links",
+        "dialect",
+        "extras",
+        "_table",
+        "_note",
     )
 
     name: str
@@ -95,6 +99,10 @@ class Card:
     _text: str | None
     _digest: str | None
     _links: tuple[Link, ...] | None
+    dialect: str  # "reference" or "obsidian": how the file was read
+    extras: dict[str, Any] | None  # what the Obsidian dialect read beside the links
+    _table: Any  # the vault's LinkTable, shared by its cards (outlinks, inlinks)
+    _note: dict[str, Any] | None  # tags, aliases, tasks, ... worked out on first use
 
     def __init__(
         self,
@@ -112,6 +120,8 @@ class Card:
         raw_links: list[tuple[str, dict[str, Any]]],
         size: int = 0,
         mtime_ns: int = 0,
+        dialect: str = "reference",
+        extras: dict[str, Any] | None = None,
     ) -> None:
         setter = object.__setattr__
         setter(self, "name", name)
@@ -130,6 +140,10 @@ class Card:
         setter(self, "_text", None)
         setter(self, "_digest", None)
         setter(self, "_links", None)
+        setter(self, "dialect", dialect)
+        setter(self, "extras", extras)
+        setter(self, "_table", None)
+        setter(self, "_note", None)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"a Card is immutable; cannot set `{name}`")
@@ -169,6 +183,98 @@ class Card:
             cached = tuple(Link(target, annotation) for target, annotation in self.raw_links)
             object.__setattr__(self, "_links", cached)
         return cached
+
+    # --- notes as people write them (everyday.md §4) ---------------------------
+
+    def _notes(self) -> dict[str, Any]:
+        cached = self._note
+        if cached is None:
+            from hql.vault import links
+
+            extras = self.extras
+            if self.dialect != links.OBSIDIAN:  # the reference dialect reads these on demand
+                first = extras.get("body_line", 0) if extras else 0
+                extras = links.inline_extras(self.body, first)
+            elif extras is None:
+                extras = {}
+            cached = {
+                "tags": links.tags_of(self.metadata, extras.get("tags", ())),
+                "tasks": [
+                    {"done": done, "line": line, "text": text}
+                    for text, done, line in extras.get("tasks", ())
+                ],
+                "headings": [text for _, text in extras.get("headings", ())],
+                "created": links.created_of(self.metadata),
+            }
+            object.__setattr__(self, "_note", cached)
+        return cached
+
+    @property
+    def tags(self) -> list[str]:
+        """Front-matter `tags`/`tag` and inline `#tags` outside code, without `#`."""
+        return self._notes()["tags"]
+
+    @property
+    def aliases(self) -> list[str]:
+        """Front-matter `aliases`/`alias`: other names links may use."""
+        from hql.vault import links
+
+        return links.aliases_of(self.metadata)
+
+    @property
+    def tasks(self) -> list[dict[str, Any]]:
+        """`{done, line, text}` per `- [ ]` / `- [x]` item outside code (line in the file)."""
+        return self._notes()["tasks"]
+
+    @property
+    def headings(self) -> list[str]:
+        return self._notes()["headings"]
+
+    @property
+    def created(self) -> Any:
+        """The front matter's `created` (else `date`) as a date, or None."""
+        return self._notes()["created"]
+
+    @property
+    def folder(self) -> str:
+        """The vault-relative folder, `""` at the root."""
+        relpath = self.relpath
+        return relpath.rsplit("/", 1)[0] if "/" in relpath else ""
+
+    @property
+    def modified(self) -> Any:
+        """The file's modification time, a UTC datetime."""
+        import datetime
+
+        seconds = self.mtime_ns // 1_000_000_000  # to the second, as a file manager shows it
+        return datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+
+    @property
+    def outlinks(self) -> list[str]:
+        """Names of the cards this card links to, in order, each once."""
+        return self._table.outlinks(self.name) if self._table is not None else []
+
+    @property
+    def inlinks(self) -> list[str]:
+        """Names of the cards linking to this card (its backlinks), in name order."""
+        return self._table.inlinks(self.name) if self._table is not None else []
+
+    @property
+    def unresolved(self) -> list[str]:
+        """The link targets this card names that no card resolves, in order, each once."""
+        if self._table is None:
+            return []
+        return self._table.unresolved(self.name)
+
+    @property
+    def search_title(self) -> str:
+        """What ranking reads as the title: in an Obsidian vault, the file name as well."""
+        if self.dialect != "obsidian":
+            return self.title
+        stem = self.relpath.rsplit("/", 1)[-1]
+        dot = stem.rfind(".")
+        stem = stem[:dot] if dot > 0 else stem
+        return self.title if stem == self.title else f"{self.title} {stem}"
 
     @property
     def text(self) -> str:

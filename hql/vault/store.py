@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hql import files, messages
-from hql.vault import assembly, loader
+from hql.vault import assembly, links, loader
 from hql.vault.cache import LoadCache
 from hql.vault.config import VaultConfig, load_config
 from hql.vault.model import Card, Edge, LoadWarning, VaultError
@@ -59,6 +59,7 @@ class Vault:
         self.config = config
         self.state_dir = root / STATE_DIR
         self._by_name = {card.name: card for card in cards}
+        self.dialect = links.REFERENCE  # how the files were read; set by `open`
         self._given_edges = edges
         self._tables: _EdgeTables | None = None
         self._tables_lock = threading.Lock()
@@ -88,7 +89,10 @@ class Vault:
         if edges is None:
             cards = list(self.cards)
             edges = tuple(assembly.build_edges(cards))
-            unique = assembly.edges_unique(cards, self._by_name)
+            if self.dialect == links.OBSIDIAN:
+                unique = _edges_unique(edges)
+            else:
+                unique = assembly.edges_unique(cards, self._by_name)
         else:
             unique = _edges_unique(edges)
         uplinks, downlinks = _index(edges)
@@ -123,17 +127,29 @@ class Vault:
     ) -> Vault:
         warnings: list[LoadWarning] = []
         config, config_warnings = load_config(root)
+        dialect = links.dialect_of(root, config.dialect)
         found = loader.discover(shown, warnings, config.allow_outside)
+        if config.exclude:
+            found = links.without_excluded(found, config.exclude)
+        fingerprint = loader.parser_fingerprint()
+        if dialect != links.REFERENCE:  # one dialect's parses are not another's
+            fingerprint = f"{fingerprint}:{dialect}"
         state_dir = root / STATE_DIR
         # A `.hql` that leads outside the vault is neither read nor written.
         cached = use_cache and files.state_dir_contained(state_dir)
-        cache = LoadCache(state_dir if cached else None, loader.parser_fingerprint())
-        names = assembly.assign_names(found, warnings)
-        documents = loader.read_all(found, cache, warnings)
+        cache = LoadCache(state_dir if cached else None, fingerprint)
+        names = assembly.assign_names(found, warnings, dialect)
+        documents = loader.read_all(found, cache, warnings, dialect)
         cache.save()
-        cards = assembly.build_cards(documents, names, extension_metadata, warnings)
+        cards = assembly.build_cards(documents, names, extension_metadata, warnings, dialect)
+        if dialect == links.OBSIDIAN and cards:
+            missing, linking = cards[0]._table.count_unresolved()
+            if missing:
+                warnings.append(LoadWarning("", messages.unresolved_links(missing, linking)))
         all_warnings = tuple(config_warnings + warnings)
-        return cls(root, tuple(cards), None, all_warnings, config, root_text=shown)
+        vault = cls(root, tuple(cards), None, all_warnings, config, root_text=shown)
+        vault.dialect = dialect
+        return vault
 
     @classmethod
     def empty(cls) -> Vault:
@@ -142,6 +158,15 @@ class Vault:
 
     def card(self, name: str) -> Card | None:
         return self._by_name.get(name)
+
+    def resolve(self, name: str) -> Card | None:
+        """The card `[[name]]` names in a program: the exact name, else as a link resolves."""
+        card = self._by_name.get(name)
+        if card is not None or not self.cards:
+            return card
+        table = self.cards[0]._table
+        found = table.resolve_reference(name) if table is not None else None
+        return self._by_name.get(found) if found is not None else None
 
     def __contains__(self, name: object) -> bool:
         return name in self._by_name
