@@ -78,6 +78,8 @@ def logic_type(left: Type, right: Type) -> Type | None:
 
 
 def not_type(operand: Type) -> Type | None:
+    if ty.strip_option(operand) == ty.DATA:  # `not t.done` on front matter or a task: run time
+        return ty.option(ty.BOOL)
     return operand if ty.strip_option(operand) == ty.BOOL else None
 
 
@@ -165,6 +167,8 @@ def negative(value: Any) -> Any:
 
 
 def logical_not(value: Any) -> Any:
+    if isinstance(value, Data):  # a Data holding a Bool; anything else has no negation
+        return not value.tree if isinstance(value.tree, bool) else ABSENT
     return ABSENT if value is ABSENT else not value
 
 

@@ -103,7 +103,10 @@ def test_same_name_notes(vault: Vault) -> None:
     assert len(notes) == 12 and all(name.startswith("Projects/") for name in notes)
     assert vault.card("Notes") is not None and vault.card("Notes").relpath == "Notes.md"
     plot = vault.card("Allotment Plot 7")
-    assert plot is not None and plot.outlinks[-1] == "Projects/Allotment Plot 7/Notes"
+    assert plot is not None and plot.outlinks[-2:] == [
+        "Projects/Allotment Plot 7/Notes",
+        "Projects",
+    ]
 
 
 def test_templates_keep_their_notes(vault: Vault) -> None:
@@ -173,4 +176,11 @@ def test_everyday_questions(vault: Vault) -> None:
     created = hql.run("[[2026-01-01]].created", vault=vault)
     assert created.text() == "2026-01-01" and str(created.type) == "Option<Date>"
     assert ask(vault, "[[Home]].folder") == "" and ask(vault, "[[Humus]].folder") == "Concepts"
+    projects = list(ask(vault, "[[Projects]].inlinks"))
+    assert len(projects) == 12 and "Compost Trial" in projects
+    tasks = [task for seen in EXPECTED.values() for task in seen["tasks"]]
+    open_tasks = ask(vault, "cards | flat_map(c => c.tasks) | filter(t => not t.done) | count")
+    assert open_tasks == sum(1 for _, done in tasks if not done) > 0
+    undated = ask(vault, "cards | filter(c => not exists(c.metadata.owner)) | count")
+    assert undated == len(vault.cards) - 12  # only the projects name an owner
     assert ask(vault, "[[Humus]].relpath") == "Concepts/Humus.md"
