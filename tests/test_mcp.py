@@ -183,6 +183,7 @@ def test_the_command_refuses_without_a_vault_or_with_a_bad_limit() -> None:
         (["mcp"], "--vault DIR"),
         (["--vault", str(SAMPLE), "mcp", "--time-limit", "0"], "positive number"),
         (["--vault", str(SAMPLE), "mcp", "--max-output", "10"], "at least 2000"),
+        (["--vault", str(SAMPLE), "--report", "bogus", "mcp"], "unknown report mode"),
     ]:
         done = subprocess.run(
             [sys.executable, "-m", "hql", *args],

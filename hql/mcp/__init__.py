@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 
 from hql import messages
-from hql.api import HostError
+from hql.api import HostError, resolve_mode
 
 MIN_OUTPUT = 2000  # characters: room for the reports and the note that says what was cut
 
@@ -40,7 +40,9 @@ def run(args: argparse.Namespace) -> int:
         Limits(seconds=args.time_limit, output_chars=args.max_output),
         allow_write=args.allow_write,
         warm=True,
+        mode=args.report,
     )
-    service.live.get()  # a vault that cannot be opened is a host error before any client talks
+    # a vault that cannot be opened, or a bad --report, is a host error before any client talks
+    resolve_mode(service.mode, service.live.get())
     serve(service)
     return 0

@@ -356,8 +356,10 @@ class VaultService:
         limits: Limits | None = None,
         allow_write: bool = False,
         warm: bool = False,
+        mode: str | None = None,
     ) -> None:
         self.live = LiveVault(root, warm=warm)
+        self.mode = mode  # the report mode (`--report`); None: the vault's, then the default
         self.limits = limits or Limits()
         self.allow_write = allow_write
         self.params_supported = _accepts_params()
@@ -378,7 +380,7 @@ class VaultService:
         vault = self.live.get()
 
         def work() -> Any:
-            session = Session(vault)
+            session = Session(vault, self.mode)
             if params:
                 outcome = session.run(program, origin, evaluate=evaluate, params=params)
             else:
@@ -480,7 +482,7 @@ class VaultService:
         vault = self.live.get()
 
         def work() -> dict[str, Any]:
-            run = trace(Session(vault), program, "<explain>")
+            run = trace(Session(vault, self.mode), program, "<explain>")
             stages = [
                 {
                     "stage": record.text,
@@ -586,7 +588,7 @@ class VaultService:
             raise ToolFailure(messages.cannot_read(document, error)) from None
 
         def work() -> Any:
-            return render_document(text, str(path), Session(vault))
+            return render_document(text, str(path), Session(vault, self.mode))
 
         rendered = self._bounded(text, document, work)
         if isinstance(rendered, Outcome):
