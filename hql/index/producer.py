@@ -1,27 +1,31 @@
 """The producer: `hql index build`, `verify` and `inspect` over schema v1 (reference §12.4).
 
 A build is incremental (a card whose text digest is unchanged keeps its
-vector) and atomic: it writes a temporary file beside the index and renames it
+vectors) and atomic: it writes a temporary file beside the index and renames it
 over the old one, so a crash or Ctrl-C leaves the previous index intact.
+
+Each card is cut into sections (`hql.index.sections`) that fit the model's
+window; every section gets a vector, and the card's own row the normalised
+mean of them. Sections are embedded on every core (`hql.index.workers`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
+import json
 import os
 import sqlite3
 import stat
-import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from hql import files, messages
 from hql.index import schema
-from hql.index.config import load_semantics_config, resolve_index_path
-from hql.index.embedders import Embedder, make_embedder
+from hql.index.config import EmbedderConfig, load_semantics_config, resolve_index_path
+from hql.index.embedders import Embedder, make_embedder, max_tokens_of, token_counter
 from hql.index.errors import SemanticIndexError
 from hql.index.reader import (
     VaultLike,
@@ -31,11 +35,11 @@ from hql.index.reader import (
     read_meta,
     read_model,
 )
+from hql.index.sections import DEFAULT_MAX_TOKENS, Section, body_start_line, split_card
+from hql.index.workers import Progress, embed_passages, machine_cores
 
 if TYPE_CHECKING:
     import numpy as np
-
-BUILD_BATCH = 32
 
 
 @dataclass(slots=True)
@@ -46,6 +50,9 @@ class BuildResult:
     removed: int
     queries: int
     notes: list[str] = field(default_factory=list)
+    sections: int = 0  # sections embedded by this build
+    seconds: float = 0.0  # spent embedding them
+    workers: int = 1
 
 
 @dataclass(slots=True)
@@ -56,10 +63,20 @@ class VerifyResult:
     missing: list[str] = field(default_factory=list)
     extra: list[str] = field(default_factory=list)
     wrong_length: list[str] = field(default_factory=list)
+    sections: int | None = None  # None: an index without a section table (card vectors only)
+    unsectioned: list[str] = field(default_factory=list)
+    orphan_sections: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not (self.stale or self.missing or self.extra or self.wrong_length)
+        return not (
+            self.stale
+            or self.missing
+            or self.extra
+            or self.wrong_length
+            or self.unsectioned
+            or self.orphan_sections
+        )
 
 
 @dataclass(slots=True)
@@ -69,6 +86,8 @@ class InspectResult:
     meta: schema.MetaRow
     cards: int
     queries: list[str]
+    sections: int | None = None  # None: no section table
+    sectioned_cards: int = 0
 
 
 @dataclass(slots=True)
@@ -78,28 +97,7 @@ class _Previous:
     cards: dict[str, tuple[str, bytes]]
     queries: dict[str, bytes]
     dimensions: int | None
-
-
-class Progress:
-    """A one-line bar on stderr, drawn only when stderr is a terminal."""
-
-    def __init__(self, total: int, label: str, stream: TextIO | None = None) -> None:
-        self._stream = stream if stream is not None else sys.stderr
-        self._enabled = total > 0 and self._stream.isatty()
-        self._total, self._label, self._done = total, label, 0
-
-    def advance(self, count: int) -> None:
-        self._done += count
-        if self._enabled:
-            filled = int(30 * self._done / self._total)
-            bar = "#" * filled + "-" * (30 - filled)
-            self._stream.write(f"\r{self._label} [{bar}] {self._done}/{self._total}")
-            self._stream.flush()
-
-    def finish(self) -> None:
-        if self._enabled:
-            self._stream.write("\n")
-            self._stream.flush()
+    sections: dict[str, list[schema.SectionRow]] = field(default_factory=dict)
 
 
 def index_path_of(vault: VaultLike) -> Path:
@@ -112,18 +110,28 @@ def build_index(
     queries: Iterable[str] = (),
     embedder: Embedder | None = None,
     built_at: str | None = None,
-    progress: Callable[[int, str], Progress] | None = None,
+    stream: TextIO | None = None,
+    workers: int | None = None,
 ) -> BuildResult:
-    """Bring the vault's index up to date with its cards (and `queries`), atomically."""
+    """Bring the vault's index up to date with its cards (and `queries`), atomically.
+
+    `stream` receives the progress (default stderr); `workers` overrides
+    `[semantics.embedder] workers` (a local model's worker processes).
+    """
     config = load_semantics_config(raw_config(vault))
     path = resolve_index_path(Path(vault.root), config.require_index(for_producer=True))
+    # Worker processes rebuild the embedder from the configuration, so only a configured one runs there.
+    configured = config.require_embedder() if embedder is None else None
     embedder = embedder or make_embedder(config.require_embedder())
+    wanted_workers = workers or (configured.workers if configured else None) or machine_cores()
     _refuse_foreign(path)
     _make_parent(path)
     # Builds of one index take turns: the second reads what the first wrote, so
     # its cards and queries are merged, never lost to the last rename.
     with files.locked(path.parent):
-        return _build_locked(vault, path, queries, embedder, built_at, progress)
+        return _build_locked(
+            vault, path, queries, embedder, built_at, stream, configured, wanted_workers
+        )
 
 
 def _build_locked(
@@ -132,7 +140,9 @@ def _build_locked(
     queries: Iterable[str],
     embedder: Embedder,
     built_at: str | None,
-    progress: Callable[[int, str], Progress] | None,
+    stream: TextIO | None,
+    configured: EmbedderConfig | None,
+    wanted_workers: int,
 ) -> BuildResult:
     _refuse_foreign(path)
     model_id, revision = embedder.model_id, embedder.revision
@@ -140,10 +150,26 @@ def _build_locked(
     previous = _previous_build(path, model_id, revision, notes)
     cards = sorted(vault.cards, key=lambda card: card.name)
     to_embed = [card for card in cards if _reusable(previous, card) is None]
-    make_progress = progress or Progress
-    card_blobs, dimensions = _embed_cards(embedder, to_embed, previous.dimensions, make_progress)
+    progress = Progress("embedding sections", stream)
+    if to_embed:
+        progress.begin(len(to_embed), messages.index_loading_model())
+    sections = _sections(vault, embedder, to_embed)
+    texts = [section.text for card in to_embed for section in sections[card.name]]
+    progress.begin(len(texts), progress.status)
+    vectors, used_workers = embed_passages(
+        embedder, texts, progress, configured, wanted_workers if configured else 1
+    )
+    seconds = progress.seconds()
+    if texts:
+        progress.finish(
+            messages.index_build_progress_summary(len(texts), len(to_embed), seconds, used_workers)
+        )
+    dimensions = _same_width(vectors, previous.dimensions) if texts else previous.dimensions
+    card_blobs, section_rows = _card_vectors(to_embed, sections, vectors)
     for card in cards:
-        card_blobs.setdefault(card.name, _reusable(previous, card) or b"")
+        if card.name not in card_blobs:
+            card_blobs[card.name] = _reusable(previous, card) or b""
+            section_rows.extend(previous.sections.get(card.name, []))
     query_blobs = _query_blobs(embedder, previous.queries, queries)
     dimensions = dimensions or _width(query_blobs) or _probe_width(embedder)
     rows = [
@@ -154,10 +180,19 @@ def _build_locked(
     meta = schema.MetaRow(
         schema.SCHEMA_VERSION, _vault_label(vault), built_at or _now(), schema.TOOL_VERSION
     )
-    _write_atomically(path, model, meta, rows, sorted(query_blobs.items()))
+    section_rows.sort(key=lambda row: (row.card, row.ordinal))
+    _write_atomically(path, model, meta, rows, sorted(query_blobs.items()), section_rows)
     removed = len(set(previous.cards) - {card.name for card in cards})
     return BuildResult(
-        path, len(to_embed), len(cards) - len(to_embed), removed, len(query_blobs), notes
+        path,
+        len(to_embed),
+        len(cards) - len(to_embed),
+        removed,
+        len(query_blobs),
+        notes,
+        sections=len(texts),
+        seconds=seconds,
+        workers=used_workers,
     )
 
 
@@ -166,25 +201,63 @@ def _reusable(previous: _Previous, card: Any) -> bytes | None:
     return kept[1] if kept is not None and kept[0] == card.digest else None
 
 
-def _embed_cards(
-    embedder: Embedder,
-    cards: Sequence[Any],
-    dimensions: int | None,
-    make_progress: Callable[[int, str], Progress],
-) -> tuple[dict[str, bytes], int | None]:
-    bar = make_progress(len(cards), "embedding cards")
-    blobs: dict[str, bytes] = {}
+def _sections(
+    vault: VaultLike, embedder: Embedder, cards: Sequence[Any]
+) -> dict[str, list[Section]]:
+    """Each card cut to the model's window (its own token count; whole when it fits)."""
+    window = max_tokens_of(embedder) or DEFAULT_MAX_TOKENS
+    count = token_counter(embedder)
+    found: dict[str, list[Section]] = {}
+    for card in cards:
+        body = getattr(card, "body", None)
+        if not isinstance(body, str):
+            found[card.name] = [Section(0, (), 1, 1, card.text)]
+            continue
+        title = getattr(card, "title", "") or card.name
+        first = body_start_line(_file_text(vault, card), body)
+        found[card.name] = split_card(title, card.text, body, first, window, count)
+    return found
+
+
+def _file_text(vault: VaultLike, card: Any) -> str | None:
+    path = Path(card.path)
+    if not path.is_absolute():
+        path = Path(vault.root) / path
     try:
-        for start in range(0, len(cards), BUILD_BATCH):
-            batch = cards[start : start + BUILD_BATCH]
-            vectors = embedder.embed_passages([card.text for card in batch])
-            dimensions = _same_width(vectors, dimensions)
-            for card, vector in zip(batch, vectors, strict=True):
-                blobs[card.name] = schema.vector_to_blob(vector)
-            bar.advance(len(batch))
-    finally:
-        bar.finish()
-    return blobs, dimensions
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _card_vectors(
+    cards: Sequence[Any], sections: dict[str, list[Section]], vectors: np.ndarray
+) -> tuple[dict[str, bytes], list[schema.SectionRow]]:
+    """Each card's sections as rows, and its own vector: the normalised mean of its sections'."""
+    import numpy as np
+
+    blobs: dict[str, bytes] = {}
+    rows: list[schema.SectionRow] = []
+    position = 0
+    for card in cards:
+        parts = sections[card.name]
+        block = vectors[position : position + len(parts)]
+        position += len(parts)
+        mean = block.astype(np.float64).mean(axis=0)
+        norm = float(np.linalg.norm(mean))
+        whole = len(parts) == 1 or norm == 0.0  # one section: its very vector
+        blobs[card.name] = schema.vector_to_blob(block[0] if whole else mean / norm)
+        for section, vector in zip(parts, block, strict=True):
+            rows.append(
+                schema.SectionRow(
+                    card.name,
+                    section.ordinal,
+                    json.dumps(list(section.heading), ensure_ascii=False),
+                    section.line_start,
+                    section.line_end,
+                    schema.vector_to_blob(vector),
+                )
+            )
+    return blobs, rows
 
 
 def _same_width(vectors: np.ndarray, dimensions: int | None) -> int:
@@ -238,19 +311,21 @@ def _previous_build(path: Path, model_id: str, revision: str, notes: list[str]) 
                 )
                 return empty
             width = model.dimensions * 4
+            sections = _previous_sections(connection, width)
+            # A card is reused only with its sections (an index without them is embedded anew).
             cards = {
                 str(name): (str(content_hash), blob)
                 for name, content_hash, blob in connection.execute(
                     "SELECT name, content_hash, embedding FROM card"
                 )
-                if isinstance(blob, bytes) and len(blob) == width
+                if isinstance(blob, bytes) and len(blob) == width and str(name) in sections
             }
             queries = {
                 str(text): blob
                 for text, blob in connection.execute("SELECT text, embedding FROM query")
                 if isinstance(blob, bytes) and len(blob) == width
             }
-            return _Previous(cards, queries, model.dimensions)
+            return _Previous(cards, queries, model.dimensions, sections)
         finally:
             connection.close()
     except (sqlite3.Error, SemanticIndexError):
@@ -287,12 +362,36 @@ def _make_parent(path: Path) -> None:
         ) from None
 
 
+def _previous_sections(
+    connection: sqlite3.Connection, width: int
+) -> dict[str, list[schema.SectionRow]]:
+    """The earlier build's sections by card; a card with any unusable section has none."""
+    if not schema.has_sections(connection):
+        return {}
+    found: dict[str, list[schema.SectionRow]] = {}
+    broken: set[str] = set()
+    query = (
+        "SELECT card, ordinal, heading, line_start, line_end, embedding FROM section "
+        "ORDER BY card, ordinal"
+    )
+    for card, ordinal, heading, start, end, blob in connection.execute(query):
+        if not (isinstance(blob, bytes) and len(blob) == width and isinstance(ordinal, int)):
+            broken.add(str(card))
+            continue
+        row = schema.SectionRow(
+            str(card), ordinal, str(heading or "[]"), int(start or 0), int(end or 0), blob
+        )
+        found.setdefault(str(card), []).append(row)
+    return {card: rows for card, rows in found.items() if card not in broken}
+
+
 def _write_atomically(
     path: Path,
     model: schema.ModelRow,
     meta: schema.MetaRow,
     cards: Sequence[schema.CardRow],
     queries: Sequence[tuple[str, bytes]],
+    sections: Sequence[schema.SectionRow] = (),
 ) -> None:
     try:
         temporary = files.temporary_beside(path)
@@ -303,7 +402,7 @@ def _write_atomically(
     try:
         connection = sqlite3.connect(temporary)
         try:
-            schema.write_index(connection, model, meta, cards, queries)
+            schema.write_index(connection, model, meta, cards, queries, sections)
         finally:
             connection.close()
         files.finish_replace(temporary, path)
@@ -346,6 +445,19 @@ def _verify(connection: sqlite3.Connection, path: Path, vault: VaultLike) -> Ver
     digests = {card.name: card.digest for card in vault.cards}
     (queries,) = connection.execute("SELECT count(*) FROM query").fetchone()
     width = model.dimensions * 4
+    section_count: int | None = None
+    unsectioned: list[str] = []
+    orphans: list[str] = []
+    bad_sections: set[str] = set()
+    if schema.has_sections(connection):
+        owners: dict[str, int] = {}
+        for card, blob in connection.execute("SELECT card, embedding FROM section"):
+            owners[str(card)] = owners.get(str(card), 0) + 1
+            if not isinstance(blob, bytes) or len(blob) != width:
+                bad_sections.add(str(card))
+        section_count = sum(owners.values())
+        unsectioned = sorted(set(stored) - set(owners))
+        orphans = sorted(set(owners) - set(stored))
     return VerifyResult(
         cards=len(stored),
         queries=int(queries),
@@ -353,8 +465,12 @@ def _verify(connection: sqlite3.Connection, path: Path, vault: VaultLike) -> Ver
         missing=sorted(set(digests) - set(stored)),
         extra=sorted(set(stored) - set(digests)),
         wrong_length=sorted(
-            n for n, (_, b) in stored.items() if not isinstance(b, bytes) or len(b) != width
+            {n for n, (_, b) in stored.items() if not isinstance(b, bytes) or len(b) != width}
+            | bad_sections
         ),
+        sections=section_count,
+        unsectioned=unsectioned,
+        orphan_sections=orphans,
     )
 
 
@@ -384,7 +500,15 @@ def inspect_index(path: Path) -> InspectResult:
             queries = [
                 str(row[0]) for row in connection.execute("SELECT text FROM query ORDER BY text")
             ]
-            return InspectResult(path, model, meta, int(cards), queries)
+            sections: int | None = None
+            sectioned = 0
+            if schema.has_sections(connection):
+                sections, sectioned = connection.execute(
+                    "SELECT count(*), count(DISTINCT card) FROM section"
+                ).fetchone()
+            return InspectResult(
+                path, model, meta, int(cards), queries, sections, int(sectioned or 0)
+            )
         finally:
             connection.close()
     except sqlite3.Error:

@@ -3,12 +3,17 @@
 The vectors of one index revision (file identity, mtime, size) are read once
 into a float32 matrix and kept in a process-wide cache, so a question costs
 one matrix-vector product and a top-k, not a database read.
+
+When the index has sections, a card scores as its best section, and each hit
+says which section that was (heading path and line span). An index without
+them (the reference's layout) scores each card's own vector.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import sqlite3
 import threading
@@ -52,12 +57,47 @@ class SemanticRetrieval:
 
 
 @dataclass(frozen=True, slots=True)
+class SectionHit:
+    """The section a card scored by: its heading path and line span in the card's file."""
+
+    heading: tuple[str, ...]
+    line_start: int
+    line_end: int
+    ordinal: int
+    sections: int  # how many sections the card has
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "heading": list(self.heading),
+            "lines": [self.line_start, self.line_end],
+            "ordinal": self.ordinal,
+            "of": self.sections,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class SemanticRanking:
-    """Cards best first (score, then name), the warnings of the scan, and the retrieval."""
+    """Cards best first (score, then name), the warnings of the scan, and the retrieval.
+
+    `sections[i]` is the section `hits[i]` scored by (None for an index without sections).
+    """
 
     hits: list[tuple[str, float]]
     warnings: list[str]
     retrieval: SemanticRetrieval
+    sections: list[SectionHit | None] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Sections:
+    """Every section's vector, grouped by card row (rows in card-name order)."""
+
+    matrix: np.ndarray
+    starts: np.ndarray  # first section of each card row
+    counts: np.ndarray
+    info: tuple[
+        tuple[tuple[str, ...], int, int, int], ...
+    ]  # heading, first line, last line, ordinal
 
 
 @dataclass(frozen=True)
@@ -72,6 +112,7 @@ class _Loaded:
     hashes: tuple[str, ...]
     matrix: np.ndarray
     queries: dict[str, np.ndarray]
+    sections: _Sections | None = None
     # The last card collection ranked against this revision, shared by every opener.
     last_alignment: list[_Alignment] = field(default_factory=list, compare=False)
 
@@ -157,23 +198,60 @@ class SemanticIndex:
             query_embedded_now=embedded_now,
         )
 
+    @property
+    def has_sections(self) -> bool:
+        return self._loaded.sections is not None
+
     def search(self, vector: np.ndarray, k: int | None = None) -> list[tuple[str, float]]:
         """Every indexed card (or the best `k`) against a unit vector, best first."""
-        scores = self._loaded.matrix @ vector
+        scores, _ = self._card_scores(vector)
         return self._hits(scores, None, k)
 
     def rank(
         self, vector: np.ndarray, cards: Sequence[CardLike], k: int | None = None
     ) -> tuple[list[tuple[str, float]], list[str]]:
         """Rank `cards` (the step's input) by the dot product; warnings for stale and absent cards."""
+        hits, warnings, _ = self.rank_sections(vector, cards, k)
+        return hits, warnings
+
+    def rank_sections(
+        self, vector: np.ndarray, cards: Sequence[CardLike], k: int | None = None
+    ) -> tuple[list[tuple[str, float]], list[str], list[SectionHit | None]]:
+        """`rank`, and for each hit the section it scored by (None without sections)."""
         alignment = self._align(cards)
-        scores = self._loaded.matrix @ vector
+        scores, section_scores = self._card_scores(vector)
         if alignment.rows is not None:
             scores = scores[alignment.rows]
         warnings = [messages.index_card_stale(name) for name in alignment.stale]
         if alignment.absent:
             warnings.append(messages.index_cards_absent(alignment.absent))
-        return self._hits(scores, alignment.rows, k), warnings
+        hits = self._hits(scores, alignment.rows, k)
+        return hits, warnings, self._best_sections(hits, section_scores)
+
+    def _card_scores(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Each card's score (its best section's, when there are sections) and the section scores."""
+        import numpy as np
+
+        sections = self._loaded.sections
+        if sections is None:
+            return self._loaded.matrix @ vector, None
+        section_scores = sections.matrix @ vector
+        return np.maximum.reduceat(section_scores, sections.starts), section_scores
+
+    def _best_sections(
+        self, hits: list[tuple[str, float]], section_scores: np.ndarray | None
+    ) -> list[SectionHit | None]:
+        sections = self._loaded.sections
+        if sections is None or section_scores is None:
+            return [None] * len(hits)
+        found: list[SectionHit | None] = []
+        for name, _ in hits:
+            row = self._loaded.row_of[name]
+            start, count = int(sections.starts[row]), int(sections.counts[row])
+            best = start + int(section_scores[start : start + count].argmax())
+            heading, first, last, ordinal = sections.info[best]
+            found.append(SectionHit(heading, first, last, ordinal, count) if ordinal >= 0 else None)
+        return found
 
     def add_query(self, text: str, vector: np.ndarray) -> str | None:
         """Keep a query vector embedded at run time; returns a warning when it cannot be kept."""
@@ -327,6 +405,11 @@ def _read(connection: sqlite3.Connection, path: Path, stamp: tuple[int, int, int
     meta = read_meta(connection)
     model = read_model(connection)
     names, hashes, matrix = _read_cards(connection, model.dimensions)
+    sections = (
+        _read_sections(connection, names, matrix, model.dimensions)
+        if schema.has_sections(connection)
+        else None
+    )
     return _Loaded(
         stamp=stamp,
         model=model,
@@ -336,7 +419,60 @@ def _read(connection: sqlite3.Connection, path: Path, stamp: tuple[int, int, int
         hashes=hashes,
         matrix=matrix,
         queries=_read_queries(connection, model.dimensions),
+        sections=sections,
     )
+
+
+def _read_sections(
+    connection: sqlite3.Connection, names: tuple[str, ...], cards: np.ndarray, dimensions: int
+) -> _Sections:
+    """The section vectors in card-row order; a card without sections scores by its own vector."""
+    import numpy as np
+
+    width = dimensions * 4
+    by_card: dict[str, list[tuple[tuple[str, ...], int, int, int, bytes]]] = {}
+    query = (
+        "SELECT card, ordinal, heading, line_start, line_end, embedding FROM section "
+        "ORDER BY card, ordinal"
+    )
+    for card, ordinal, heading, start, end, blob in connection.execute(query):
+        if not isinstance(blob, bytes) or len(blob) != width:
+            size = len(blob) if isinstance(blob, bytes | str) else 0
+            raise SemanticIndexError(messages.index_section_wrong_length(str(card), size, width))
+        path = _heading_path(heading)
+        by_card.setdefault(str(card), []).append(
+            (path, int(start or 0), int(end or 0), int(ordinal or 0), blob)
+        )
+    blobs: list[bytes] = []
+    info: list[tuple[tuple[str, ...], int, int, int]] = []
+    starts = np.zeros(len(names), dtype=np.intp)
+    counts = np.zeros(len(names), dtype=np.intp)
+    for row, name in enumerate(names):
+        starts[row] = len(blobs)
+        parts = by_card.get(name)
+        if not parts:
+            blobs.append(cards[row].astype("<f4").tobytes())
+            info.append(((), 0, 0, -1))  # no section: the card's own vector
+        else:
+            for path, start, end, ordinal, blob in parts:
+                blobs.append(blob)
+                info.append((path, start, end, ordinal))
+        counts[row] = len(blobs) - starts[row]
+    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dimensions)
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    if not np.isfinite(matrix).all():
+        bad = int(np.flatnonzero(~np.isfinite(matrix).all(axis=1))[0])
+        owner = int(np.searchsorted(starts, bad, side="right")) - 1
+        raise SemanticIndexError(messages.index_section_not_finite(names[owner]))
+    return _Sections(matrix, starts, counts, tuple(info))
+
+
+def _heading_path(stored: object) -> tuple[str, ...]:
+    try:
+        value = json.loads(stored) if isinstance(stored, str) else []
+    except json.JSONDecodeError:
+        return (str(stored),)
+    return tuple(str(part) for part in value) if isinstance(value, list) else (str(value),)
 
 
 def read_meta(connection: sqlite3.Connection) -> schema.MetaRow:
@@ -467,8 +603,12 @@ def semantic_ranking(
             raise
         stored = index.add_query(query, vector)
         warnings.extend([stored] if stored else [])
-    hits, scan_warnings = index.rank(vector, vault.cards if cards is None else cards, k)
-    return SemanticRanking(hits, scan_warnings + warnings, index.retrieval(query, embedded_now))
+    hits, scan_warnings, sections = index.rank_sections(
+        vector, vault.cards if cards is None else cards, k
+    )
+    return SemanticRanking(
+        hits, scan_warnings + warnings, index.retrieval(query, embedded_now), sections
+    )
 
 
 def _embed_query(index: SemanticIndex, query: str, embedder: Embedder) -> np.ndarray:

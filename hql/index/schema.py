@@ -3,6 +3,13 @@
 Tables: `model` (one row), `index_meta` (one row), `card` (one row per card,
 its text digest and vector), `query` (question text and vector). Vectors are
 little-endian float32 blobs of exactly `dimensions * 4` bytes.
+
+HQL adds one table the reference ignores: `section` (one row per embedded
+section of a card: its heading path as a JSON list, its line span in the
+card's file, its vector). A card's own row then holds the normalised mean of
+its sections' vectors (the very vector, for a card of one section), so the
+reference reads an HQL index card by card as it always did. An index without
+the table (built by the reference) is read card by card here too.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ MAX_DIMENSIONS = 8192
 KNOWN_METRICS = ("cosine",)
 TOOL_VERSION = f"hql {__version__}"
 TABLES = ("model", "index_meta", "card", "query")
+SECTION_TABLE = "section"
 
 DDL = (
     "CREATE TABLE model (id TEXT PRIMARY KEY, revision TEXT, dimensions INTEGER, "
@@ -31,6 +39,10 @@ DDL = (
     "tool_version TEXT)",
     "CREATE TABLE card (name TEXT PRIMARY KEY, path TEXT, content_hash TEXT, embedding BLOB)",
     "CREATE TABLE query (text TEXT PRIMARY KEY, embedding BLOB)",
+)
+SECTION_DDL = (
+    "CREATE TABLE section (card TEXT NOT NULL, ordinal INTEGER NOT NULL, heading TEXT, "
+    "line_start INTEGER, line_end INTEGER, embedding BLOB, PRIMARY KEY (card, ordinal))"
 )
 
 
@@ -56,6 +68,16 @@ class CardRow:
     name: str
     path: str
     content_hash: str
+    embedding: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class SectionRow:
+    card: str
+    ordinal: int
+    heading: str  # JSON list of the heading path
+    line_start: int
+    line_end: int
     embedding: bytes
 
 
@@ -86,6 +108,14 @@ def missing_tables(connection: sqlite3.Connection) -> list[str]:
 def create_tables(connection: sqlite3.Connection) -> None:
     for statement in DDL:
         connection.execute(statement)
+    connection.execute(SECTION_DDL)
+
+
+def has_sections(connection: sqlite3.Connection) -> bool:
+    row = connection.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (SECTION_TABLE,)
+    ).fetchone()
+    return row is not None
 
 
 def write_index(
@@ -94,6 +124,7 @@ def write_index(
     meta: MetaRow,
     cards: Iterable[CardRow],
     queries: Sequence[tuple[str, bytes]],
+    sections: Iterable[SectionRow] = (),
 ) -> None:
     """Fill an empty database with a complete index, in one transaction."""
     with connection:
@@ -112,3 +143,11 @@ def write_index(
             ((c.name, c.path, c.content_hash, c.embedding) for c in cards),
         )
         connection.executemany("INSERT INTO query (text, embedding) VALUES (?, ?)", queries)
+        connection.executemany(
+            "INSERT INTO section (card, ordinal, heading, line_start, line_end, embedding) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                (s.card, s.ordinal, s.heading, s.line_start, s.line_end, s.embedding)
+                for s in sections
+            ),
+        )

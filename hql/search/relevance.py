@@ -8,7 +8,14 @@ describe themselves in a `cutoff` record that the ranking's retrieval carries:
   from the median of the candidates by at least 0.10, and a hit is kept when it is
   within 0.06 of the best. A question the vault cannot answer lifts no card above
   the crowd, so nothing is kept instead of the nearest card.
-* bm25: the coverage rule. BM25 scores have no fixed scale, but each query term can
+* cosine with crowded scores (models like e5, whose scores sit in a narrow band):
+  the same rule measured in the candidates' own spread ("standout"): the best must lie
+  STANDOUT_BEST robust deviations (1.4826 × the median absolute deviation) above the
+  median, and a hit is kept within STANDOUT_WINDOW deviations of the best. A spread
+  wider than the fixed rule's margin leaves the fixed rule in force (see `cosine_rule`).
+* bm25: the coverage rule, on the hits that carry evidence: a hit whose only shared
+  terms are 5-letter prefixes ("quantity" for "quantum"), or words the question
+  negates ("do not use the hook runtime", "不要 …"), is not evidence on its own. BM25 scores have no fixed scale, but each query term can
   add at most its idf, so `score / bound` (bound = the sum of the idf of the question's
   terms, an unknown term counting as the rarest) says how much of the question a card
   answers. A hit is kept when that share is at least 0.05 and its score is at least
@@ -19,8 +26,9 @@ describe themselves in a `cutoff` record that the ranking's retrieval carries:
 
 from __future__ import annotations
 
+import re
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -32,6 +40,20 @@ COSINE_MARGIN = 0.10
 COSINE_WINDOW = 0.06
 BM25_COVERAGE = 0.05
 BM25_RELATIVE = 0.60
+STANDOUT_BEST = 3.0
+STANDOUT_WINDOW = 1.5
+MAD_TO_SIGMA = 1.4826
+STANDOUT_MINIMUM = 5  # fewer candidates have no spread to speak of: the fixed rule applies
+PREFIX_MARK = "pref:"
+
+# A clause's words after one of these are negated ("do not use X": X is not asked for).
+_NEGATION = re.compile(
+    r"(?:\b(?:not|no|never|without|don't|doesn't|didn't|isn't|aren't|won't|can't|cannot|"
+    r"nao|não|nunca|sem|sin|pas|sans|jamais|nicht|kein|keine|keinen|ohne)\b"
+    r"|不要|不是|不用|无需|無需|不涉及|不必|不需要|别|別|勿|没有|沒有)",
+    re.IGNORECASE,
+)
+_CLAUSE = re.compile(r"[.;:!?。；：！？,，、]|\bbut\b|但是|但|而是", re.IGNORECASE)
 
 
 class RelevanceError(ValueError):
@@ -85,22 +107,94 @@ def median_margin(
     return kept, Cutoff("median-margin", parameters, len(kept), len(items))
 
 
+def standout(
+    items: Sequence[ItemT],
+    score: Callable[[ItemT], float],
+    best_deviations: float = STANDOUT_BEST,
+    window_deviations: float = STANDOUT_WINDOW,
+) -> tuple[list[ItemT], Cutoff]:
+    """The crowded-cosine rule: median-margin measured in robust deviations of the candidates."""
+    scores = [score(item) for item in items]
+    median = statistics.median(scores)
+    spread = MAD_TO_SIGMA * statistics.median(abs(value - median) for value in scores)
+    best = max(scores)
+    parameters: dict[str, Any] = {
+        "best_deviations": best_deviations,
+        "window_deviations": window_deviations,
+        "best": best,
+        "median": median,
+        "spread": spread,
+    }
+    if spread <= 0.0 or best - median < best_deviations * spread:
+        return [], Cutoff("standout", parameters, 0, len(items))
+    threshold = best - window_deviations * spread
+    parameters["threshold"] = threshold
+    kept = [item for item, value in zip(items, scores, strict=True) if value >= threshold]
+    return kept, Cutoff("standout", parameters, len(kept), len(items))
+
+
+def cosine_rule(
+    items: Sequence[ItemT], score: Callable[[ItemT], float]
+) -> tuple[list[ItemT], Cutoff]:
+    """The cosine default: the fixed median-margin rule, unless the scores crowd.
+
+    Scores crowd when the candidates' robust spread is narrower than the fixed
+    margin can resolve (best − median under COSINE_MARGIN); then the margin is
+    measured in that spread instead (`standout`). Too few candidates keep the fixed rule.
+    """
+    if len(items) < STANDOUT_MINIMUM:
+        return median_margin(items, score)
+    scores = [score(item) for item in items]
+    if max(scores) - statistics.median(scores) >= COSINE_MARGIN:
+        return median_margin(items, score)
+    return standout(items, score)
+
+
+def affirmed_text(question: str) -> str:
+    """The question without its negated parts: each clause cut at its first negation."""
+    kept: list[str] = []
+    for clause in _CLAUSE.split(question):
+        found = _NEGATION.search(clause)
+        kept.append(clause[: found.start()] if found else clause)
+    return " ".join(kept)
+
+
+def evidence_filter(
+    items: Sequence[ItemT], matched: Callable[[ItemT], Collection[str]], affirmed: Collection[str]
+) -> list[ItemT]:
+    """The hits sharing a whole word (not only a prefix) that the question does not negate."""
+    return [
+        item
+        for item in items
+        if any(not term.startswith(PREFIX_MARK) and term in affirmed for term in matched(item))
+    ]
+
+
 def coverage(
     items: Sequence[ItemT],
     score: Callable[[ItemT], float],
     bound: float,
     share: float = BM25_COVERAGE,
     relative: float = BM25_RELATIVE,
+    evidence: Callable[[Sequence[ItemT]], list[ItemT]] | None = None,
 ) -> tuple[list[ItemT], Cutoff]:
-    """The bm25 rule: keep hits answering `share` of the question and scoring `relative` of the best."""
+    """The bm25 rule: keep hits answering `share` of the question and scoring `relative` of the best.
+
+    `evidence`, when given, first drops the hits that carry no evidence of their own.
+    """
     parameters: dict[str, Any] = {"coverage": share, "relative": relative, "bound": bound}
+    candidates = len(items)
+    if evidence is not None:
+        items = evidence(items)
+        parameters["evidence"] = "a whole word the question does not negate"
+        parameters["without_evidence"] = candidates - len(items)
     if not items or bound <= 0.0:
-        return [], Cutoff("coverage", parameters, 0, len(items))
+        return [], Cutoff("coverage", parameters, 0, candidates)
     best = max(score(item) for item in items)
     threshold = max(share * bound, relative * best)
     kept = [item for item in items if score(item) >= threshold]
     parameters["threshold"] = threshold
-    return kept, Cutoff("coverage", parameters, len(kept), len(items))
+    return kept, Cutoff("coverage", parameters, len(kept), candidates)
 
 
 def relevant(
@@ -109,17 +203,19 @@ def relevant(
     metric: str,
     minimum: float | None = None,
     bound: float | None = None,
+    evidence: Callable[[Sequence[ItemT]], list[ItemT]] | None = None,
 ) -> tuple[list[ItemT], Cutoff]:
     """`relevant(min = …)` when `minimum` is given, else the default rule of the metric.
 
-    `bound` is required for bm25 (the index's `score_bound(query)`).
+    `bound` is required for bm25 (the index's `score_bound(query)`); `evidence`
+    (bm25) keeps the hits with evidence of their own (`evidence_filter`).
     """
     if minimum is not None:
         return floor(items, score, minimum)
     if metric == "cosine":
-        return median_margin(items, score)
+        return cosine_rule(items, score)
     if metric == "bm25":
         if bound is None:
             raise RelevanceError(messages.search_relevant_needs_bound())
-        return coverage(items, score, bound)
+        return coverage(items, score, bound, evidence=evidence)
     raise RelevanceError(messages.search_relevant_unknown_metric(metric))

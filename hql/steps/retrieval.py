@@ -230,8 +230,14 @@ def semantic_ranking(
     card_named: Callable[[str], Card | None] = call.vault.card
     if cards is not call.vault.cards:
         card_named = {card.name: card for card in cards}.get
-    pairs = [(card, score) for name, score in result.hits if (card := card_named(name)) is not None]
-    return _ranking(pairs, retrieval)
+    sections = result.sections or [None] * len(result.hits)
+    kept = [
+        (card, score, section)
+        for (name, score), section in zip(result.hits, sections, strict=True)
+        if (card := card_named(name)) is not None
+    ]
+    details = [{"section": section.to_json()} if section else None for _, _, section in kept]
+    return _ranking([(card, score) for card, score, _ in kept], retrieval, details)
 
 
 def restated(hits: Sequence[Hit], retrieval: Retrieval) -> Ranking:
@@ -260,17 +266,32 @@ def check_relevant(call: StepTyping) -> Type:
     return shape
 
 
-def apply_relevance(ranking: Ranking, minimum: float | None) -> Ranking:
-    from hql.search.relevance import relevant
+def apply_relevance(ranking: Ranking, minimum: float | None, vault: Vault | None = None) -> Ranking:
+    """The hits that pass `relevant` (a floor, or the metric's default rule), the rule recorded."""
+    from hql.search.relevance import Cutoff, affirmed_text, evidence_filter, relevant
 
     retrieval = ranking.retrieval
-    kept, cutoff = relevant(
-        list(ranking.hits),
-        lambda hit: hit.score,
-        retrieval.metric,
-        minimum,
-        retrieval.extra.get("score_bound"),
-    )
+    cutoff: Cutoff
+    if retrieval.metric == "rrf" and minimum is None:
+        kept, cutoff = _any_input_passes(ranking)
+    else:
+        evidence = None
+        if retrieval.metric == "bm25":
+            affirmed = set(analyzer_for(vault).analyze(affirmed_text(retrieval.query)).terms)
+
+            def evidence(hits: Sequence[Hit]) -> list[Hit]:
+                return evidence_filter(
+                    hits, lambda hit: (hit.detail or {}).get("matched", {}), affirmed
+                )
+
+        kept, cutoff = relevant(
+            list(ranking.hits),
+            lambda hit: hit.score,
+            retrieval.metric,
+            minimum,
+            retrieval.extra.get("score_bound"),
+            evidence,
+        )
     record = {
         "rule": cutoff.rule,
         **cutoff.parameters,
@@ -278,6 +299,21 @@ def apply_relevance(ranking: Ranking, minimum: float | None) -> Ranking:
         "candidates": cutoff.candidates,
     }
     return restated(kept, replace(retrieval, extra={**retrieval.extra, "cutoff": record}))
+
+
+def _any_input_passes(ranking: Ranking) -> tuple[list[Hit], Any]:
+    """The rrf default: a fused hit is kept when any input's own default rule kept it."""
+    from hql.search.relevance import Cutoff
+
+    rules = [
+        tree.get("cutoff", {}).get("rule") for tree in ranking.retrieval.extra.get("inputs", [])
+    ]
+    kept = [
+        hit
+        for hit in ranking.hits
+        if any(place and place.get("relevant") for place in (hit.detail or {}).get("inputs", []))
+    ]
+    return kept, Cutoff("any-input", {"inputs": rules}, len(kept), len(ranking.hits))
 
 
 def run_relevant(call: StepCall) -> Ranking:
@@ -288,7 +324,7 @@ def run_relevant(call: StepCall) -> Ranking:
         return Ranking((), Retrieval("", "", "", "", "", False))
     minimum = call.args.get("min")
     try:
-        return apply_relevance(ranking, float(minimum) if minimum is not None else None)
+        return apply_relevance(ranking, float(minimum) if minimum is not None else None, call.vault)
     except RelevanceError as error:
         raise call.fail(str(error)) from None
 
@@ -297,16 +333,32 @@ def run_relevant(call: StepCall) -> Ranking:
 
 
 def fused_ranking(
-    rankings: Sequence[Ranking], k: float, weights: Sequence[float] | None
+    rankings: Sequence[Ranking],
+    k: float,
+    weights: Sequence[float] | None,
+    vault: Vault | None = None,
+    judged: Sequence[Ranking] | None = None,
 ) -> Ranking:
+    """Reciprocal-rank fusion; each input place also says whether that input's own rule keeps it.
+
+    `judged[i]` is input i after its default `relevant` rule (worked out here when not given),
+    which is what `relevant` on the fused ranking goes by.
+    """
     from hql.search.fusion import METRIC, fuse
 
     inputs = [[(hit.card, hit.score) for hit in ranking.hits] for ranking in rankings]
     fused = fuse(inputs, k, weights, name=lambda card: card.name)
     queries = list(dict.fromkeys(ranking.retrieval.query for ranking in rankings))
+    verdicts = list(judged) if judged is not None else [_judged(r, vault) for r in rankings]
+    passing = [
+        None if verdict is None else {hit.card for hit in verdict.hits} for verdict in verdicts
+    ]
     extra: dict[str, Any] = {
         "k": k,
-        "inputs": [ranking.retrieval.as_tree() for ranking in rankings],
+        "inputs": [
+            (ranking if verdict is None else verdict).retrieval.as_tree()
+            for ranking, verdict in zip(rankings, verdicts, strict=True)
+        ],
     }
     if weights is not None:
         extra["weights"] = list(weights)
@@ -322,13 +374,29 @@ def fused_ranking(
     details = [
         {
             "inputs": [
-                None if place is None else {"rank": place.rank, "score": place.score}
-                for place in item.inputs
+                None
+                if place is None
+                else {
+                    "rank": place.rank,
+                    "score": place.score,
+                    **({} if kept is None else {"relevant": item.key in kept}),
+                }
+                for place, kept in zip(item.inputs, passing, strict=True)
             ]
         }
         for item in fused
     ]
     return _ranking([(item.key, item.score) for item in fused], retrieval, details)
+
+
+def _judged(ranking: Ranking, vault: Vault | None) -> Ranking | None:
+    """The ranking after its metric's default `relevant` rule; None when it has none."""
+    from hql.search.relevance import RelevanceError
+
+    try:
+        return apply_relevance(ranking, None, vault)
+    except RelevanceError:
+        return None
 
 
 def check_fuse(
@@ -387,7 +455,7 @@ def run_fuse(interpreter: Interpreter, expr: t.Node, values: list[Any]) -> Ranki
     weights = named.get("weights")
     weight_list = [float(w) for w in elements(weights)] if weights is not None else None
     try:
-        return fused_ranking(rankings, named.get("k", 60), weight_list)
+        return fused_ranking(rankings, named.get("k", 60), weight_list, interpreter.vault)
     except FusionError as error:
         raise HqlError(evaluation(str(error), expr.span)) from None
 
@@ -397,12 +465,13 @@ def run_hybrid(call: StepCall) -> Ranking:
     cards = _cards(call.input)
     by_words = bm25_ranking(call, query, cards)
     by_meaning = semantic_ranking(call, query, cards)
-    standing_out = apply_relevance(by_meaning, None)
+    standing_out = apply_relevance(by_meaning, None, call.vault)
     # Kept: a card sharing a term with the question, or one that stands out by meaning.
     # Ordered: by both ranks, so meaning also reorders the cards the words found.
     kept = {hit.card for hit in by_words.hits} | {hit.card for hit in standing_out.hits}
     meaning = restated([hit for hit in by_meaning.hits if hit.card in kept], standing_out.retrieval)
-    fused = fused_ranking([by_words, meaning], call.args.get("k", 60), None)
+    judged = [apply_relevance(by_words, None, call.vault), standing_out]
+    fused = fused_ranking([by_words, meaning], call.args.get("k", 60), None, call.vault, judged)
     extra = {**fused.retrieval.extra, "rule": messages.hybrid_rule()}
     return restated(fused.hits, replace(fused.retrieval, query=query, extra=extra))
 
