@@ -292,7 +292,9 @@ def ome() -> None:
             lambda h: h.score,
             "bm25",
             bound=index.score_bound(question),
-            evidence=lambda hits: relevance.evidence_filter(hits, lambda h: h.matched, affirmed),
+            evidence=lambda hits, affirmed=affirmed: relevance.evidence_filter(
+                hits, lambda h: h.matched, affirmed
+            ),
         )
         names = [hit.card.name for hit in kept][: case["params"].get("limit", 4)]
         kind = "abstain (none)" if "none" in case["expect"] else "find (exact/first/includes/…)"
