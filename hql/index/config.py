@@ -251,9 +251,9 @@ def _flag(table: Mapping[str, object], key: str) -> bool:
 
 def _timeout(table: Mapping[str, object]) -> float:
     value = table.get("timeout", DEFAULT_TIMEOUT_SECONDS)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if math.isfinite(value) and value > 0:
-            return float(value)
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if number and math.isfinite(value) and value > 0:  # type: ignore[arg-type,operator]
+        return float(value)  # type: ignore[arg-type]
     raise SemanticIndexError(
         messages.semantics_config_bad_value(
             "semantics.embedder.timeout", "a positive number of seconds", value
