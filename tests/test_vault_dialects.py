@@ -249,3 +249,11 @@ def test_the_vault_command_without_warnings(
     assert capsys.readouterr().out == "no load warnings\n"
     assert main(["vault", "warnings"]) == 1
     assert "needs a vault" in capsys.readouterr().err
+
+
+def test_bm25_finds_a_note_by_its_file_name_in_an_obsidian_vault(
+    obsidian: Vault, reference: Vault
+) -> None:
+    program = 'import bm25\ncards | bm25("food") | take(1) | map(h => h.card.name)'
+    assert list(hql.run(program, vault=obsidian).value) == ["Soil Food Web"]  # titled "Soil web"
+    assert list(hql.run(program, vault=reference).value) == ["Home"]  # title and text only

@@ -69,8 +69,14 @@ CardT = TypeVar("CardT", bound=SearchCard)
 
 def _card_key(card: SearchCard) -> str:
     """What must be unchanged for a stored analysis to be reused: the text digest and title."""
-    title = card.title
+    title = _title_field(card)
     return f"{card.digest}:{title.replace(chr(10), ' ') if chr(10) in title else title}"
+
+
+def _title_field(card: SearchCard) -> str:
+    """The title field: a card of an Obsidian vault adds its file name (`Card.search_title`)."""
+    title: str = getattr(card, "search_title", card.title)
+    return title
 
 
 # --- postings: the persisted, query-independent part ---------------------------------
@@ -418,7 +424,8 @@ class Bm25Index(Generic[CardT]):
         fresh = [index for index, slot in enumerate(slot_of_card) if slot < 0]
         if fresh:
             analyses = [
-                (analyzer.terms(cards[i].title), analyzer.terms(cards[i].text)) for i in fresh
+                (analyzer.terms(_title_field(cards[i])), analyzer.terms(cards[i].text))
+                for i in fresh
             ]
             first = len(postings.keys)
             postings = postings.with_cards([keys[i] for i in fresh], analyses)
