@@ -256,3 +256,12 @@ def test_refusals(program: str, message: str, pointed: str) -> None:
     stage, found, at = refusal(program)
     assert stage in ("type", "name")
     assert (found, at) == (message, pointed)
+
+
+def test_min_max_and_sort_over_dates() -> None:
+    days = '[date("2024-05-01"), date("2023-01-02"), date("2024-02-29")]'
+    assert (shown(days + " | min"), typed(days + " | min")) == ("2023-01-02", "Option<Date>")
+    assert shown(days + " | max") == "2024-05-01"
+    assert shown(days + " | sort(descending = true) | first") == "2024-05-01"
+    assert shown(days + " | max(by = d => d.month)") == "2024-05-01"
+    assert shown(days + " | group(by = d => d.year) | map(g => size(g.items))") == "[2, 1]"
