@@ -17,13 +17,6 @@ from hql.values import ABSENT, Data, Date
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 ORDERED = (ty.INT, ty.FLOAT, ty.STRING, ty.DATE)
 NUMBERS = (ty.INT, ty.FLOAT)
-NAMES = {
-    "+": "addition",
-    "-": "subtraction",
-    "*": "multiplication",
-    "/": "division",
-    "%": "remainder",
-}
 
 
 class OperatorFailure(Exception):

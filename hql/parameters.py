@@ -10,6 +10,7 @@ values of the same types.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -56,8 +57,6 @@ def _value(name: str, given: Any) -> tuple[Type, Any]:
 
 
 def _is_date(given: Any) -> bool:
-    import sys
-
     datetime = sys.modules.get("datetime")  # a date value means `datetime` is loaded already
     return datetime is not None and isinstance(given, datetime.date)
 
