@@ -52,7 +52,7 @@ def test_only_steps_that_can_take_the_input_are_offered(completer: HqlCompleter)
     assert {"count", "take", "graph", "table"} <= on_a_set
     assert "get" not in on_a_set  # `get` looks keys up in a map
     assert "relevant" not in on_a_set  # relevant needs a ranking
-    assert "relevant" in texts(completer, "import lexical\ncards | lexical(\"owl\") | ")
+    assert "relevant" in texts(completer, 'import lexical\ncards | lexical("owl") | ')
     on_a_number = set(texts(completer, "x = cards | count | "))  # the binding is not the input
     assert "table" in on_a_number and "count" not in on_a_number
     assert "get" in texts(completer, 'Map([1, 2], ["a", "b"]) | ')
@@ -201,3 +201,16 @@ def test_lexer_splits_styles_by_line() -> None:
     assert "".join(text for _, text in lines(1)) == "  count"
     assert ("class:hql.step", "c") in lines(1)
     assert lines(5) == []
+
+
+def test_the_everyday_library_is_completed(completer: HqlCompleter) -> None:
+    after_text = set(texts(completer, '"Barn Owl" | '))
+    assert {"lower", "starts_with", "matches", "contains", "exists"} <= after_text
+    assert "sum" not in after_text  # a String is no collection of numbers
+    after_list = set(texts(completer, "cards | map(c => c.title) | "))
+    assert {"distinct", "join", "first"} <= after_list and "lower" not in after_list
+    assert "flat_map" in texts(completer, "cards | fl")
+    assert "group" in texts(completer, "cards | gr")
+    direct = texts(completer, "x = ro")
+    assert "round" in direct
+    assert "if" in texts(completer, "x = i")
