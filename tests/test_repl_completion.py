@@ -52,7 +52,7 @@ def test_only_steps_that_can_take_the_input_are_offered(completer: HqlCompleter)
     assert {"count", "take", "graph", "table"} <= on_a_set
     assert "get" not in on_a_set  # `get` looks keys up in a map
     assert "relevant" not in on_a_set  # relevant needs a ranking
-    assert "relevant" in texts(completer, 'import lexical\ncards | lexical("owl") | ')
+    assert "relevant" in texts(completer, "import lexical\ncards | lexical(\"owl\") | ")
     on_a_number = set(texts(completer, "x = cards | count | "))  # the binding is not the input
     assert "table" in on_a_number and "count" not in on_a_number
     assert "get" in texts(completer, 'Map([1, 2], ["a", "b"]) | ')
