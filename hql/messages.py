@@ -1509,7 +1509,8 @@ MCP_TOOLS = {
     ),
     "card": (
         "One card by name: title, kind, path, metadata (the parsed front matter), tags, the cards it "
-        "links to, the cards that link to it (backlinks) and its Markdown body."
+        "links to, the cards that link to it (backlinks), its aliases, the link targets no card "
+        "resolves, its headings and tasks, and its Markdown body."
     ),
     "explain": (
         "Run an HQL program and show its plan: every stage with its input and output types and the "

@@ -122,6 +122,7 @@ def test_a_client_lists_the_tools_calls_each_and_survives_bad_programs() -> None
     assert card["title"] == "OAuth 2.0" and card["path"] == "concepts/oauth.md"
     assert "bearer-tokens" in card["links"] and "openid-connect" in card["backlinks"]
     assert card["tags"] == ["authorization", "protocol"] and "delegated" in card["body"]
+    assert card["headings"] == ["OAuth 2.0"] and card["unresolved"] == []
 
     explain = seen["explain"]
     assert [stage["stage"] for stage in explain["stages"]] == ['bm25("token")', "take(2)"]

@@ -552,6 +552,11 @@ class VaultService:
             "tags": list(tags),
             "links": list(links),
             "backlinks": list(backlinks),
+            **{
+                field: getattr(card, field)
+                for field in ("aliases", "unresolved", "headings", "tasks")
+                if hasattr(card, field)
+            },
             "body": card.body,
         }
 
