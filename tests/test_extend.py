@@ -98,9 +98,13 @@ def declare_probe() -> Extension:
     )
     def counted(cards: list[Any], query: str) -> Ranking:
         asked = query.lower().split()
-        scored = [(card, float(sum(w in card.body.lower() for w in asked))) for card in cards]
+        rows = []
+        for card in cards:
+            found = {word: 1.0 for word in asked if word in card.body.lower()}
+            if found:  # `matched` is the evidence bm25's rule looks for
+                rows.append((card, float(len(found)), {"matched": found}))
         made = retrieval(query, "probe.counted.v1", metric="bm25", score_bound=len(asked))
-        return ranking(made, [(card, score) for card, score in scored if score > 0])
+        return ranking(made, rows)
 
     @probe.function("shout(text: String, times: Int = 1) -> String", summary="capitals")
     def shout(text: str, times: int) -> str:
