@@ -361,5 +361,8 @@ def test_the_transcript_in_the_agents_page_is_what_the_server_answers(
     service = VaultService("vaults/web-auth")
     for tool, arguments, is_error, shown in calls:
         answer = getattr(service, tool)(**json.loads(arguments))
-        assert answer == json.loads(shown), f"docs/agents.md shows an old answer of `{tool}`"
+        assert answer == json.loads(shown), (
+            f"docs/agents.md shows an old answer of `{tool}`; the server now answers:\n"
+            + json.dumps(answer, indent=2, ensure_ascii=False)
+        )
         assert answer["ok"] == (is_error == "false")
