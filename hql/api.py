@@ -263,7 +263,10 @@ class Session:
         vault = self.vault
         revision = None if vault is None else (id(vault), getattr(vault, "revision", None))
         params = tuple(sorted((name, str(found)) for name, found in types.items()))
-        return (text, params, revision, self.mode, self.optimize, self._scope_key)
+        reg = registry()  # an extension registered later may make a refused program valid
+        steps = sum(len(extension.steps) for extension in reg.extensions.values())
+        known = (len(reg.extensions), steps, len(reg.functions))
+        return (text, params, revision, self.mode, self.optimize, self._scope_key, known)
 
     def _check(self, text: str, source: Source, types: dict[str, Type]) -> _Checked | None:
         vault = weakref.ref(self.vault) if self.vault is not None else None

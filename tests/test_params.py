@@ -145,3 +145,26 @@ def test_explain_takes_parameters(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--vault", str(FIXTURE), "explain", "--param", "who=ada", program]) == 0
     shown = capsys.readouterr().out
     assert "filter(c => c.metadata.owner == $who)" in shown and shown.rstrip().endswith("2")
+
+
+def test_a_step_registered_later_is_seen_by_a_program_refused_before() -> None:
+    from hql.registry import REGISTRY, StepSpec
+    from hql.types import INT
+
+    cache = PlanCache()
+    assert Session(cache=cache).run("[1] | twice_later").failed
+    spec = StepSpec(
+        "twice_later",
+        "core",
+        (),
+        "twice_later: Collection<Int> -> Int",
+        "twice the size",
+        "[1] | twice_later",
+        lambda call: INT,
+        lambda call: 2 * len(call.input),
+    )
+    REGISTRY.add(spec)
+    try:
+        assert Session(cache=cache).run("[1] | twice_later").text() == "2"
+    finally:
+        del REGISTRY.extensions["core"].steps["twice_later"]
