@@ -35,6 +35,7 @@ from urllib.parse import unquote
 
 from hql import messages
 from hql.vault import yamldata
+from hql.vault.document import annotation_end
 from hql.vault.yamldata import YamlRefused
 
 REFERENCE = "reference"
@@ -363,8 +364,9 @@ def _body_wikilinks(line: str, links: list[Any], positioned: bool = False) -> No
         if link is None:
             continue
         probe = position
-        while probe < len(line) and line[probe] == " ":
-            probe += 1
+        if probe < len(line) and line[probe] in " {":
+            while probe < len(line) and line[probe] == " ":
+                probe += 1
         if probe < len(line) and line[probe] == "{":  # the reference's annotation, when it parses
             annotation = _annotation(line, probe)
             if annotation is not None:
@@ -374,8 +376,6 @@ def _body_wikilinks(line: str, links: list[Any], positioned: bool = False) -> No
 
 
 def _annotation(line: str, start: int) -> tuple[dict[str, Any], int] | None:
-    from hql.vault.document import annotation_end
-
     end = annotation_end(line, start)
     if end is None:
         return None
