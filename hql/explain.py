@@ -191,14 +191,16 @@ def _why(detail: Mapping[str, Any] | None) -> str:
     if "matched" in detail:
         matched = sorted(detail["matched"].items(), key=lambda item: -item[1])
         return ", ".join(f"{term} {weight:.3f}" for term, weight in matched)
-    if "section" in detail:
-        return section_label(detail["section"])
     if "inputs" in detail:
         places = [
             f"#{n}: rank {p['rank']} ({p['score']:.4f})" if p else f"#{n}: absent"
             for n, p in enumerate(detail["inputs"], start=1)
         ]
+        if "section" in detail:
+            places.append(section_label(detail["section"]))
         return ", ".join(places)
+    if "section" in detail:
+        return section_label(detail["section"])
     return ""
 
 

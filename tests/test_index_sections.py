@@ -233,3 +233,13 @@ def test_a_hit_names_its_section_in_details_explain_and_json(vault: Vault) -> No
     assert data["hits"][0]["section"]["lines"] == hit.detail["section"]["lines"]
     text, _, failed = explain(Session(vault), program, "<test>")
     assert not failed and "§ Sync > Storage > Backups (lines" in text
+
+
+def test_a_hybrid_hit_names_the_section_its_meaning_matched(vault: Vault) -> None:
+    program = 'import hybrid\ncards | hybrid("backups copies thirty days") | take(1)'
+    outcome = hql.run(program, vault=vault)
+    assert not outcome.failed, outcome.to_json()
+    hit = outcome.value.hits[0]
+    assert hit.card.name == "sync"
+    assert hit.detail["section"]["heading"] == ["Sync", "Storage", "Backups"]
+    assert len(hit.detail["inputs"]) == 2

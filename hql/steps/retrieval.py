@@ -371,8 +371,15 @@ def fused_ranking(
         any(r.retrieval.approximate for r in rankings),
         extra,
     )
+    sections = {
+        hit.card: hit.detail["section"]
+        for ranking in rankings
+        for hit in ranking.hits
+        if hit.detail and "section" in hit.detail
+    }
     details = [
         {
+            **({"section": sections[item.key]} if item.key in sections else {}),
             "inputs": [
                 None
                 if place is None
@@ -382,7 +389,7 @@ def fused_ranking(
                     **({} if kept is None else {"relevant": item.key in kept}),
                 }
                 for place, kept in zip(item.inputs, passing, strict=True)
-            ]
+            ],
         }
         for item in fused
     ]
