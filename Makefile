@@ -10,7 +10,7 @@ SAMPLE := vaults/web-auth
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --upgrade pip 'setuptools>=77'
 
 setup: $(BIN)/python
 	$(BIN)/pip install --quiet -e .
