@@ -165,3 +165,14 @@ def test_hql_vault_open_gives_cards_their_extension_metadata() -> None:
     oauth = vault.card("oauth")
     assert oauth is not None and oauth.metadata["lexical"] == {"model": "hql.hashbag.v1", "indexed": True}
     assert hql.run("[[oauth]].metadata.lexical.model", vault=vault).text() == '"hql.hashbag.v1"'
+
+
+def test_a_missing_vault_is_asked_for_as_python_passes_it() -> None:
+    for outcome in (hql.run("cards | count"), hql.check("x = cards")):
+        assert [r.message for r in outcome.reports] == [
+            "`cards` needs a vault: pass `vault=` (a folder or a `hql.Vault`) to `hql.run` or `hql.check`"
+        ]
+    # the command line keeps its own wording
+    assert hql.Session().run("cards").reports[0].message == (
+        "`cards` needs a vault: pass --vault <directory>"
+    )
