@@ -95,3 +95,18 @@ def test_the_sample_vaults_own_suggestions_run_from_the_repository_root() -> Non
     for line in suggested:
         done = _hql(*shlex.split(line))
         assert done.returncode == 0, (line, done.stderr)
+
+
+def test_every_folder_of_the_package_that_ships_files_is_listed() -> None:
+    """setuptools warns at length about a folder it could import but was not told about."""
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"][
+            "packages"
+        ]
+    )
+    for folder in (ROOT / "hql").rglob("*"):
+        if not folder.is_dir() or folder.name == "__pycache__":
+            continue
+        parts = folder.relative_to(ROOT).parts
+        if all(part.isidentifier() for part in parts) and any(f.is_file() for f in folder.rglob("*")):
+            assert ".".join(parts) in listed, f"{folder} ships files but is not in `packages`"
