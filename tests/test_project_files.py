@@ -110,3 +110,33 @@ def test_every_folder_of_the_package_that_ships_files_is_listed() -> None:
         parts = folder.relative_to(ROOT).parts
         if all(part.isidentifier() for part in parts) and any(f.is_file() for f in folder.rglob("*")):
             assert ".".join(parts) in listed, f"{folder} ships files but is not in `packages`"
+
+
+def test_the_tutorial_shows_what_eval_prints() -> None:
+    tutorial = (ROOT / "docs" / "tutorial.md").read_text(encoding="utf-8")
+    shown = re.findall(r"^    \$ \.venv/bin/hql (.*)\n((?:    (?!\$).*\n)+)", tutorial, re.M)
+    assert len(shown) >= 2
+    for command, output in shown:
+        done = _hql(*shlex.split(command))
+        assert done.returncode == 0, (command, done.stderr)
+        assert done.stdout == "".join(line[4:] + "\n" for line in output.splitlines()), command
+
+
+def test_the_repl_shows_the_tutorials_answers_as_render_wrote_them() -> None:
+    """As the tutorial says: the same tables, except a single Data value shown as it is."""
+    import hql
+    from hql.render import answer
+    from hql.repl.app import answer_text
+    from hql.values import Data
+
+    vault = hql.open_vault(ROOT / "vaults" / "web-auth")
+    tutorial = (ROOT / "docs" / "tutorial.md").read_text(encoding="utf-8")
+    programs = re.findall(r"```hql\n(.*?)```", tutorial, re.S)
+    assert len(programs) >= 10
+    for program in programs:
+        outcome = hql.Session(vault).run(program)
+        if outcome.failed:
+            continue  # both show the report
+        if isinstance(outcome.value, Data) and not isinstance(outcome.value.tree, dict | list):
+            continue
+        assert answer_text(outcome.value) == answer(outcome), program

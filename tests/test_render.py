@@ -51,7 +51,7 @@ def test_all_reports_each_document_and_writes_only_with_write(vault: Path, capsy
     out = capsys.readouterr().out
     assert "notes.md: 2 blocks rendered (would change; add --write)" in out
     # notes.md is a card too, so the sample's `cards | count` block is now out of date
-    assert "queries.md: 7 blocks rendered (would change; add --write)" in out
+    assert "queries.md: 8 blocks rendered (would change; add --write)" in out
     assert (vault / "notes.md").read_text(encoding="utf-8") == DOCUMENT
     render_command(_args(all=True, write=True, vault=str(vault)), _session(vault))
     assert "```hql#result" in (vault / "notes.md").read_text(encoding="utf-8")

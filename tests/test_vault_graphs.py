@@ -161,3 +161,27 @@ def test_projection_edge_order_puts_relation_edges_first(vault: Vault) -> None:
         Edge("bearer-tokens", "http-headers", {}),
         Edge("bearer-tokens", "oauth", {}),
     ]
+
+
+def test_the_seed_chain_and_edge_layout_docs_graphs_describes() -> None:
+    """docs/graphs.md: a relation card seeds its ends, expand seeds from every node, and the
+    edges come relation-seeded first, then links by (source, target), then relation edges."""
+    import hql
+
+    sample = hql.open_vault(Path(__file__).parent.parent / "vaults" / "web-auth")
+    graph = hql.run(
+        'cards | lexical("bearer") | take(2) | expand(depth = 1) | graph', vault=sample
+    ).value
+    relation = "oauth-issues-bearer-tokens"
+    assert graph.presence["oauth"] == Expanded(relation, 1)
+    assert isinstance(graph.presence["bearer-tokens"], Retrieved)
+    assert graph.presence["pkce"] == Expanded("oauth", 1)  # one step from a seeded end
+    edges = graph.induced_edges
+    seeded = [e for e in sample.uplinks("oauth") if e.target == "bearer-tokens"]
+    assert edges[: len(seeded)] == seeded
+    rest = edges[len(seeded) :]
+    links = [e for e in rest if "card" not in e.data]
+    relations = [e for e in rest if "card" in e.data]
+    assert rest == links + relations
+    assert [(e.source, e.target) for e in links] == sorted((e.source, e.target) for e in links)
+    assert [e.data["card"] for e in relations] == sorted(e.data["card"] for e in relations)

@@ -58,3 +58,31 @@ def test_expand_from_csrf(web_auth: Vault) -> None:
         "same-site-cookies",
         "session-cookies",
     ]
+
+
+def test_a_page_made_only_of_queries_is_a_card_and_says_so(web_auth: Vault) -> None:
+    """The choice (docs/vault.md): what a document holds does not decide whether it is a card."""
+    import hql
+
+    queries = web_auth.card("queries")
+    assert queries is not None and queries.kind == "ConceptCard"
+    outside_blocks = "".join(queries.body.split("```")[0::2])  # the prose between fences
+    assert "This page is a card too" in outside_blocks
+    answer = hql.run('cards | filter(c => c.name == "queries") | count', vault=web_auth)
+    assert answer.value == 1
+    # and it can rank, as the page says
+    ranked = hql.run('cards | lexical("bearer token")', vault=web_auth).value
+    assert "queries" in [hit.card.name for hit in ranked]
+
+
+def test_the_sample_query_page_is_current() -> None:
+    """`render vaults/web-auth/queries.md` of a fresh clone changes nothing."""
+    import hql
+    from hql.render import render_text
+
+    page = SAMPLES / "web-auth" / "queries.md"
+    text = page.read_text(encoding="utf-8")
+    vault = hql.open_vault(SAMPLES / "web-auth")
+    rendered = render_text(text, lambda program: hql.Session(vault).run(program, str(page)))
+    assert rendered.failed == 0
+    assert rendered.text == text, "run hql --vault vaults/web-auth render vaults/web-auth/queries.md --write"
