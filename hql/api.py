@@ -356,7 +356,7 @@ def run(
     the text of a question never has to be spliced into the program. A program's checked
     plan is reused for every run with parameters of the same types against the same Vault
     object (pass an opened Vault, not a path, to benefit)."""
-    return _for_python(Session(_vault_of(vault), mode).run(source, origin, params=params))
+    return Session(_vault_of(vault), mode).run(source, origin, params=params)
 
 
 def check(
@@ -367,19 +367,4 @@ def check(
     params: Mapping[str, Any] | None = None,
 ) -> Outcome:
     """Parse and check a program; `Outcome.type` is its type, nothing is evaluated."""
-    return _for_python(
-        Session(_vault_of(vault), mode).run(source, origin, evaluate=False, params=params)
-    )
-
-
-def _for_python(outcome: Outcome) -> Outcome:
-    """`hql.run` and `hql.check` are called from Python: a missing vault is asked for as Python
-    passes it, not as the command line does."""
-    said = messages.cards_needs_vault()
-    outcome.reports[:] = [
-        Report(r.stage, r.severity, messages.cards_needs_vault_in_python(), r.span)
-        if r.message == said
-        else r
-        for r in outcome.reports
-    ]
-    return outcome
+    return Session(_vault_of(vault), mode).run(source, origin, evaluate=False, params=params)

@@ -133,10 +133,6 @@ def cards_needs_vault() -> str:
     return "`cards` needs a vault: pass --vault <directory>"
 
 
-def cards_needs_vault_in_python() -> str:
-    return "`cards` needs a vault: pass `vault=` (a folder or a `hql.Vault`) to `hql.run` or `hql.check`"
-
-
 def declared_mismatch(name: str, declared: object, inferred: object) -> str:
     return f"`{name}` is declared {declared} but its value is {inferred}"
 
