@@ -342,7 +342,7 @@ def test_render_needs_allow_write_and_stays_inside_the_vault(vault: Path) -> Non
     with pytest.raises(ToolFailure, match="not a document"):
         service.render("missing.md")
     answer = service.render("queries.md")
-    assert answer["ok"] and answer["blocks"] == 7 and answer["written"] is False
+    assert answer["ok"] and answer["blocks"] == 8 and answer["written"] is False
 
 
 def test_the_transcript_in_the_agents_page_is_what_the_server_answers(
