@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from hql import messages
 from hql import operators as ops
 from hql import types as ty
+from hql.budget import Budget, OverBudget
 from hql.checker import Plan
 from hql.diagnostics import HqlError, Report, evaluation, warning
 from hql.operators import INT_MAX, INT_MIN  # noqa: F401  (steps check their sums against them)
@@ -107,6 +108,8 @@ class Interpreter:
         self.clock: Date | None = None  # `now()` and `today()` read the clock once per run
         # Values of another kind met by a comparison or `date(…)`: node -> subjects seen.
         self.messy: dict[t.Node, set[int]] = {}
+        limits = vault.config.section("limits") if vault is not None else {}
+        self.budget = Budget.from_config(limits)
 
     def warn(self, message: str, span: Span) -> None:
         if (message, span) not in self._warned:
@@ -181,7 +184,19 @@ class Interpreter:
 
     def evaluate(self, expr: t.Expr) -> Any:
         method = _DISPATCH[type(expr)]
-        return method(self, expr)
+        value = method(self, expr)
+        if type(expr) in _MAKERS:  # expressions that can make a large value
+            self.within_budget(value, expr.span)
+        return value
+
+    def within_budget(self, value: Any, span: Span) -> None:
+        try:
+            self.budget.check(value)
+        except OverBudget as over:
+            message = messages.value_over_budget(
+                self.quote(span), over.elements, over.size, self.budget
+            )
+            raise HqlError(evaluation(message, span)) from None
 
     def _literal(self, expr: t.IntLit | t.FloatLit | t.BoolLit | t.StringLit) -> Any:
         return expr.value
@@ -459,3 +474,7 @@ def _note_list(card: Card, name: str) -> ListValue:
 
 def element_of_type(t_: Type) -> Type:
     return ty.element_type(t_) or ty.NEVER
+
+
+# Expressions whose value can be larger than their operands: checked against the budget.
+_MAKERS = frozenset({t.ListLit, t.SetLit, t.DataLit, t.Add, t.Pipe, t.Call, t.TypeCall})

@@ -1151,6 +1151,20 @@ def length_of_collection() -> str:
 # --- safety: containment, writes, caches and budgets (docs/vault.md) --------
 
 
+def value_over_budget(expression: str, elements: int, size: int, budget: object) -> str:
+    limit_elements = getattr(budget, "max_elements", 0)
+    limit_bytes = getattr(budget, "max_bytes", 0)
+    shown = expression if len(expression) <= 60 else expression[:57] + "..."
+    if size > limit_bytes:
+        what = f"more than {limit_bytes:,} bytes of text"
+    else:
+        what = f"more than {limit_elements:,} elements"
+    return (
+        f"`{shown}` makes a value of {what} (counting shared parts each time they appear); "
+        "the program was stopped. Raise the budget with `[limits] elements` / `bytes` in hql.toml"
+    )
+
+
 def embedder_api_key_env_not_a_name() -> str:
     return (
         "`semantics.embedder.api_key_env` must be the NAME of an environment variable "

@@ -153,7 +153,7 @@ def run_sort(call: StepCall) -> ListValue:
     descending = call.args.get("descending") is True
     if by is not None and _arity(call) == 2:
         comparator = (lambda a, b: by(b, a)) if descending else by
-        return ListValue(tuple(_insertion_sort(items, comparator)))
+        return ListValue(tuple(_comparator_sort(items, comparator, call.limit)))
     key_type = call.output_type.arg if by is None else _key_type(call)
     compare: Callable[[Any, Any], int]
     if ty.strip_option(key_type) == ty.DATA:  # keys typed when the program runs: see data_compare
@@ -191,15 +191,19 @@ def _arity(call: StepCall) -> int:
     return len(getattr(argument.value, "params", ()))
 
 
-def _insertion_sort(items: list[Any], comparator: Any) -> list[Any]:
-    """The reference's stable insertion sort for comparator lambdas."""
-    result: list[Any] = []
-    for item in items:
-        position = len(result)
-        while position > 0 and comparator(result[position - 1], item) is Ordering.GREATER:
-            position -= 1
-        result.insert(position, item)
-    return result
+def _comparator_sort(items: list[Any], comparator: Any, limit: int | None) -> list[Any]:
+    """A stable O(n log n) sort by a comparator lambda.
+
+    For a consistent comparator it orders exactly as the reference's insertion
+    sort does (both are stable: ties keep their input order), in O(n log n)
+    comparisons instead of O(n²).
+    """
+    steps = {Ordering.LESS: -1, Ordering.EQUAL: 0, Ordering.GREATER: 1}
+
+    def compare(a: Any, b: Any) -> int:
+        return steps.get(comparator(a, b), 0)
+
+    return _leading(items, functools.cmp_to_key(compare), limit)
 
 
 # --- take, filter, map, typed -----------------------------------------------------

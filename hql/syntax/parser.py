@@ -89,7 +89,13 @@ def _drive(tokens: list[Token]) -> Any:
                 continue
             children: list[Any] = []
             if length:
-                for child in values[-length:]:
+                taken = values[-length:]
+                if isinstance(taken[0], _Inline):
+                    # A repetition grows its helper's list in place: an _Inline is
+                    # consumed exactly once, so `a, b, c, …` parses in linear time.
+                    children = taken[0]
+                    taken = taken[1:]
+                for child in taken:
                     if isinstance(child, _Inline):
                         children.extend(child)
                     else:
@@ -97,11 +103,12 @@ def _drive(tokens: list[Token]) -> Any:
                 del values[-length:]
                 del states[-length:]
             if inline:
-                value: Any = _Inline(children)
-            elif expand and len(children) == 1:
-                value = children[0]
+                value: Any = children if isinstance(children, _Inline) else _Inline(children)
             else:
-                value = callback(children)  # every rule that builds a node has a method
+                if isinstance(children, _Inline):
+                    children = list(children)
+                # every rule that builds a node has a method
+                value = children[0] if expand and len(children) == 1 else callback(children)
             states.append(actions[states[-1]][origin])
             values.append(value)
             if token is None and states[-1] == end_state:

@@ -208,8 +208,8 @@ class _Scanner:
                 return False
             self.emit(_KEYWORDS.get(word, "IDENT"), len(word), word)
         elif kind == "INT":
-            number = int(word)
-            if not -(2**63) <= number < 2**63:
+            number = _integer(word)
+            if number is None:
                 return False
             self.emit("INT", len(word), number)
         elif kind == "FLOAT":
@@ -287,8 +287,8 @@ class _Scanner:
                 raise self.fail(messages.float_out_of_range(), length)
             self.emit("FLOAT", length, value)
         else:
-            number = int(literal)
-            if not -(2**63) <= number < 2**63:
+            number = _integer(literal)
+            if number is None:
                 raise self.fail(messages.integer_out_of_range(), length)
             self.emit("INT", length, number)
 
@@ -543,3 +543,16 @@ def iter_highlight_tokens(text: str) -> Iterator[Token]:
     with contextlib.suppress(HqlError):
         scanner.run()
     yield from scanner.tokens
+
+
+def _integer(literal: str) -> int | None:
+    """The value of an integer literal, None outside the signed 64-bit range.
+
+    Long digit strings are refused by their length before `int()` sees them
+    (Python refuses to convert more than a few thousand digits).
+    """
+    digits = literal.lstrip("+-").replace("_", "").lstrip("0")
+    if len(digits) > 19:
+        return None
+    number = int(literal)
+    return number if -(2**63) <= number < 2**63 else None

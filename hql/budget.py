@@ -1,0 +1,95 @@
+"""The size budget of a program's values (docs/vault.md, "The caps").
+
+A program can describe values far larger than it is long: nine bindings of
+`[a, a, a, …]` name a list of 10⁹ elements in 400 bytes, because the inner
+lists are shared. Every list, set, map, data value and string a program makes
+is measured as it is made, counting what printing, comparing or serialising
+it would visit (a shared part counts each time it appears); one over the
+budget ends the program with a report naming the expression that made it.
+
+Measuring is linear in the new value's own elements: the sizes of values
+already measured are remembered for the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hql.values import Data, ListValue, MapValue, SetValue
+
+MAX_ELEMENTS = 10_000_000
+MAX_BYTES = 256 * 1024 * 1024
+_MEMO_LIMIT = 1_000_000
+
+
+class OverBudget(Exception):
+    def __init__(self, elements: int, size: int) -> None:
+        super().__init__(elements, size)
+        self.elements, self.size = elements, size
+
+
+class Budget:
+    def __init__(self, max_elements: int = MAX_ELEMENTS, max_bytes: int = MAX_BYTES) -> None:
+        self.max_elements = max_elements
+        self.max_bytes = max_bytes
+        self._memo: dict[int, tuple[Any, int, int]] = {}
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any]) -> Budget:
+        """`[limits] elements = N` and `bytes = N` of hql.toml (positive integers) override."""
+        elements, size = section.get("elements"), section.get("bytes")
+        return cls(
+            elements if isinstance(elements, int) and _positive(elements) else MAX_ELEMENTS,
+            size if isinstance(size, int) and _positive(size) else MAX_BYTES,
+        )
+
+    def check(self, value: Any) -> None:
+        """Raise OverBudget when `value` is larger than the budget allows."""
+        if type(value) is str:
+            if len(value) > self.max_bytes:
+                raise OverBudget(1, len(value))
+            return
+        if not isinstance(value, ListValue | SetValue | MapValue | Data):
+            return
+        elements, size = self.measure(value)
+        if elements > self.max_elements or size > self.max_bytes:
+            raise OverBudget(elements, size)
+
+    def measure(self, value: Any) -> tuple[int, int]:
+        kind = type(value)
+        if kind is str:
+            return 1, len(value)
+        if kind in (ListValue, SetValue, MapValue, Data, dict, list):
+            key = id(value)
+            known = self._memo.get(key)
+            if known is not None and known[0] is value:
+                return known[1], known[2]
+            elements, size = self._measure_collection(value)
+            if len(self._memo) >= _MEMO_LIMIT:
+                self._memo.clear()
+            self._memo[key] = (value, elements, size)  # kept alive: its id stays its own
+            return elements, size
+        return 1, 0
+
+    def _measure_collection(self, value: Any) -> tuple[int, int]:
+        if isinstance(value, MapValue):
+            parts: Any = (*value.keys, *value.values)
+        elif isinstance(value, Data):
+            parts = (value.tree,)
+        elif isinstance(value, dict):
+            parts = (*value.keys(), *value.values())
+        else:
+            parts = value.items if isinstance(value, ListValue | SetValue) else value
+        elements, size = 1, 0
+        for part in parts:
+            count, length = self.measure(part)
+            elements += count
+            size += length
+            if elements > self.max_elements or size > self.max_bytes:
+                break  # already over: the exact size does not matter
+        return elements, size
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
