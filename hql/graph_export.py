@@ -9,13 +9,15 @@ versions, and networkx's reader is what the tests parse it with.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax.saxutils import escape as _escape
+from xml.sax.saxutils import quoteattr as _quoteattr
 
 from hql import messages
 from hql.graphs import Expanded, Graph, Member, Presence, Retrieved
@@ -23,6 +25,18 @@ from hql.printing import display_data, format_score
 from hql.vault.model import Edge
 
 FORMATS = ("dot", "mermaid", "graphml")
+
+# XML 1.0 cannot carry these characters at all, not even as references: GraphML
+# shows each as U+FFFD (the replacement character) so the file stays well-formed.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def escape(text: str) -> str:
+    return _escape(_NOT_XML.sub("\ufffd", text))
+
+
+def quoteattr(text: str) -> str:
+    return _quoteattr(_NOT_XML.sub("\ufffd", text))
 
 
 class ExportError(Exception):

@@ -243,3 +243,18 @@ def test_svg_through_real_graphviz(graph: Graph, tmp_path: Path) -> None:
     assert "<svg" in svg and "</svg>" in svg
     for name in graph.nodes:
         assert f"<title>{name}</title>" in svg
+
+
+def test_graphml_stays_well_formed_with_control_characters() -> None:
+    """XML 1.0 cannot hold most control characters: they are shown as U+FFFD (issue 14, 17)."""
+    import xml.etree.ElementTree as ElementTree
+
+    presence = {"bell\x07card": Member(), "plain": Member()}
+    edges = [Edge("bell\x07card", "plain", {"note": "esc\x1b[0m and nul\x00"})]
+    text = to_graphml(Graph(presence, edges))
+    root = ElementTree.fromstring(text)  # raised "not well-formed" before
+    ids = sorted(
+        node.get("id") for node in root.iter("{http://graphml.graphdrawing.org/xmlns}node")
+    )
+    assert ids == ["bell\ufffdcard", "plain"]
+    assert "esc\ufffd[0m and nul\ufffd" in text
