@@ -31,10 +31,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from itertools import chain
 from typing import Any, NamedTuple
 
@@ -431,9 +432,16 @@ class _IcuWords:
         return words
 
 
-@lru_cache(maxsize=1)
+_PER_THREAD = threading.local()
+
+
 def _icu() -> _IcuWords:
-    return _IcuWords()
+    """This thread's word iterator: a BreakIterator holds the text it walks, so threads
+    sharing one would walk each other's texts."""
+    words: _IcuWords | None = getattr(_PER_THREAD, "words", None)
+    if words is None:
+        words = _PER_THREAD.words = _IcuWords()
+    return words
 
 
 def _icu_words(text: str) -> list[str]:
