@@ -1151,6 +1151,10 @@ def length_of_collection() -> str:
 # --- safety: containment, writes, caches and budgets (docs/vault.md) --------
 
 
+def index_query_vector_not_finite(text: str) -> str:
+    return f"the stored question `{text}` has a vector holding NaN or infinity: {_REBUILD}"
+
+
 def value_over_budget(expression: str, elements: int, size: int, budget: object) -> str:
     limit_elements = getattr(budget, "max_elements", 0)
     limit_bytes = getattr(budget, "max_bytes", 0)

@@ -220,3 +220,36 @@ def test_a_cache_entry_with_a_non_string_key_is_a_miss(tmp_path: Path) -> None:
     outcome = hql.run("cards | map(c => c.metadata)", vault)
     assert not outcome.failed and display(outcome.value) == "[{}]"
     assert vault.cards[0].text
+
+
+# --- 16. vectors that are not numbers ---------------------------------------------------
+
+
+def test_a_nan_query_vector_is_refused(tmp_path: Path) -> None:
+    import sqlite3
+    import struct
+
+    import numpy as np
+    from standin_embedder import standin_vector
+
+    from hql.index.reader import semantic_ranking
+
+    class Bag:
+        model_id, revision = "bag", "1"
+
+        def embed_passages(self, texts: list[str]) -> np.ndarray:
+            return np.asarray([standin_vector(t) for t in texts], dtype=np.float32) / 3.0
+
+        embed_queries = embed_passages
+
+    root = tmp_path / "zoo"
+    write_vault(root, BASE_CARDS, '[semantics]\nindex = ".hql/index.sqlite"\n')
+    assert build_command(Vault.open(root), ["duck"], embedder=Bag())[0] == 0
+    db = sqlite3.connect(root / ".hql" / "index.sqlite")
+    (blob,) = db.execute("SELECT embedding FROM query WHERE text = 'duck'").fetchone()
+    nan = struct.pack("<f", float("nan")) * (len(blob) // 4)
+    with db:
+        db.execute("UPDATE query SET embedding = ? WHERE text = 'duck'", (nan,))
+    db.close()
+    with pytest.raises(SemanticIndexError, match="NaN or infinity"):
+        semantic_ranking(Vault.open(root), "duck")

@@ -529,6 +529,8 @@ def _read_cards(
 
 
 def _read_queries(connection: sqlite3.Connection, dimensions: int) -> dict[str, np.ndarray]:
+    import numpy as np
+
     queries: dict[str, np.ndarray] = {}
     for text, blob in connection.execute("SELECT text, embedding FROM query"):
         if not isinstance(blob, bytes) or len(blob) != dimensions * 4:
@@ -536,7 +538,10 @@ def _read_queries(connection: sqlite3.Connection, dimensions: int) -> dict[str, 
             raise SemanticIndexError(
                 messages.index_query_wrong_length(str(text), size, dimensions * 4)
             )
-        queries[str(text)] = schema.blob_to_vector(blob)
+        vector = schema.blob_to_vector(blob)
+        if not np.isfinite(vector).all():  # a NaN would rank every card at random
+            raise SemanticIndexError(messages.index_query_vector_not_finite(str(text)))
+        queries[str(text)] = vector
     return queries
 
 
