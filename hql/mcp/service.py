@@ -146,6 +146,9 @@ class Overrun(Exception):
         self.seconds = seconds
 
 
+_REFIRE_SECONDS = 0.1
+
+
 class _Watch:
     __slots__ = ("deadline", "ident", "fired")
 
@@ -199,13 +202,13 @@ class _Watchdog:
                 now = time.monotonic()
                 waiting = []
                 for entry in self._watches:
-                    if entry.fired:
-                        continue
                     if entry.deadline <= now:
                         entry.fired = True
                         _raise_in(entry.ident, _Stopped)
-                    else:
-                        waiting.append(entry.deadline)
+                        # An exception that arrives while a finalizer or weakref callback runs
+                        # is printed and lost, so raise again until the program has stopped.
+                        entry.deadline = now + _REFIRE_SECONDS
+                    waiting.append(entry.deadline)
                 self._wake_at = min(waiting, default=math.inf)
                 self._condition.wait(self._wake_at - now if waiting else None)
 
@@ -222,7 +225,12 @@ def within(seconds: float, work: Callable[[], Any]) -> Any:
         finally:
             _WATCHDOG.release(entry)
     except _Stopped:
-        _WATCHDOG.release(entry)
+        while True:  # a repeated raise may land here too, until the entry is released
+            try:
+                _WATCHDOG.release(entry)
+                break
+            except _Stopped:
+                continue
         raise Overrun(seconds) from None
 
 
