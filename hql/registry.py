@@ -61,6 +61,20 @@ class StepSpec:
         return next((p for p in self.params if p.name == name), None)
 
 
+def core_step(
+    name: str,
+    params: tuple[Param, ...],
+    signature: str,
+    summary: str,
+    example: str,
+    check: Callable[[StepTyping], Type],
+    run: Callable[[StepCall], Any],
+) -> StepSpec:
+    """A core step that may also be called directly, `name(input, …)`, as every everyday
+    library step (strings, collections, conversions) can."""
+    return StepSpec(name, "core", params, signature, summary, example, check, run, direct=True)
+
+
 @record
 class FunctionSpec:
     """A plain function such as `compare(a, b)` or a constructor such as `Map(keys, values)`."""

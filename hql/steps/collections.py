@@ -17,7 +17,7 @@ from hql import types as ty
 from hql.checker import StepTyping
 from hql.interpreter import INT_MAX, INT_MIN, StepCall, distinct
 from hql.printing import as_data, compare_values
-from hql.registry import REGISTRY, Param, StepSpec
+from hql.registry import REGISTRY, Param, core_step
 from hql.steps.core import _same_shape  # the shape `filter` keeps
 from hql.steps.scalars import data_compare, data_key
 from hql.types import Type
@@ -330,20 +330,8 @@ BY = Param("by", "T => Bool", kind="lambda")
 KEY = Param("by", "T => Orderable", default=None, kind="lambda")
 
 
-def _step(
-    name: str,
-    params: tuple[Param, ...],
-    signature: str,
-    summary: str,
-    example: str,
-    check: Callable[[StepTyping], Type],
-    run: Callable[[StepCall], Any],
-) -> StepSpec:
-    return StepSpec(name, "core", params, signature, summary, example, check, run, direct=True)
-
-
 for spec in (
-    _step(
+    core_step(
         "distinct",
         (),
         "Collection<T> | distinct -> same collection",
@@ -352,7 +340,7 @@ for spec in (
         check_distinct,
         run_distinct,
     ),
-    _step(
+    core_step(
         "first",
         (),
         "Collection<T> | first -> Option<T>",
@@ -361,7 +349,7 @@ for spec in (
         check_end,
         run_first,
     ),
-    _step(
+    core_step(
         "last",
         (),
         "Collection<T> | last -> Option<T>",
@@ -370,7 +358,7 @@ for spec in (
         check_end,
         run_last,
     ),
-    _step(
+    core_step(
         "reverse",
         (),
         "Seq<T> | reverse -> List<T>",
@@ -379,7 +367,7 @@ for spec in (
         check_reverse,
         run_reverse,
     ),
-    _step(
+    core_step(
         "sum",
         (),
         "Collection<N> | sum -> N where N is Int, Float or Data",
@@ -388,7 +376,7 @@ for spec in (
         check_sum,
         run_sum,
     ),
-    _step(
+    core_step(
         "avg",
         (),
         "Collection<N> | avg -> Option<Float> where N is Int, Float or Data",
@@ -397,7 +385,7 @@ for spec in (
         check_avg,
         run_avg,
     ),
-    _step(
+    core_step(
         "min",
         (KEY,),
         "Collection<T> | min(by?: T => Orderable) -> Option<T>",
@@ -406,7 +394,7 @@ for spec in (
         check_extreme,
         run_min,
     ),
-    _step(
+    core_step(
         "max",
         (KEY,),
         "Collection<T> | max(by?: T => Orderable) -> Option<T>",
@@ -415,7 +403,7 @@ for spec in (
         check_extreme,
         run_max,
     ),
-    _step(
+    core_step(
         "any",
         (BY,),
         "Collection<T> | any(by: T => Bool) -> Bool",
@@ -424,7 +412,7 @@ for spec in (
         check_predicate,
         run_any,
     ),
-    _step(
+    core_step(
         "all",
         (BY,),
         "Collection<T> | all(by: T => Bool) -> Bool",
@@ -433,7 +421,7 @@ for spec in (
         check_predicate,
         run_all,
     ),
-    _step(
+    core_step(
         "exists",
         (),
         "T | exists -> Bool",
@@ -442,7 +430,7 @@ for spec in (
         check_exists,
         run_exists,
     ),
-    _step(
+    core_step(
         "flat_map",
         (Param("by", "T => Collection<R>", kind="lambda"),),
         "Collection<T> | flat_map<T, R>(by: T => Collection<R>) -> List<R>",
@@ -451,7 +439,7 @@ for spec in (
         check_flat_map,
         run_flat_map,
     ),
-    _step(
+    core_step(
         "flatten",
         (),
         "Collection<Collection<T>> | flatten -> List<T>",
@@ -460,7 +448,7 @@ for spec in (
         check_flatten,
         run_flatten,
     ),
-    _step(
+    core_step(
         "group",
         (Param("by", "T => K", kind="lambda"),),
         "Collection<T> | group<T, K>(by: T => K) -> Set<Group<K, T>>",
@@ -469,7 +457,7 @@ for spec in (
         check_group,
         run_group,
     ),
-    _step(
+    core_step(
         "reduce",
         (Param("initial", "R"), Param("by", "(R, T) => R", kind="lambda")),
         "Seq<T> | reduce<T, R>(initial: R, by: (R, T) => R) -> R",

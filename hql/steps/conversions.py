@@ -19,7 +19,7 @@ from hql.checker import StepTyping
 from hql.diagnostics import HqlError, type_error
 from hql.interpreter import INT_MAX, INT_MIN, StepCall
 from hql.printing import display, display_data
-from hql.registry import REGISTRY, FunctionSpec, Param, StepSpec
+from hql.registry import REGISTRY, FunctionSpec, Param, core_step
 from hql.steps import core  # noqa: F401  (creates the extension these steps join)
 from hql.steps.scalars import NUMBER, Reach, input_reach, mismatch, reach, result, unwrap
 from hql.syntax import tree as t
@@ -307,22 +307,10 @@ def run_values(call: StepCall) -> ListValue:
 # --- the registry -------------------------------------------------------------------------------
 
 
-def _step(
-    name: str,
-    params: tuple[Param, ...],
-    signature: str,
-    summary: str,
-    example: str,
-    check: Callable[[StepTyping], Type],
-    run: Callable[[StepCall], Any],
-) -> StepSpec:
-    return StepSpec(name, "core", params, signature, summary, example, check, run, direct=True)
-
-
 DIGITS = Param("digits", "Int", default=None)
 
 for spec in (
-    _step(
+    core_step(
         "number",
         (),
         "Int | Float | String | Data | number -> the number (Data for text and Data)",
@@ -331,7 +319,7 @@ for spec in (
         check_number,
         run_number,
     ),
-    _step(
+    core_step(
         "float",
         (),
         "Int | Float | float -> Float",
@@ -340,7 +328,7 @@ for spec in (
         check_float,
         run_float,
     ),
-    _step(
+    core_step(
         "string",
         (),
         "T | string -> String",
@@ -349,7 +337,7 @@ for spec in (
         check_string,
         run_string,
     ),
-    _step(
+    core_step(
         "round",
         (DIGITS,),
         "Int | Float | round(digits?: Int) -> Int (Float with digits)",
@@ -358,7 +346,7 @@ for spec in (
         check_rounding,
         _rounding(lambda value: _half_away(value, 0)),
     ),
-    _step(
+    core_step(
         "floor",
         (),
         "Int | Float | floor -> Int",
@@ -367,7 +355,7 @@ for spec in (
         check_rounding,
         _rounding(math.floor),
     ),
-    _step(
+    core_step(
         "ceil",
         (),
         "Int | Float | ceil -> Int",
@@ -376,7 +364,7 @@ for spec in (
         check_rounding,
         _rounding(math.ceil),
     ),
-    _step(
+    core_step(
         "abs",
         (),
         "Int | Float | abs -> the same type",
@@ -385,7 +373,7 @@ for spec in (
         check_abs,
         run_abs,
     ),
-    _step(
+    core_step(
         "join",
         (Param("sep", "String", default=", "),),
         "Collection<T> | join(sep?: String) -> String",
@@ -394,7 +382,7 @@ for spec in (
         check_join,
         run_join,
     ),
-    _step(
+    core_step(
         "slice",
         (Param("from", "Int"), Param("to", "Int", default=None)),
         "String | Seq<T> | slice(from: Int, to?: Int) -> String | List<T>",
@@ -403,7 +391,7 @@ for spec in (
         check_slice,
         run_slice,
     ),
-    _step(
+    core_step(
         "keys",
         (),
         "Data | Map<K, V> | keys -> List<String> | Set<K> | List<K>",
@@ -412,7 +400,7 @@ for spec in (
         lambda call: _check_entries(call, keys=True),
         run_keys,
     ),
-    _step(
+    core_step(
         "values",
         (),
         "Data | Map<K, V> | values -> List<Data> | List<V>",
