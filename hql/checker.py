@@ -8,7 +8,7 @@ its name as `Data`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hql import messages
@@ -443,46 +443,45 @@ class Checker:
 
     def arithmetic(self, expr: t.Arithmetic) -> Type:
         left, right = self.expression(expr.left), self.expression(expr.right)
-        result = ops.arithmetic_type(expr.op, left, right)
-        if result is None:
-            message = messages.arithmetic_operands(expr.op, left, right)
-            raise HqlError(type_error(message, expr.span))
-        return result
+        return _operator_result(
+            ops.arithmetic_type(expr.op, left, right),
+            lambda: messages.arithmetic_operands(expr.op, left, right),
+            expr.span,
+        )
 
     def compare(self, expr: t.Compare) -> Type:
         left, right = self.expression(expr.left), self.expression(expr.right)
-        result = ops.order_type(left, right)
-        if result is None:
-            raise HqlError(type_error(messages.ordering_operands(left, right), expr.span))
-        return result
+        return _operator_result(
+            ops.order_type(left, right), lambda: messages.ordering_operands(left, right), expr.span
+        )
 
     def logic(self, expr: t.Logic) -> Type:
         left, right = self.expression(expr.left), self.expression(expr.right)
-        result = ops.logic_type(left, right)
-        if result is None:
-            raise HqlError(type_error(messages.logic_operands(expr.op, left, right), expr.span))
-        return result
+        return _operator_result(
+            ops.logic_type(left, right),
+            lambda: messages.logic_operands(expr.op, left, right),
+            expr.span,
+        )
 
     def logical_not(self, expr: t.Not) -> Type:
         operand = self.expression(expr.operand)
-        result = ops.not_type(operand)
-        if result is None:
-            raise HqlError(type_error(messages.not_operand(operand), expr.span))
-        return result
+        return _operator_result(
+            ops.not_type(operand), lambda: messages.not_operand(operand), expr.span
+        )
 
     def negative(self, expr: t.Negative) -> Type:
         operand = self.expression(expr.operand)
-        result = ops.negative_type(operand)
-        if result is None:
-            raise HqlError(type_error(messages.negative_operand(operand), expr.span))
-        return result
+        return _operator_result(
+            ops.negative_type(operand), lambda: messages.negative_operand(operand), expr.span
+        )
 
     def otherwise(self, expr: t.Otherwise) -> Type:
         left, right = self.expression(expr.left), self.expression(expr.right)
-        result = ops.otherwise_type(left, right)
-        if result is None:
-            raise HqlError(type_error(messages.otherwise_operands(left, right), expr.span))
-        return result
+        return _operator_result(
+            ops.otherwise_type(left, right),
+            lambda: messages.otherwise_operands(left, right),
+            expr.span,
+        )
 
     def parameter(self, expr: t.Param) -> Type:
         found = self.params.get(expr.name)
@@ -816,3 +815,10 @@ def check_program(
 ) -> tuple[Plan, list[Report]]:
     checker = Checker(has_vault=has_vault, scope=scope)
     return checker.check(program, collect=collect)
+
+
+def _operator_result(result: Type | None, refusal: Callable[[], str], span: Span) -> Type:
+    """An operator's type, or its type error at the operator (the typing rule said None)."""
+    if result is None:
+        raise HqlError(type_error(refusal(), span))
+    return result
