@@ -7,6 +7,7 @@ programs run with and without the planner; value, type, printing and reports mus
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,7 +16,7 @@ from test_properties import CORPUS, VAULT, mutated_programs
 
 import hql
 from hql.api import Outcome, Session
-from hql.explain import explain
+from hql.explain import explain, trace
 from hql.values import Ranking
 
 WEB_AUTH = hql.open_vault(Path(__file__).resolve().parents[1] / "vaults" / "web-auth")
@@ -110,14 +111,35 @@ def test_no_rewrite_without_a_literal_count_or_an_absorbing_step() -> None:
         assert plan is not None and plan.rewrites == [], text
 
 
-def test_a_pushed_ranker_explains_only_the_hits_it_keeps() -> None:
-    from hql.steps import retrieval
+def _ranker_output(session: Session, text: str) -> Ranking:
+    """What the bm25 stage itself handed on (before `take`)."""
+    records = trace(session, text, "-").records
+    return next(r.value for r in records if r.text.startswith("bm25"))
 
-    outcome = hql.run('import bm25\ncards | bm25("token") | take(2)', vault=WEB_AUTH)
-    index, _ = retrieval.bm25_index(WEB_AUTH, WEB_AUTH.cards)
-    assert len(index.search("token")) > 2  # more cards match than the program keeps
-    assert len(outcome.value.hits) == 2
-    assert all(hit.detail and hit.detail["matched"] for hit in outcome.value.hits)
+
+def test_a_pushed_ranker_hands_on_only_the_hits_take_keeps() -> None:
+    text = 'import bm25\ncards | bm25("token") | take(2)'
+    assert len(_ranker_output(Session(WEB_AUTH, optimize=False), text).hits) > 2
+    assert len(_ranker_output(Session(WEB_AUTH), text).hits) == 2
+
+
+def test_matched_terms_are_worked_out_only_when_a_hit_is_explained(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from hql.search.bm25 import Bm25Index
+
+    calls: list[int] = []
+    explain_all = Bm25Index._impacts_of_all
+
+    def counted(self: Any, slots: Any, term_ids: Any) -> Any:
+        calls.append(len(slots))
+        return explain_all(self, slots, term_ids)
+
+    monkeypatch.setattr(Bm25Index, "_impacts_of_all", counted)
+    outcome = hql.run('import bm25\ncards | bm25("token") | count', vault=WEB_AUTH)
+    assert outcome.value > 2 and calls == []
+    ranking = hql.run('import bm25\ncards | bm25("token")', vault=WEB_AUTH).value
+    assert ranking.hits[0].detail["matched"] and len(calls) == 1
 
 
 def test_explain_names_the_rewrites() -> None:
