@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hql import messages
 from hql.diagnostics import HqlError
 from hql.interpreter import Interpreter
 from hql.printing import display, format_score, layout
@@ -138,6 +139,9 @@ def describe_retrieval(retrieval: Retrieval) -> list[str]:
     ]
     if retrieval.index:
         lines.append(f"  index {retrieval.index}")
+    search = retrieval.extra.get("search")
+    if isinstance(search, dict) and "store" in search:
+        lines.append(_search_line(search))
     analysis = retrieval.extra.get("analysis")
     if isinstance(analysis, dict):
         synonyms = ", ".join(
@@ -164,6 +168,18 @@ def describe_retrieval(retrieval: Retrieval) -> list[str]:
     if "k" in retrieval.extra:
         lines.append(f"  k {retrieval.extra['k']}")
     return lines
+
+
+def _search_line(search: dict[str, Any]) -> str:
+    """How a store searched: exact or approximate, with the parameters in force."""
+    parameters = ", ".join(
+        f"{key} {_number(value)}"
+        for key, value in search.items()
+        if key not in ("store", "exact", "reason")
+    )
+    return messages.explain_search(
+        str(search["store"]), not search.get("exact", True), parameters, search.get("reason")
+    )
 
 
 def _number(value: Any) -> str:

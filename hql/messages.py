@@ -1753,3 +1753,17 @@ def vault_command_needs_vault() -> str:
 
 def template_placeholder(line: str) -> str:
     return f"`{line}` holds a template placeholder, which is not YAML"
+
+
+# --- semantic index: stores and approximate search ---------------------------------
+
+
+def index_unknown_store(store: str, known: list[str]) -> str:
+    names = ", ".join(f'"{name}"' for name in known)
+    return f'`[semantics] store = "{store}"` names no store HQL knows; known stores: {names}'
+
+
+def explain_search(store: str, approximate: bool, parameters: str, reason: str | None) -> str:
+    how = "approximate" if approximate else "exact scan"
+    text = f"  search: {how} ({store}{', ' + parameters if parameters else ''})"
+    return text + (f"; exact because {reason}" if reason else "")

@@ -12,7 +12,8 @@ from standin_embedder import BASE_CARDS, http_toml, standin_server, standin_vect
 
 from hql.index import EmbedderError, EmbedderUnavailable, SemanticIndexError
 from hql.index.commands import build_command, inspect_command, verify_command
-from hql.index.reader import SemanticIndex, semantic_ranking
+from hql.index.reader import SemanticIndex
+from hql.index.semantic import semantic_ranking
 from hql.vault import Vault
 
 

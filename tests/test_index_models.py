@@ -20,7 +20,8 @@ from standin_embedder import BASE_CARDS, write_vault
 from hql.index.commands import build_command
 from hql.index.config import EmbedderConfig
 from hql.index.embedders import MINILM_ONNX_REVISION, make_embedder
-from hql.index.reader import open_vault_index, semantic_ranking
+from hql.index.reader import open_vault_index
+from hql.index.semantic import semantic_ranking
 from hql.vault import Vault
 
 BIRDS = Path(__file__).parent / "fixtures" / "birds"

@@ -12,7 +12,8 @@ from standin_embedder import BASE_CARDS, standin_vector, write_vault
 
 from hql.index import SemanticIndexError
 from hql.index.commands import build_command
-from hql.index.reader import SemanticIndex, _top_positions, open_vault_index, semantic_ranking
+from hql.index.reader import SemanticIndex, _top_positions, open_vault_index
+from hql.index.semantic import semantic_ranking
 from hql.vault import Vault
 
 TOML = '[semantics]\nindex = ".hql/index.sqlite"\n'

@@ -16,8 +16,8 @@ from standin_embedder import standin_vector
 
 import hql
 from hql.index.commands import build_command, inspect_command, verify_command
-from hql.index.reader import semantic_ranking
 from hql.index.sections import body_start_line, split_card
+from hql.index.semantic import semantic_ranking
 from hql.vault import Vault
 
 TOML = '[semantics]\nindex = ".hql/index.sqlite"\n'

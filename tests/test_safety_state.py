@@ -232,7 +232,7 @@ def test_a_nan_query_vector_is_refused(tmp_path: Path) -> None:
     import numpy as np
     from standin_embedder import standin_vector
 
-    from hql.index.reader import semantic_ranking
+    from hql.index.semantic import semantic_ranking
 
     class Bag:
         model_id, revision = "bag", "1"

@@ -4,6 +4,7 @@
 index = ".hql/index.sqlite"     # vault-relative; absolute paths and `..` refused
 embed_queries = false           # embed unknown questions at run time
 on_unavailable = "fail"         # or "lexical" when the embedder cannot be reached
+store = "sqlite"                # where the vectors are kept (hql.index.stores)
 
 [semantics.embedder]
 provider = "http"               # or "local"
@@ -28,7 +29,7 @@ from hql.index.errors import EmbedderError, SemanticIndexError
 
 OnUnavailable = Literal["fail", "lexical"]
 
-SEMANTICS_KEYS = ("index", "embed_queries", "on_unavailable", "embedder")
+SEMANTICS_KEYS = ("index", "embed_queries", "on_unavailable", "embedder", "store")
 EMBEDDER_KEYS = (
     "provider",
     "model",
@@ -67,6 +68,7 @@ class SemanticsConfig:
     embed_queries: bool = False
     on_unavailable: OnUnavailable = "fail"
     embedder: EmbedderConfig | None = None
+    store: str = "sqlite"
 
     def require_index(self, for_producer: bool = False) -> str:
         if self.index is None:
@@ -110,6 +112,7 @@ def load_semantics_config(raw: Mapping[str, object] | None) -> SemanticsConfig:
         embed_queries=embed_queries,
         on_unavailable="lexical" if on_unavailable == "lexical" else "fail",
         embedder=None if embedder is None else load_embedder_config(embedder),
+        store=_optional_str(table, "semantics.store") or "sqlite",
     )
 
 

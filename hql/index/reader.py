@@ -11,13 +11,11 @@ them (the reference's layout) scores each card's own vector.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
 import sqlite3
 import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -26,8 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hql import messages
 from hql.index import schema
 from hql.index.config import load_semantics_config, resolve_index_path
-from hql.index.embedders import Embedder, make_embedder
-from hql.index.errors import EmbedderUnavailable, SemanticIndexError
+from hql.index.errors import SemanticIndexError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,19 +38,6 @@ class CardLike(Protocol):
 
     @property
     def digest(self) -> str: ...
-
-
-@dataclass(frozen=True, slots=True)
-class SemanticRetrieval:
-    """How a ranking was made; shared by all of its hits."""
-
-    query: str
-    index: str
-    model: str
-    revision: str
-    metric: str
-    approximate: bool = False
-    query_embedded_now: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,19 +57,6 @@ class SectionHit:
             "ordinal": self.ordinal,
             "of": self.sections,
         }
-
-
-@dataclass(frozen=True, slots=True)
-class SemanticRanking:
-    """Cards best first (score, then name), the warnings of the scan, and the retrieval.
-
-    `sections[i]` is the section `hits[i]` scored by (None for an index without sections).
-    """
-
-    hits: list[tuple[str, float]]
-    warnings: list[str]
-    retrieval: SemanticRetrieval
-    sections: list[SectionHit | None] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -188,15 +159,13 @@ class SemanticIndex:
     def query_vector(self, text: str) -> np.ndarray | None:
         return self._loaded.queries.get(text)
 
-    def retrieval(self, query: str, embedded_now: bool = False) -> SemanticRetrieval:
-        return SemanticRetrieval(
-            query=query,
-            index=str(self.path),
-            model=self.model,
-            revision=self.revision,
-            metric=self.metric,
-            query_embedded_now=embedded_now,
-        )
+    @property
+    def model_row(self) -> schema.ModelRow:
+        return self._loaded.model
+
+    def digests(self) -> dict[str, str]:
+        """Each indexed card's text digest."""
+        return dict(zip(self._loaded.names, self._loaded.hashes, strict=True))
 
     @property
     def has_sections(self) -> bool:
@@ -215,17 +184,24 @@ class SemanticIndex:
         return hits, warnings
 
     def rank_sections(
-        self, vector: np.ndarray, cards: Sequence[CardLike], k: int | None = None
+        self, vector: np.ndarray, cards: Sequence[CardLike] | None, k: int | None = None
     ) -> tuple[list[tuple[str, float]], list[str], list[SectionHit | None]]:
-        """`rank`, and for each hit the section it scored by (None without sections)."""
-        alignment = self._align(cards)
+        """`rank`, and for each hit the section it scored by (None without sections).
+
+        `cards` None ranks every indexed card, with no staleness check.
+        """
         scores, section_scores = self._card_scores(vector)
-        if alignment.rows is not None:
-            scores = scores[alignment.rows]
-        warnings = [messages.index_card_stale(name) for name in alignment.stale]
-        if alignment.absent:
-            warnings.append(messages.index_cards_absent(alignment.absent))
-        hits = self._hits(scores, alignment.rows, k)
+        warnings: list[str] = []
+        rows = None
+        if cards is not None:
+            alignment = self._align(cards)
+            rows = alignment.rows
+            warnings = [messages.index_card_stale(name) for name in alignment.stale]
+            if alignment.absent:
+                warnings.append(messages.index_cards_absent(alignment.absent))
+        if rows is not None:
+            scores = scores[rows]
+        hits = self._hits(scores, rows, k)
         return hits, warnings, self._best_sections(hits, section_scores)
 
     def _card_scores(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -545,7 +521,7 @@ def _read_queries(connection: sqlite3.Connection, dimensions: int) -> dict[str, 
     return queries
 
 
-# --- the `semantic` step's entry point -------------------------------------------
+# --- opening the vault's index ------------------------------------------------------
 
 
 class VaultLike(Protocol):
@@ -559,75 +535,6 @@ def open_vault_index(vault: VaultLike) -> SemanticIndex:
     config = load_semantics_config(raw_config(vault))
     path = resolve_index_path(Path(vault.root), config.require_index())
     return SemanticIndex.open(path, vault.root)
-
-
-# A loaded vault's semantics settings and resolved index path, worked out on its first query:
-# a loaded vault is a snapshot of its configuration, and resolving the path stats every part.
-_SETTINGS: weakref.WeakKeyDictionary[Any, tuple[Any, Path]] = weakref.WeakKeyDictionary()
-
-
-def _settings(vault: VaultLike) -> tuple[Any, Path]:
-    try:
-        found = _SETTINGS.get(vault)
-    except TypeError:  # a vault-like object that cannot be weakly referenced
-        found = None
-    if found is None:
-        config = load_semantics_config(raw_config(vault))
-        found = (config, resolve_index_path(Path(vault.root), config.require_index()))
-        with contextlib.suppress(TypeError):
-            _SETTINGS[vault] = found
-    return found
-
-
-def semantic_ranking(
-    vault: VaultLike,
-    query: str,
-    cards: Sequence[CardLike] | None = None,
-    k: int | None = None,
-    embedder: Embedder | None = None,
-) -> SemanticRanking:
-    """Rank `cards` (default: the whole vault) against `query` with the vault's index.
-
-    Raises `SemanticIndexError` for every refusal. When the question must be
-    embedded now and the embedder cannot be reached, raises `EmbedderUnavailable`
-    whose `on_unavailable` attribute says what the vault asked for (`"fail"` or
-    `"lexical"`), so the language step can fall back.
-    """
-    config, path = _settings(vault)
-    index = SemanticIndex.open(path, vault.root)
-    warnings: list[str] = []
-    vector = index.query_vector(query)
-    embedded_now = vector is None
-    if vector is None:
-        if not (config.embed_queries and config.embedder is not None):
-            raise SemanticIndexError(messages.index_query_missing(query))
-        try:
-            vector = _embed_query(index, query, embedder or make_embedder(config.embedder))
-        except EmbedderUnavailable as error:
-            error.on_unavailable = config.on_unavailable  # type: ignore[attr-defined]
-            raise
-        stored = index.add_query(query, vector)
-        warnings.extend([stored] if stored else [])
-    hits, scan_warnings, sections = index.rank_sections(
-        vector, vault.cards if cards is None else cards, k
-    )
-    return SemanticRanking(
-        hits, scan_warnings + warnings, index.retrieval(query, embedded_now), sections
-    )
-
-
-def _embed_query(index: SemanticIndex, query: str, embedder: Embedder) -> np.ndarray:
-    """A run-time query vector, only from the very model and revision that built the index."""
-    if (embedder.model_id, embedder.revision) != (index.model, index.revision):
-        raise SemanticIndexError(
-            messages.index_embedder_mismatch(
-                f"{embedder.model_id}@{embedder.revision}", f"{index.model}@{index.revision}"
-            )
-        )
-    vector = embedder.embed_queries([query])[0]
-    if len(vector) != index.dimensions:
-        raise SemanticIndexError(messages.embedder_wrong_dimensions(len(vector), index.dimensions))
-    return vector
 
 
 def raw_config(vault: VaultLike) -> dict[str, Any]:

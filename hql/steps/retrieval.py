@@ -82,6 +82,8 @@ REGISTRY.extension(
 )
 
 QUERY = Param("query", "String")
+# Force the exact scan where the vault's store would approximate (HNSW, Qdrant).
+EXACT = Param("exact", "Bool", default=False, positional=False)
 
 
 # --- typing shared by the rankers ---------------------------------------------------
@@ -101,6 +103,11 @@ def check_ranker(call: StepTyping) -> Type:
 
 def check_semantic(call: StepTyping) -> Type:
     result = check_ranker(call)
+    if call.has("exact") and call.value("exact") != ty.BOOL:
+        raise call.error(
+            messages.argument_type(call.spec.name, "exact", ty.BOOL, call.value("exact")),
+            call.arg_span("exact"),
+        )
     vault = call.vault
     semantics = vault.config.section("semantics") if vault is not None else {}
     if not semantics.get("index"):
@@ -200,14 +207,18 @@ def bm25_ranking(
 
 
 def semantic_ranking(
-    call: StepCall, query: str, cards: Sequence[Card], limit: int | None = None
+    call: StepCall,
+    query: str,
+    cards: Sequence[Card],
+    limit: int | None = None,
+    exact: bool = False,
 ) -> Ranking:
     from hql.index.errors import EmbedderUnavailable, SemanticIndexError
-    from hql.index.reader import semantic_ranking as rank
+    from hql.index.semantic import semantic_ranking as rank
 
     assert call.vault is not None
     try:
-        result = rank(call.vault, query, cards, limit)  # type: ignore[arg-type]
+        result = rank(call.vault, query, cards, limit, exact=exact)  # type: ignore[arg-type]
     except EmbedderUnavailable as error:
         if getattr(error, "on_unavailable", "fail") == "lexical":
             call.warn(messages.semantic_fell_back(error.message))
@@ -223,9 +234,10 @@ def semantic_ranking(
     for message in result.warnings:
         call.warn(message)
     source = result.retrieval
-    extra = {"query_embedded_now": True} if source.query_embedded_now else {}
+    said: dict[str, Any] = {"query_embedded_now": True} if source.query_embedded_now else {}
+    said["search"] = source.search
     retrieval = Retrieval(
-        query, source.index, source.model, source.revision, source.metric, source.approximate, extra
+        query, source.index, source.model, source.revision, source.metric, source.approximate, said
     )
     card_named: Callable[[str], Card | None] = call.vault.card
     if cards is not call.vault.cards:
@@ -248,7 +260,8 @@ def restated(hits: Sequence[Hit], retrieval: Retrieval) -> Ranking:
 
 
 def run_semantic(call: StepCall) -> Ranking:
-    return semantic_ranking(call, call.args["query"], _cards(call.input), call.limit)
+    exact = bool(call.args.get("exact", False))
+    return semantic_ranking(call, call.args["query"], _cards(call.input), call.limit, exact)
 
 
 # --- relevant ------------------------------------------------------------------------------
@@ -471,7 +484,7 @@ def run_hybrid(call: StepCall) -> Ranking:
     query = call.args["query"]
     cards = _cards(call.input)
     by_words = bm25_ranking(call, query, cards)
-    by_meaning = semantic_ranking(call, query, cards)
+    by_meaning = semantic_ranking(call, query, cards, exact=bool(call.args.get("exact", False)))
     standing_out = apply_relevance(by_meaning, None, call.vault)
     # Kept: a card sharing a term with the question, or one that stands out by meaning.
     # Ordered: by both ranks, so meaning also reorders the cards the words found.
@@ -521,9 +534,10 @@ for spec in (
     StepSpec(
         "semantic",
         "semantic",
-        (QUERY,),
-        "Collection<Card> | semantic(query: String) -> Ranking<Card>",
-        "rank every card by meaning, from the index named in hql.toml [semantics]",
+        (QUERY, EXACT),
+        "Collection<Card> | semantic(query: String, exact: Bool = false) -> Ranking<Card>",
+        "rank every card by meaning, from the index named in hql.toml [semantics]; "
+        "`exact = true` scans every vector where the store would approximate",
         'cards | semantic("night hunting birds")',
         check_semantic,
         run_semantic,
@@ -532,8 +546,8 @@ for spec in (
     StepSpec(
         "hybrid",
         "hybrid",
-        (QUERY, Param("k", "Int", default=60, positional=False)),
-        "Collection<Card> | hybrid(query: String, k: Int = 60) -> Ranking<Card>",
+        (QUERY, Param("k", "Int", default=60, positional=False), EXACT),
+        "Collection<Card> | hybrid(query: String, k: Int = 60, exact: Bool = false) -> Ranking<Card>",
         "cards that share a term with the question or stand out by meaning, ordered by both rankings",
         'cards | hybrid("how do clients prove who they are")',
         check_semantic,

@@ -1,0 +1,129 @@
+"""The `semantic` step's entry point: a question against the vault's store.
+
+It reads `[semantics]`, opens the store it names (`hql.index.stores`), finds
+or makes the question's vector, and searches. Every refusal is a
+`SemanticIndexError`; the retrieval records how the store searched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hql import messages
+from hql.index.config import SemanticsConfig, load_semantics_config
+from hql.index.embedders import Embedder, make_embedder
+from hql.index.errors import EmbedderUnavailable, SemanticIndexError
+from hql.index.reader import CardLike, SectionHit, VaultLike, raw_config
+from hql.index.stores import SearchFilter, Store, open_store
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticRetrieval:
+    """How a ranking was made; shared by all of its hits."""
+
+    query: str
+    index: str
+    model: str
+    revision: str
+    metric: str
+    approximate: bool = False
+    query_embedded_now: bool = False
+    search: dict[str, Any] = field(default_factory=dict)  # SearchMethod.to_tree()
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticRanking:
+    """Cards best first (score, then name), the warnings of the scan, and the retrieval.
+
+    `sections[i]` is the section `hits[i]` scored by (None for an index without sections).
+    """
+
+    hits: list[tuple[str, float]]
+    warnings: list[str]
+    retrieval: SemanticRetrieval
+    sections: list[SectionHit | None] = field(default_factory=list)
+
+
+# A loaded vault is a snapshot of its configuration: its settings are read on its first query.
+_SETTINGS: weakref.WeakKeyDictionary[Any, SemanticsConfig] = weakref.WeakKeyDictionary()
+
+
+def _settings(vault: VaultLike) -> SemanticsConfig:
+    try:
+        found = _SETTINGS.get(vault)
+    except TypeError:  # a vault-like object that cannot be weakly referenced
+        found = None
+    if found is None:
+        found = load_semantics_config(raw_config(vault))
+        with contextlib.suppress(TypeError):
+            _SETTINGS[vault] = found
+    return found
+
+
+def semantic_ranking(
+    vault: VaultLike,
+    query: str,
+    cards: Sequence[CardLike] | None = None,
+    k: int | None = None,
+    embedder: Embedder | None = None,
+    exact: bool = False,
+) -> SemanticRanking:
+    """Rank `cards` (default: the whole vault) against `query` with the vault's store.
+
+    `exact` forces an exact scan where the store would approximate. Raises
+    `SemanticIndexError` for every refusal. When the question must be embedded
+    now and the embedder cannot be reached, raises `EmbedderUnavailable` whose
+    `on_unavailable` attribute says what the vault asked for (`"fail"` or
+    `"lexical"`), so the language step can fall back.
+    """
+    config = _settings(vault)
+    store = open_store(vault, config)
+    warnings: list[str] = []
+    vector = store.query_vector(query)
+    embedded_now = vector is None
+    if vector is None:
+        if not (config.embed_queries and config.embedder is not None):
+            raise SemanticIndexError(messages.index_query_missing(query))
+        try:
+            vector = _embed_query(store, query, embedder or make_embedder(config.embedder))
+        except EmbedderUnavailable as error:
+            error.on_unavailable = config.on_unavailable  # type: ignore[attr-defined]
+            raise
+        stored = store.add_query(query, vector)
+        warnings.extend([stored] if stored else [])
+    among = vault.cards if cards is None else cards
+    result = store.search(vector, k, SearchFilter(among), exact)
+    model = store.model
+    retrieval = SemanticRetrieval(
+        query,
+        store.location,
+        model.id,
+        model.revision,
+        model.metric,
+        result.method.approximate,
+        embedded_now,
+        result.method.to_tree(),
+    )
+    return SemanticRanking(result.hits, result.warnings + warnings, retrieval, result.sections)
+
+
+def _embed_query(store: Store, query: str, embedder: Embedder) -> np.ndarray:
+    """A run-time query vector, only from the very model and revision that built the index."""
+    model = store.model
+    if (embedder.model_id, embedder.revision) != (model.id, model.revision):
+        raise SemanticIndexError(
+            messages.index_embedder_mismatch(
+                f"{embedder.model_id}@{embedder.revision}", f"{model.id}@{model.revision}"
+            )
+        )
+    vector = embedder.embed_queries([query])[0]
+    if len(vector) != model.dimensions:
+        raise SemanticIndexError(messages.embedder_wrong_dimensions(len(vector), model.dimensions))
+    return vector
