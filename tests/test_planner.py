@@ -148,3 +148,60 @@ def test_explain_names_the_rewrites() -> None:
     )
     assert not failed
     assert "rewrites\n  top-k: take(2) pushed into bm25" in text
+
+
+COUNTED = [
+    "cards | count",
+    "count(cards)",
+    "cards | size",
+    "size(cards)",
+    "(cards | count) + 1",
+    "[cards | count, cards | map(c => c.name) | count]",
+    "cards | count([[oauth]])",
+    "[cards] | map(cards => cards | count)",
+    'cards | filter(c => c.name == "oauth") | count',
+]
+
+
+@pytest.mark.parametrize("text", COUNTED)
+def test_counting_cards_answers_the_same(text: str) -> None:
+    planned, plain = both_ways(text, WEB_AUTH)
+    assert not plain.failed, plain.render_reports()
+    assert_same(planned, plain)
+
+
+def test_card_count_fires_only_on_the_vaults_own_cards() -> None:
+    session = Session(WEB_AUTH)
+    for text, expected in (
+        ("cards | count", ["card-count: count of cards is how many the vault holds"]),
+        ("size(cards)", ["card-count: size of cards is how many the vault holds"]),
+        ("cards | count([[oauth]])", []),
+        ("cards | take(2) | count", []),
+        ("[cards] | map(cards => cards | count)", []),  # a parameter called `cards`
+    ):
+        _, plan, _ = session.check(text)
+        assert plan is not None and plan.rewrites == expected, text
+
+
+def test_counting_cards_of_a_catalogued_vault_builds_no_card(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from hql.vault import assembly
+
+    root = tmp_path / "vault"
+    shutil.copytree(WEB_AUTH.root, root, ignore=shutil.ignore_patterns(".hql"))
+    expected = len(hql.open_vault(root).cards)  # the first load writes the catalogue
+    built: list[int] = []
+    build_cards = assembly.build_cards
+
+    def counted(documents: Any, *rest: Any) -> Any:
+        built.append(len(documents))
+        return build_cards(documents, *rest)
+
+    monkeypatch.setattr(assembly, "build_cards", counted)
+    vault = hql.open_vault(root)
+    assert hql.run("cards | count", vault=vault).value == expected and built == []
+    assert hql.run("cards | map(c => c.name) | count", vault=vault).value == expected
+    assert built == [expected]

@@ -96,7 +96,7 @@ def test_a_key_put_in_api_key_env_is_never_printed() -> None:
 
 
 @needs_fifo
-@pytest.mark.parametrize("where", ["hql.toml", ".hql/vault-cache.marshal", ".hql/bm25.v1.bin"])
+@pytest.mark.parametrize("where", ["hql.toml", ".hql/catalog.sqlite", ".hql/bm25.v1.bin"])
 def test_a_fifo_among_the_vaults_files_never_blocks(tmp_path: Path, where: str) -> None:
     (tmp_path / "card.md").write_text("# Card\n\nPenguins swim.\n")
     (tmp_path / ".hql").mkdir()
@@ -109,7 +109,7 @@ def test_a_fifo_among_the_vaults_files_never_blocks(tmp_path: Path, where: str) 
     assert not outcome.failed and outcome.value == 1
 
 
-@pytest.mark.parametrize("where", ["hql.toml", ".hql/vault-cache.marshal", ".hql/bm25.v1.bin"])
+@pytest.mark.parametrize("where", ["hql.toml", ".hql/catalog.sqlite", ".hql/bm25.v1.bin"])
 def test_a_link_to_dev_zero_is_refused_unread(tmp_path: Path, where: str) -> None:
     (tmp_path / "card.md").write_text("# Card\n\nPenguins swim.\n")
     (tmp_path / ".hql").mkdir()
@@ -121,12 +121,19 @@ def test_a_link_to_dev_zero_is_refused_unread(tmp_path: Path, where: str) -> Non
     assert finishes(run).value == 1
 
 
-def test_a_crafted_cache_claiming_two_billion_items_is_not_believed(tmp_path: Path) -> None:
+def test_a_crafted_catalogue_claiming_two_billion_items_is_not_believed(tmp_path: Path) -> None:
+    import sqlite3
+
     (tmp_path / "card.md").write_text("# Card\n")
-    (tmp_path / ".hql").mkdir()
-    (tmp_path / ".hql" / "vault-cache.marshal").write_bytes(b"[\xff\xff\xff\x7f")
+    Vault.open(tmp_path)
+    connection = sqlite3.connect(tmp_path / ".hql" / "catalog.sqlite")
+    with connection:  # a row and a listing that would allocate gigabytes if believed
+        connection.execute("UPDATE files SET payload = ?", (b"[\xff\xff\xff\x7f",))
+        connection.execute("UPDATE listing SET warnings = ?", (b"(\xff\xff\xff\x7f",))
+    connection.close()
     vault = finishes(lambda: Vault.open(tmp_path))
     assert [card.name for card in vault.cards] == ["card"]
+    assert vault.warnings == ()
 
 
 @needs_fifo
@@ -202,17 +209,18 @@ def test_an_index_linked_to_itself_is_a_report(tmp_path: Path) -> None:
     assert "cannot be read" in outcome.render_reports() or "loop" in outcome.render_reports()
 
 
-def test_a_cache_entry_with_a_non_string_key_is_a_miss(tmp_path: Path) -> None:
-    from hql.vault.cache import LoadCache
+def test_a_catalogue_row_with_a_non_string_key_is_a_miss(tmp_path: Path) -> None:
+    from hql.vault.catalog import Catalog
     from hql.vault.loader import parser_fingerprint
 
     card = tmp_path / "card.md"
     card.write_text("---\ntitle: Real\n---\n")
     status = card.stat()
     crafted = ("ok", {"metadata": {1: "x", "b": "y"}}, "", None, [])
-    writer = LoadCache(tmp_path / ".hql", parser_fingerprint())  # a cache made to lie
-    writer.store("card.md", status.st_size, status.st_mtime_ns, crafted)
-    writer.save()
+    writer = Catalog(tmp_path / ".hql", parser_fingerprint())  # a catalogue made to lie
+    writer.store("card.md", status.st_size, status.st_mtime_ns, status.st_ino, crafted)
+    writer.save(["card.md"], None, None)
+    writer.close()
     vault = Vault.open(tmp_path)
     assert vault.cards[0].title == "Real"
     from hql.printing import display

@@ -156,7 +156,7 @@ def test_cache_and_index_files_follow_the_umask(tmp_path: Path, umask_022: None)
     vault = Vault.open(root)
     code, text = build_command(vault, embedder=BagEmbedder())
     assert code == 0, text
-    cache = root / ".hql" / "vault-cache.marshal"
+    cache = root / ".hql" / "catalog.sqlite"
     assert cache.stat().st_mode & 0o777 == 0o644
     assert (root / ".hql" / "index.sqlite").stat().st_mode & 0o777 == 0o644
 

@@ -1,16 +1,16 @@
-"""The load cache under `.hql/`: used when files are unchanged, never trusted otherwise."""
+"""The catalogue under `.hql/`: used when files are unchanged, never trusted otherwise."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from hql.files import seal, unseal
 from hql.vault import Vault, document
-from hql.vault.cache import CACHE_FILE
+from hql.vault.catalog import CATALOG_FILE
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -46,7 +46,7 @@ def summary(vault: Vault) -> tuple[object, ...]:
 
 def test_second_load_parses_nothing_and_matches(root: Path, parses: list[str]) -> None:
     first = Vault.open(root)
-    assert len(parses) == 6 and (root / ".hql" / CACHE_FILE).is_file()
+    assert len(parses) == 6 and (root / ".hql" / CATALOG_FILE).is_file()
     parses.clear()
     second = Vault.open(root)
     assert parses == []
@@ -87,37 +87,95 @@ def test_refusals_are_cached_with_their_warning(root: Path, parses: list[str]) -
     assert len(second.warnings) == 2
 
 
+def catalog_rows(root: Path) -> list[tuple[object, ...]]:
+    with sqlite3.connect(root / ".hql" / CATALOG_FILE) as connection:
+        return connection.execute("SELECT * FROM files ORDER BY relpath").fetchall()
+
+
+def rewrite(root: Path, statement: str, *values: object) -> None:
+    connection = sqlite3.connect(root / ".hql" / CATALOG_FILE)
+    with connection:
+        connection.execute(statement, values)
+    connection.close()
+
+
 @pytest.mark.parametrize(
-    "garbage", [b"", b"\x00\x01garbage", b"\xe3" + b"x" * 100, b"\xfb\x00\x00\x00\x00"]
+    "garbage",
+    [
+        b"",
+        b"\x00\x01garbage",
+        b"\xe3" + b"x" * 100,
+        b"[\xff\xff\xff\x7f",
+        b"SQLite format 3\x00" + b"\xff" * 200,  # the header, then nonsense
+    ],
 )
-def test_corrupt_cache_is_ignored_and_rebuilt(
+def test_corrupt_catalogue_is_ignored_and_rebuilt(
     root: Path, parses: list[str], garbage: bytes
 ) -> None:
     expected = summary(Vault.open(root, use_cache=False))
     (root / ".hql").mkdir()
-    (root / ".hql" / CACHE_FILE).write_bytes(garbage)
+    (root / ".hql" / CATALOG_FILE).write_bytes(garbage)
     parses.clear()
     assert summary(Vault.open(root)) == expected
     assert len(parses) == 6
     parses.clear()
-    Vault.open(root)
+    assert summary(Vault.open(root)) == expected
     assert parses == []
 
 
-def test_cache_of_the_wrong_shape_is_ignored(root: Path, parses: list[str]) -> None:
+def test_every_flipped_byte_of_a_catalogue_is_harmless(root: Path, parses: list[str]) -> None:
+    """Damage anywhere in the file: the answers stay the files' own."""
+    expected = summary(Vault.open(root, use_cache=False))
+    Vault.open(root)
+    file = root / ".hql" / CATALOG_FILE
+    pristine = file.read_bytes()
+    for offset in range(0, len(pristine), 61):
+        damaged = bytearray(pristine)
+        damaged[offset] ^= 0x55
+        file.write_bytes(bytes(damaged))
+        assert summary(Vault.open(root)) == expected, offset
+    parses.clear()
+    file.write_bytes(pristine)
+    Vault.open(root)
+    assert summary(Vault.open(root)) == expected
+
+
+def test_a_row_whose_payload_was_changed_is_a_miss(root: Path, parses: list[str]) -> None:
     import marshal
 
-    from hql.vault import cache
+    Vault.open(root)
+    (relpath, *_, stored, _digest) = next(r for r in catalog_rows(root) if r[0] == "oauth.hmd")
+    payload = marshal.loads(stored)
+    forged = marshal.dumps(("ok", {"title": "Forged"}, *payload[2:]))
+    rewrite(root, "UPDATE files SET payload = ? WHERE relpath = ?", forged, relpath)
+    parses.clear()
+    vault = Vault.open(root)
+    assert [card.title for card in vault.cards if card.name == "oauth"] != ["Forged"]
+    assert len(parses) == 1
 
-    (root / ".hql").mkdir()
-    bogus = {"oauth.hmd": (0, 0, ("ok", "not a dict", 3, None, []))}
+
+def test_catalogue_rows_of_the_wrong_shape_are_ignored(root: Path, parses: list[str]) -> None:
+    """Rows that pass their digest (written by a catalogue made to lie) but hold nonsense."""
+    from hql.vault.catalog import Catalog
     from hql.vault.loader import parser_fingerprint
 
-    magic = (cache._MAGIC, parser_fingerprint())
-    payload = marshal.dumps((magic, cache._PYTHON, bogus))
-    (root / ".hql" / CACHE_FILE).write_bytes(seal(payload))  # well sealed, wrongly shaped
+    file = root / "oauth.hmd"
+    status = file.stat()
+    writer = Catalog(root / ".hql", parser_fingerprint())
+    bogus = ("ok", "not a dict", 3, None, [])
+    writer.store("oauth.hmd", status.st_size, status.st_mtime_ns, status.st_ino, bogus)
+    writer.save(["oauth.hmd"], None, None)
+    writer.close()
     vault = Vault.open(root)
     assert len(vault.cards) == 6 and len(parses) == 6
+
+
+def test_the_listing_row_is_checked(root: Path, parses: list[str]) -> None:
+    """A forged card count in the catalogue is not believed."""
+    Vault.open(root)
+    rewrite(root, "UPDATE listing SET cards = 1000")
+    vault = Vault.open(root)
+    assert len(vault) == 6 and len(vault.cards) == 6
 
 
 def test_unwritable_state_dir_means_no_cache(root: Path, parses: list[str]) -> None:
@@ -133,16 +191,15 @@ def test_use_cache_false_writes_nothing(root: Path) -> None:
     assert not (root / ".hql").exists()
 
 
-def test_a_cache_from_another_parser_is_ignored(root: Path, parses: list[str]) -> None:
-    import marshal
-
+def test_a_catalogue_from_another_parser_is_ignored(root: Path, parses: list[str]) -> None:
     Vault.open(root)
-    file = root / ".hql" / CACHE_FILE
-    (magic, fingerprint), python, entries = marshal.loads(unseal(file.read_bytes()) or b"")
-    file.write_bytes(seal(marshal.dumps(((magic, "another parser"), python, entries))))
+    rewrite(root, "UPDATE meta SET value = 'another parser' WHERE key = 'parser'")
     parses.clear()
     Vault.open(root)
     assert len(parses) == 6
+    parses.clear()
+    Vault.open(root)
+    assert parses == []
 
 
 def test_threads_share_one_vault(root: Path) -> None:

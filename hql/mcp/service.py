@@ -119,9 +119,8 @@ class LiveVault:
         # the roots outside the vault that its hql.toml allows, as the last load read them
         allowed = getattr(self._vault.config, "allow_outside", ()) if self._vault else ()
         for found in loader.discover(self.root, [], allowed):
-            try:
-                status = os.stat(found.path)
-            except OSError:
+            status = found.status  # what the walk's `stat` said
+            if not isinstance(status, os.stat_result):
                 stats.append((found.relpath, None))
                 continue
             stats.append((found.relpath, status.st_size, status.st_mtime_ns, status.st_ino))

@@ -346,6 +346,7 @@ for spec in (
         check_size,
         run_size,
         direct=True,
+        absorbs=("card-count",),
     ),
     StepSpec(
         "contains",
@@ -379,6 +380,7 @@ for spec in (
         check_count,
         run_count,
         direct=True,
+        absorbs=("card-count",),
     ),
     StepSpec(
         "sort",

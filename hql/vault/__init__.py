@@ -4,8 +4,9 @@
     vault.card("oauth").title, vault.uplinks("oauth"), vault.warnings
 
 Layers, lower never importing higher: yamldata (YAML text to Data) ->
-document (one file's text to header, body, links) -> loader (finding and
-reading files, the cache) -> assembly (names, kinds, edges) -> store (Vault).
+document (one file's text to header, body, links) -> catalog (what was read,
+kept in `.hql/catalog.sqlite`) -> loader (finding and reading files) ->
+assembly (names, kinds, edges) -> store (Vault).
 
 The loader (and PyYAML with it) is imported on first use, so a program that
 needs no vault starts without it.

@@ -1,7 +1,7 @@
 """One document's text to its parts: authored header, body, heading, links.
 
 This layer knows nothing about the vault (names, kinds, edges); its result is
-plain data so the load cache can keep it. Reference §9.2.
+plain data so the catalogue can keep it. Reference §9.2.
 """
 
 from __future__ import annotations

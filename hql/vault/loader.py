@@ -23,7 +23,7 @@ import yaml
 
 from hql import files, messages
 from hql.vault import document, links, yamldata
-from hql.vault.cache import LoadCache, Payload
+from hql.vault.catalog import Catalog, Payload
 from hql.vault.model import LoadWarning
 
 # A card larger than this is refused unread: one file must not cost the whole load.
@@ -55,6 +55,15 @@ class FoundFile:
     relpath: str  # vault-relative, "/"-separated
     path: str  # root as given, joined with relpath
     format: str
+    # What `stat` said during the walk (symlinks followed), or the error it raised.
+    status: os.stat_result | OSError | None = None
+
+    def signature(self) -> tuple[object, ...]:
+        """What must be unchanged for what was read from this file to still hold."""
+        status = self.status
+        if isinstance(status, os.stat_result):
+            return (self.relpath, status.st_size, status.st_mtime_ns, status.st_ino, status.st_mode)
+        return (self.relpath, repr(status))
 
 
 @dataclass(slots=True)
@@ -116,7 +125,15 @@ def _walk(
             yield from _walk(entry.path, relpath + "/", visited, warnings, containment, outside)
             continue
         if format_name is not None:
-            yield FoundFile(relpath, entry.path, format_name)
+            yield FoundFile(relpath, entry.path, format_name, _status(entry))
+
+
+def _status(entry: os.DirEntry[str]) -> os.stat_result | OSError:
+    """The entry's `stat` (symlinks followed); the directory listing spares a lookup by path."""
+    try:
+        return entry.stat()
+    except OSError as error:
+        return error
 
 
 def _is_symlink(entry: os.DirEntry[str]) -> bool:
@@ -138,7 +155,7 @@ PROGRESS_FROM = 2000  # files
 
 def read_all(
     found: list[FoundFile],
-    cache: LoadCache,
+    catalog: Catalog,
     warnings: list[LoadWarning],
     dialect: str = links.REFERENCE,
 ) -> list[ReadDocument]:
@@ -148,7 +165,7 @@ def read_all(
     # A large first load shows progress on a terminal; cached loads finish before it would draw.
     with Progress(len(found), messages.loading_cards(), minimum=PROGRESS_FROM) as bar:
         for item in found:
-            result = _read_one(item, cache, dialect)
+            result = _read_one(item, catalog, dialect)
             if isinstance(result, str):
                 warnings.append(LoadWarning(item.path, result))
             else:
@@ -160,25 +177,29 @@ def read_all(
     return documents
 
 
-def _read_one(item: FoundFile, cache: LoadCache, dialect: str) -> ReadDocument | str:
+def _read_one(item: FoundFile, catalog: Catalog, dialect: str) -> ReadDocument | str:
     """The parsed document, or the warning message that skips it."""
-    try:
-        status = os.stat(item.path)
-    except FileNotFoundError:
+    status = item.status
+    if status is None:
+        try:
+            status = os.stat(item.path)
+        except OSError as error:
+            status = error
+    if isinstance(status, FileNotFoundError):
         return messages.file_vanished()
-    except OSError as error:
-        return messages.file_unreadable(_reason(error))
+    if isinstance(status, OSError):
+        return messages.file_unreadable(_reason(status))
     if not stat.S_ISREG(status.st_mode):
         return messages.file_not_regular()
     if status.st_size > MAX_CARD_BYTES:
         return messages.file_too_large(status.st_size, MAX_CARD_BYTES)
-    payload = cache.lookup(item.relpath, status.st_size, status.st_mtime_ns)
+    payload = catalog.lookup(item.relpath, status.st_size, status.st_mtime_ns, status.st_ino)
     if payload is None:
         loaded = _read_and_parse(item, dialect)
         if isinstance(loaded, str):
             return loaded
-        size, mtime_ns, payload = loaded
-        cache.store(item.relpath, size, mtime_ns, payload)
+        size, mtime_ns, inode, payload = loaded
+        catalog.store(item.relpath, size, mtime_ns, inode, payload)
     else:
         size, mtime_ns = status.st_size, status.st_mtime_ns
     if payload[0] == "refused":
@@ -187,7 +208,7 @@ def _read_one(item: FoundFile, cache: LoadCache, dialect: str) -> ReadDocument |
     return ReadDocument(item, size, mtime_ns, parsed)
 
 
-def _read_and_parse(item: FoundFile, dialect: str) -> tuple[int, int, Payload] | str:
+def _read_and_parse(item: FoundFile, dialect: str) -> tuple[int, int, int, Payload] | str:
     """Read (size and mtime from the open file, so they describe what was read) and parse."""
     try:
         with open(item.path, "rb") as handle:
@@ -201,7 +222,7 @@ def _read_and_parse(item: FoundFile, dialect: str) -> tuple[int, int, Payload] |
         return messages.file_unreadable(_reason(error))
     if len(data) > MAX_CARD_BYTES:
         return messages.file_too_large(len(data), MAX_CARD_BYTES)
-    return status.st_size, status.st_mtime_ns, _parse(data, dialect)
+    return status.st_size, status.st_mtime_ns, status.st_ino, _parse(data, dialect)
 
 
 def _parse(data: bytes, dialect: str = links.REFERENCE) -> Payload:

@@ -6,14 +6,14 @@ import contextlib
 import gc
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hql import files, messages
 from hql.vault import assembly, links, loader
-from hql.vault.cache import LoadCache
+from hql.vault.catalog import Catalog, Listing, listing_key
 from hql.vault.config import VaultConfig, load_config
 from hql.vault.model import Card, Edge, LoadWarning, VaultError
 
@@ -32,12 +32,13 @@ class Vault:
     """Immutable after `open`; safe to share between threads.
 
     Edges and their indexes are built on first use (under a lock): a program
-    that only filters cards never pays for them.
+    that only filters cards never pays for them. A vault opened from its
+    catalogue knows how many cards it has and its warnings at once, and
+    builds its cards on first use too.
     """
 
     root: Path
     root_text: str  # the root exactly as given (`./notes/`), for messages; Path normalises it
-    cards: tuple[Card, ...]
     warnings: tuple[LoadWarning, ...]
     config: VaultConfig
     state_dir: Path
@@ -54,15 +55,50 @@ class Vault:
         """`edges=None` derives them from the cards when first needed."""
         self.root = root
         self.root_text = os.fspath(root) if root_text is None else root_text
-        self.cards = cards
+        self._cards: tuple[Card, ...] | None = cards
+        self._count = len(cards)
+        self._pending: Callable[[], tuple[tuple[Card, ...], tuple[LoadWarning, ...]]] | None = None
+        self._cards_lock = threading.Lock()
+        self._stored_warnings = 0  # how many of `warnings` the catalogue gave
         self.warnings = warnings
         self.config = config
         self.state_dir = root / STATE_DIR
-        self._by_name = {card.name: card for card in cards}
+        self._names: dict[str, Card] | None = None
         self.dialect = links.REFERENCE  # how the files were read; set by `open`
         self._given_edges = edges
         self._tables: _EdgeTables | None = None
         self._tables_lock = threading.Lock()
+
+    @property
+    def cards(self) -> tuple[Card, ...]:
+        """Every card, in name order."""
+        cards = self._cards
+        if cards is None:
+            with self._cards_lock:
+                cards = self._cards
+                if cards is None:
+                    cards = self._materialise()
+        return cards
+
+    @property
+    def _by_name(self) -> dict[str, Card]:
+        names = self._names
+        if names is None:
+            names = self._names = {card.name: card for card in self.cards}
+        return names
+
+    def _materialise(self) -> tuple[Card, ...]:
+        """Build the cards of a vault opened from its catalogue (under the cards lock)."""
+        pending = self._pending
+        assert pending is not None, "a vault without cards has a way to build them"
+        with _collector_paused():
+            cards, rest = pending()
+        # The same as the catalogue said, unless a file changed between opening and now.
+        self.warnings = self.warnings[: len(self.warnings) - self._stored_warnings] + rest
+        self._count = len(cards)
+        self._pending = None
+        self._cards = cards
+        return cards
 
     @property
     def edges(self) -> tuple[Edge, ...]:
@@ -137,17 +173,39 @@ class Vault:
         state_dir = root / STATE_DIR
         # A `.hql` that leads outside the vault is neither read nor written.
         cached = use_cache and files.state_dir_contained(state_dir)
-        cache = LoadCache(state_dir if cached else None, fingerprint)
-        names = assembly.assign_names(found, warnings, dialect)
-        documents = loader.read_all(found, cache, warnings, dialect)
-        cache.save()
-        cards = assembly.build_cards(documents, names, extension_metadata, warnings, dialect)
-        if dialect == links.OBSIDIAN and cards:
-            missing, linking = cards[0]._table.count_unresolved()
-            if missing:
-                warnings.append(LoadWarning("", messages.unresolved_links(missing, linking)))
-        all_warnings = tuple(config_warnings + warnings)
-        vault = cls(root, tuple(cards), None, all_warnings, config, root_text=shown)
+        catalog = Catalog(state_dir if cached else None, fingerprint)
+        walked = tuple(config_warnings + warnings)
+        key = None
+        if cached:
+            metadata = sorted((name, dict(entries)) for name, entries in extension_metadata.items())
+            context = (fingerprint, dialect, shown, metadata)
+            key = listing_key((item.signature() for item in found), context)
+        relpaths = [item.relpath for item in found]
+
+        def read_cards() -> tuple[tuple[Card, ...], tuple[LoadWarning, ...]]:
+            """Everything after the walk: names, the documents (from the catalogue), cards."""
+            rest: list[LoadWarning] = []
+            names = assembly.assign_names(found, rest, dialect)
+            documents = loader.read_all(found, catalog, rest, dialect)
+            cards = assembly.build_cards(documents, names, extension_metadata, rest, dialect)
+            if dialect == links.OBSIDIAN and cards:
+                missing, linking = cards[0]._table.count_unresolved()
+                if missing:
+                    rest.append(LoadWarning("", messages.unresolved_links(missing, linking)))
+            listing = Listing(len(cards), tuple((w.path, w.message, w.subject) for w in rest))
+            catalog.save(relpaths, key, listing)
+            catalog.close()
+            return tuple(cards), tuple(rest)
+
+        stored = catalog.listing(key)
+        if stored is None:
+            cards, rest = read_cards()
+            vault = cls(root, cards, None, walked + rest, config, root_text=shown)
+        else:  # the files are as the catalogue last saw them: cards are built when needed
+            rest = tuple(LoadWarning(*warning) for warning in stored.warnings)
+            vault = cls(root, (), None, walked + rest, config, root_text=shown)
+            vault._cards, vault._count, vault._pending = None, stored.cards, read_cards
+            vault._stored_warnings = len(rest)
         vault.dialect = dialect
         return vault
 
@@ -172,7 +230,8 @@ class Vault:
         return name in self._by_name
 
     def __len__(self) -> int:
-        return len(self.cards)
+        """How many cards; a vault opened from its catalogue knows without building them."""
+        return self._count
 
     def uplinks(self, name: str) -> tuple[Edge, ...]:
         """Edges leaving `name`, in vault edge order."""
@@ -183,7 +242,7 @@ class Vault:
         return self._edge_tables().downlinks.get(name, ())
 
     def __repr__(self) -> str:
-        return f"Vault({self.root_text!r}, {messages.plural(len(self.cards), 'card')})"
+        return f"Vault({self.root_text!r}, {messages.plural(len(self), 'card')})"
 
 
 @contextlib.contextmanager

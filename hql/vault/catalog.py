@@ -1,0 +1,397 @@
+"""The catalogue: what the vault's files held when they were last read, in `.hql/catalog.sqlite`.
+
+An SQLite database (WAL journal, so readers never wait for a writer and see
+either the catalogue before a refresh or after it, never half of one) with
+three tables:
+
+* `meta`: the format, the parser that wrote the rows (a fingerprint of its
+  code and of PyYAML) and the Python version; rows of another are ignored.
+* `files`: per document, keyed by its vault-relative path: size, mtime_ns and
+  inode of the file when it was read, the parse (marshal of the payload:
+  `("ok", authored, body, heading, links[, extras])` or `("refused",
+  message)`) and a digest of all of that.
+* `listing`: one row describing the last whole load: a key naming every
+  file's (path, size, mtime_ns, inode, mode), the dialect, the parser, the
+  extensions' metadata and the vault path as given; how many cards that load
+  gave and the warnings it gave after the walk. When a walk finds exactly
+  that key again, a vault opens from this row alone and reads its cards only
+  when a program needs them.
+
+The catalogue is the user's file but still input. A row is believed only
+while its file has the same size, mtime_ns and inode and its digest matches
+what it holds; its data is checked again, down to every key and value, before
+use. Anything else is a miss, and the file is parsed again. A catalogue that
+SQLite cannot read (not a database, a damaged page), that has the wrong
+tables, or that is not a regular file (a FIFO, a symlink, a device) is
+replaced by a new one; a `.hql` that cannot be written means the vault loads
+without one. Nothing here raises: every failure means "read the files".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import marshal
+import os
+import sqlite3
+import stat
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from hql import files
+
+CATALOG_FILE = "catalog.sqlite"
+FORMAT = "hql.catalog.v1"
+# How long a reader or writer waits for another process's lock before going without.
+BUSY_SECONDS = 2.0
+_PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]} marshal {marshal.version}"
+# Files left by the load cache this catalogue replaced.
+_RETIRED = ("vault-cache.marshal",)
+
+Payload = tuple[Any, ...]
+Row = tuple[int, int, int, bytes, bytes]  # size, mtime_ns, inode, stored payload, digest
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    relpath TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    inode INTEGER NOT NULL,
+    payload BLOB NOT NULL,
+    digest BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS listing (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    key BLOB NOT NULL,
+    cards INTEGER NOT NULL,
+    warnings BLOB NOT NULL,
+    digest BLOB NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What the last whole load found: its card count and the warnings after the walk."""
+
+    cards: int
+    warnings: tuple[tuple[str, str, str | None], ...]  # (path, message, subject)
+
+
+def listing_key(
+    signatures: Iterable[tuple[object, ...]], context: tuple[object, ...]
+) -> bytes | None:
+    """A digest naming every file's signature and what else the load depends on.
+
+    None when something in it cannot be written down (then nothing is reused).
+    """
+    try:
+        written = marshal.dumps(cast(Any, (context, list(signatures))))
+        return hashlib.sha256(written).digest()
+    except ValueError:
+        return None
+
+
+class Catalog:
+    """The rows one load reads and the rows it parsed afresh; `save` writes them back."""
+
+    def __init__(self, state_dir: Path | None, fingerprint: str = "") -> None:
+        """`state_dir=None` is no catalogue: every lookup misses and nothing is written."""
+        self._path = state_dir / CATALOG_FILE if state_dir is not None else None
+        self._fingerprint = fingerprint
+        self._connection: sqlite3.Connection | None = None
+        self._rows: dict[str, Row] | None = None
+        self._fresh: dict[str, Row] = {}
+        self._replace = False  # the file on disk is unusable: write a new one
+        self._foreign = False  # written by another parser or Python: nothing in it is used
+        if self._path is not None:
+            self._connection = self._connect(self._path)
+
+    # --- reading ------------------------------------------------------------------
+
+    def listing(self, key: bytes | None) -> Listing | None:
+        """The stored description of the last load, if it was made from exactly `key`."""
+        if key is None or self._connection is None or self._foreign:
+            return None
+        try:
+            found = self._connection.execute(
+                "SELECT key, cards, warnings, digest FROM listing WHERE id = 1"
+            ).fetchone()
+        except sqlite3.Error:
+            self._give_up(replace=True)
+            return None
+        if found is None:
+            return None
+        stored_key, cards, warnings_blob, digest = found
+        if stored_key != key or type(cards) is not int or type(warnings_blob) is not bytes:
+            return None
+        if digest != _digest(key, str(cards).encode(), warnings_blob):
+            return None
+        warnings = _loads(warnings_blob)
+        if type(warnings) is not tuple or not all(map(_well_formed_warning, warnings)):
+            return None
+        return Listing(cards, warnings)
+
+    def lookup(self, relpath: str, size: int, mtime_ns: int, inode: int) -> Payload | None:
+        """The payload parsed from this very file (same size, mtime and inode), if stored.
+
+        Rows are checked here, one by one as they are used: a row whose digest
+        or shape is wrong is simply a miss.
+        """
+        rows = self._rows
+        if rows is None:
+            rows = self._rows = self._read_rows()
+        row = rows.get(relpath)
+        if row is None or row[0] != size or row[1] != mtime_ns or row[2] != inode:
+            return None
+        stored, digest = row[3], row[4]
+        if digest != _row_digest(relpath, size, mtime_ns, inode, stored):
+            return None
+        payload = _loads(stored)
+        if not _well_formed(payload):
+            return None
+        return cast(Payload, payload)
+
+    def store(self, relpath: str, size: int, mtime_ns: int, inode: int, payload: Payload) -> None:
+        if self._path is None:
+            return
+        stored = marshal.dumps(payload)
+        digest = _row_digest(relpath, size, mtime_ns, inode, stored)
+        self._fresh[relpath] = (size, mtime_ns, inode, stored, digest)
+
+    def _read_rows(self) -> dict[str, Row]:
+        if self._connection is None:
+            return {}
+        try:
+            cursor = self._connection.execute(
+                "SELECT relpath, size, mtime_ns, inode, payload, digest FROM files"
+            )
+            return {row[0]: row[1:] for row in cursor}
+        except sqlite3.Error:
+            self._give_up(replace=True)
+            return {}
+
+    # --- writing ------------------------------------------------------------------
+
+    def save(self, relpaths: list[str], key: bytes | None, listing: Listing | None) -> None:
+        """Store the fresh rows, drop rows of files no longer found, record the load.
+
+        One transaction: another process sees the catalogue before or after it.
+        `listing` is None when the load may not be reused as a whole.
+        """
+        if self._path is None:
+            return
+        stale = self._rows is not None and bool(self._rows.keys() - set(relpaths))
+        if not self._fresh and not stale and listing is None:
+            return
+        with contextlib.suppress(OSError, sqlite3.Error, ValueError):
+            self._write(relpaths, key, listing)
+
+    def _write(self, relpaths: list[str], key: bytes | None, listing: Listing | None) -> None:
+        assert self._path is not None
+        state_dir = self._path.parent
+        state_dir.mkdir(exist_ok=True)
+        if not files.state_dir_contained(state_dir):
+            return
+        if self._replace or self._connection is None:
+            self._start_afresh(self._path)
+        connection = self._connection
+        if connection is None:
+            return
+        connection.execute("BEGIN IMMEDIATE")  # waits BUSY_SECONDS at most for another writer
+        try:
+            self._write_rows(connection, relpaths, key, listing)
+        except BaseException:
+            connection.rollback()
+            raise
+        connection.commit()
+        for retired in _RETIRED:  # the load cache this catalogue replaced, and its temporaries
+            files.clean_stale_temporaries(state_dir, retired, also=(".vault-cache.",))
+            with contextlib.suppress(OSError):
+                if stat.S_ISREG(os.lstat(state_dir / retired).st_mode):
+                    os.unlink(state_dir / retired)
+
+    def _write_rows(
+        self,
+        connection: sqlite3.Connection,
+        relpaths: list[str],
+        key: bytes | None,
+        listing: Listing | None,
+    ) -> None:
+        meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
+        if meta != self._meta():
+            connection.execute("DELETE FROM files")
+            connection.execute("DELETE FROM meta")
+            connection.executemany("INSERT INTO meta VALUES (?, ?)", self._meta().items())
+        else:
+            kept = set(relpaths)
+            gone = [(relpath,) for relpath in (self._rows or {}) if relpath not in kept]
+            connection.executemany("DELETE FROM files WHERE relpath = ?", gone)
+        connection.executemany(
+            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
+            ((relpath, *row) for relpath, row in self._fresh.items()),
+        )
+        connection.execute("DELETE FROM listing")
+        if key is not None and listing is not None:
+            warnings = marshal.dumps(listing.warnings)
+            digest = _digest(key, str(listing.cards).encode(), warnings)
+            connection.execute(
+                "INSERT INTO listing VALUES (1, ?, ?, ?, ?)", (key, listing.cards, warnings, digest)
+            )
+        self._fresh = {}
+
+    # --- the connection -----------------------------------------------------------
+
+    def _connect(self, path: Path, create: bool = False) -> sqlite3.Connection | None:
+        """An open catalogue whose `meta` says it holds rows of this parser, else None.
+
+        A file that is there but unusable marks the catalogue for replacement.
+        """
+        try:
+            status = os.lstat(path)
+        except FileNotFoundError:
+            if not create:
+                return None
+            status = None
+        except OSError:
+            return None
+        if status is not None and not stat.S_ISREG(status.st_mode):
+            self._replace = not stat.S_ISDIR(status.st_mode)
+            return None
+        connection = None
+        try:
+            connection = sqlite3.connect(
+                path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False
+            )
+            if create:
+                connection.execute("PRAGMA journal_mode=WAL")
+                connection.executescript(_SCHEMA)
+                return connection
+            meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
+            if meta != self._meta():  # another parser's rows: written over by `save`
+                self._rows, self._foreign = {}, True
+            return connection
+        except sqlite3.Error:
+            if connection is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    connection.close()
+            self._replace = True
+            return None
+
+    def _start_afresh(self, path: Path) -> None:
+        """Replace a missing or unusable catalogue by an empty one.
+
+        Only while holding the state directory's lock without waiting: a
+        process that finds it taken (another replacing, an index build)
+        leaves the catalogue alone this time.
+        """
+        self.close()
+        self._rows = {}
+        with files.try_locked(path.parent) as held:
+            if held:
+                _remove_catalog(path)
+                self._connection = self._connect(path, create=True)
+                self._replace = False
+
+    def _meta(self) -> dict[str, str]:
+        return {"format": FORMAT, "parser": self._fingerprint, "python": _PYTHON}
+
+    def _give_up(self, replace: bool) -> None:
+        self.close()
+        self._replace = replace
+
+    def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            with contextlib.suppress(sqlite3.Error):
+                connection.close()
+
+
+def _remove_catalog(path: Path) -> None:
+    """Remove an unusable catalogue and its journals (not a directory in its place)."""
+    for name in (path.name, f"{path.name}-wal", f"{path.name}-shm", f"{path.name}-journal"):
+        entry = path.parent / name
+        with contextlib.suppress(OSError):
+            if not stat.S_ISDIR(os.lstat(entry).st_mode):
+                os.unlink(entry)
+
+
+def _digest(*parts: bytes) -> bytes:
+    hasher = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        hasher.update(len(part).to_bytes(8, "little"))
+        hasher.update(part)
+    return hasher.digest()
+
+
+def _row_digest(relpath: str, size: int, mtime_ns: int, inode: int, stored: bytes) -> bytes:
+    signature = f"{relpath}\0{size}\0{mtime_ns}\0{inode}".encode("utf-8", "surrogatepass")
+    return _digest(signature, stored)
+
+
+def _loads(stored: object) -> object:
+    if type(stored) is not bytes:
+        return None
+    try:
+        return marshal.loads(stored)
+    except Exception:  # noqa: BLE001 - a damaged row is a miss
+        return None
+
+
+def _well_formed(payload: object) -> bool:
+    """A payload of the documented shape, its data plain."""
+    if type(payload) is not tuple:
+        return False
+    if len(payload) in (5, 6) and payload[0] == "ok":
+        _, authored, body, heading, links = payload[:5]
+        return (
+            (len(payload) == 5 or (type(payload[5]) is dict and _plain(payload[5])))
+            and type(authored) is dict
+            and type(body) is str
+            and (heading is None or type(heading) is str)
+            and type(links) is list
+            and all(map(_well_formed_link, links))
+            and _plain(authored)
+        )
+    return len(payload) == 2 and payload[0] == "refused" and type(payload[1]) is str
+
+
+def _well_formed_link(link: object) -> bool:
+    return (
+        type(link) is tuple
+        and len(link) == 2
+        and type(link[0]) is str
+        and type(link[1]) is dict
+        and _plain(link[1])
+    )
+
+
+def _well_formed_warning(warning: object) -> bool:
+    return (
+        type(warning) is tuple
+        and len(warning) == 3
+        and type(warning[0]) is str
+        and type(warning[1]) is str
+        and (warning[2] is None or type(warning[2]) is str)
+    )
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _plain(value: object, depth: int = 0) -> bool:
+    """Data as a header gives it: str-keyed dicts, lists and scalars, not absurdly deep."""
+    if depth > 200:
+        return False
+    if type(value) is dict:
+        return all(
+            type(key) is str and (type(item) in _SCALARS or _plain(item, depth + 1))
+            for key, item in value.items()
+        )
+    if type(value) is list:
+        return all(type(item) in _SCALARS or _plain(item, depth + 1) for item in value)
+    return type(value) in _SCALARS
