@@ -36,7 +36,6 @@ import os
 import sqlite3
 import stat
 import sys
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -82,15 +81,13 @@ class Listing:
     warnings: tuple[tuple[str, str, str | None], ...]  # (path, message, subject)
 
 
-def listing_key(
-    signatures: Iterable[tuple[object, ...]], context: tuple[object, ...]
-) -> bytes | None:
+def listing_key(signatures: list[object], context: tuple[object, ...]) -> bytes | None:
     """A digest naming every file's signature and what else the load depends on.
 
     None when something in it cannot be written down (then nothing is reused).
     """
     try:
-        written = marshal.dumps(cast(Any, (context, list(signatures))))
+        written = marshal.dumps(cast(Any, (context, signatures)))
         return hashlib.sha256(written).digest()
     except ValueError:
         return None

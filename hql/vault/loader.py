@@ -12,10 +12,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import operator
 import os
 import stat
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,12 +58,41 @@ class FoundFile:
     # What `stat` said during the walk (symlinks followed), or the error it raised.
     status: os.stat_result | OSError | None = None
 
-    def signature(self) -> tuple[object, ...]:
-        """What must be unchanged for what was read from this file to still hold."""
-        status = self.status
-        if isinstance(status, os.stat_result):
-            return (self.relpath, status.st_size, status.st_mtime_ns, status.st_ino, status.st_mode)
-        return (self.relpath, repr(status))
+
+class Walk:
+    """The documents a walk found, as columns: a vault opened from its catalogue
+    needs only their paths and `stat`s, so no object is made per file until
+    the cards are read."""
+
+    __slots__ = ("relpaths", "paths", "formats", "statuses")
+
+    def __init__(self) -> None:
+        self.relpaths: list[str] = []
+        self.paths: list[str] = []
+        self.formats: list[str] = []
+        self.statuses: list[os.stat_result | OSError] = []
+
+    def found(self) -> list[FoundFile]:
+        return list(map(FoundFile, self.relpaths, self.paths, self.formats, self.statuses))
+
+    def signatures(self) -> list[object]:
+        """Per document what must be unchanged for what was read from it to still hold."""
+        return [
+            (status.st_size, status.st_mtime_ns, status.st_ino, status.st_mode)
+            if type(status) is os.stat_result
+            else repr(status)
+            for status in self.statuses
+        ]
+
+    @classmethod
+    def of(cls, found: list[FoundFile]) -> Walk:
+        walk = cls()
+        for item in found:
+            walk.relpaths.append(item.relpath)
+            walk.paths.append(item.path)
+            walk.formats.append(item.format)
+            walk.statuses.append(item.status if item.status is not None else OSError())
+        return walk
 
 
 @dataclass(slots=True)
@@ -77,18 +106,27 @@ class ReadDocument:
 def discover(
     root: str, warnings: list[LoadWarning], allow_outside: tuple[str, ...] = ()
 ) -> list[FoundFile]:
-    """Every document below root, sorted by path component-wise (as the reference does).
+    """Every document below root, sorted by path component-wise (as the reference does)."""
+    return walk(root, warnings, allow_outside).found()
+
+
+def walk(root: str, warnings: list[LoadWarning], allow_outside: tuple[str, ...] = ()) -> Walk:
+    """Every document below root with its `stat`, sorted by path component-wise.
 
     A symlink whose target is outside the vault (and outside every root the
-    vault allows) is skipped; one warning counts them all.
+    vault allows) is skipped; one warning counts them all. Each folder's
+    entries are visited in name order, depth first, which is that order.
     """
     containment = files.Containment(root, allow_outside)
     outside: list[str] = []
-    found = list(_walk(root, "", set(), warnings, containment, outside))
-    found.sort(key=lambda item: item.relpath.split("/"))
+    found = Walk()
+    _walk(root, "", set(), warnings, containment, outside, found)
     if outside:
         warnings.append(LoadWarning(outside[0], messages.symlinks_outside(len(outside))))
     return found
+
+
+_BY_NAME = operator.attrgetter("name")
 
 
 def _walk(
@@ -98,7 +136,14 @@ def _walk(
     warnings: list[LoadWarning],
     containment: files.Containment,
     outside: list[str],
-) -> Iterator[FoundFile]:
+    found: Walk,
+) -> None:
+    """Add the documents below `directory` to `found`.
+
+    This loop runs once per file of the vault on every load, so it asks each
+    directory entry only what the listing already knows (its type), plus one
+    `stat` per document, and makes no object per file.
+    """
     try:
         identity = os.stat(directory)
         key = (identity.st_dev, identity.st_ino)
@@ -107,33 +152,34 @@ def _walk(
             return
         visited.add(key)
         with os.scandir(directory) as listing:
-            entries = sorted(listing, key=lambda entry: entry.name)
+            entries = sorted(listing, key=_BY_NAME)
     except OSError as error:
         warnings.append(LoadWarning(directory, messages.directory_unreadable(_reason(error))))
         return
+    formats = FORMATS
+    add_relpath, add_path = found.relpaths.append, found.paths.append
+    add_format, add_status = found.formats.append, found.statuses.append
     for entry in entries:
-        if entry.name.startswith("."):
+        name = entry.name
+        if name[0] == ".":
             continue
-        relpath = prefix + entry.name
-        dot = entry.name.rfind(".")
-        format_name = FORMATS.get(entry.name[dot:]) if dot > 0 else None
+        dot = name.rfind(".")
+        format_name = formats.get(name[dot:]) if dot > 0 else None
         is_dir = _is_dir(entry)
         if (is_dir or format_name) and _is_symlink(entry) and not containment.readable(entry.path):
             outside.append(entry.path)
             continue
         if is_dir:
-            yield from _walk(entry.path, relpath + "/", visited, warnings, containment, outside)
-            continue
-        if format_name is not None:
-            yield FoundFile(relpath, entry.path, format_name, _status(entry))
-
-
-def _status(entry: os.DirEntry[str]) -> os.stat_result | OSError:
-    """The entry's `stat` (symlinks followed); the directory listing spares a lookup by path."""
-    try:
-        return entry.stat()
-    except OSError as error:
-        return error
+            _walk(entry.path, prefix + name + "/", visited, warnings, containment, outside, found)
+        elif format_name is not None:
+            try:
+                status: os.stat_result | OSError = entry.stat()
+            except OSError as error:
+                status = error
+            add_relpath(prefix + name)
+            add_path(entry.path)
+            add_format(format_name)
+            add_status(status)
 
 
 def _is_symlink(entry: os.DirEntry[str]) -> bool:

@@ -164,9 +164,10 @@ class Vault:
         warnings: list[LoadWarning] = []
         config, config_warnings = load_config(root)
         dialect = links.dialect_of(root, config.dialect)
-        found = loader.discover(shown, warnings, config.allow_outside)
+        walked_files = loader.walk(shown, warnings, config.allow_outside)
         if config.exclude:
-            found = links.without_excluded(found, config.exclude)
+            kept = links.without_excluded(walked_files.found(), config.exclude)
+            walked_files = loader.Walk.of(kept)
         fingerprint = loader.parser_fingerprint()
         if dialect != links.REFERENCE:  # one dialect's parses are not another's
             fingerprint = f"{fingerprint}:{dialect}"
@@ -176,15 +177,16 @@ class Vault:
         catalog = Catalog(state_dir if cached else None, fingerprint)
         walked = tuple(config_warnings + warnings)
         key = None
+        relpaths = walked_files.relpaths
         if cached:
             metadata = sorted((name, dict(entries)) for name, entries in extension_metadata.items())
-            context = (fingerprint, dialect, shown, metadata)
-            key = listing_key((item.signature() for item in found), context)
-        relpaths = [item.relpath for item in found]
+            context = (fingerprint, dialect, shown, metadata, relpaths)
+            key = listing_key(walked_files.signatures(), context)
 
         def read_cards() -> tuple[tuple[Card, ...], tuple[LoadWarning, ...]]:
             """Everything after the walk: names, the documents (from the catalogue), cards."""
             rest: list[LoadWarning] = []
+            found = walked_files.found()
             names = assembly.assign_names(found, rest, dialect)
             documents = loader.read_all(found, catalog, rest, dialect)
             cards = assembly.build_cards(documents, names, extension_metadata, rest, dialect)
