@@ -67,8 +67,10 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
             raise TooLarge(status.st_size, limit)
         chunks = []
         remaining = limit + 1
+        # Each read allocates what it asks for: ask for about the file's size, not 16 MiB.
+        step = min(max(status.st_size + 1, 1 << 16), 1 << 24)
         while remaining > 0:
-            chunk = os.read(descriptor, min(remaining, 1 << 24))
+            chunk = os.read(descriptor, min(remaining, step))
             if not chunk:
                 break
             chunks.append(chunk)

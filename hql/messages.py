@@ -1220,6 +1220,43 @@ def index_would_replace(path: str) -> str:
     )
 
 
+def _not_unit(norm: float) -> str:
+    return (
+        f"a vector of length {norm:.6g} where the index stores unit vectors "
+        f"(it was damaged after the build, so its scores would be wrong): {_REBUILD}"
+    )
+
+
+def index_vector_not_unit(name: str, norm: float) -> str:
+    return f"`{name}` has {_not_unit(norm)}"
+
+
+def index_section_not_unit(card: str, norm: float) -> str:
+    return f"a section of `{card}` has {_not_unit(norm)}"
+
+
+def index_query_vector_not_unit(text: str, norm: float) -> str:
+    return f"the stored question `{text}` has {_not_unit(norm)}"
+
+
+def index_verify_bad_vectors(names: list[str]) -> str:
+    return (
+        f"{plural(len(names), 'card')} with a vector that is not a unit vector "
+        "(NaN, infinity, zero or a norm far from 1, in the card's row or a section): "
+        + ", ".join(f"`{n}`" for n in names)
+        + f"; {_REBUILD} (it embeds them again)"
+    )
+
+
+def index_verify_bad_queries(texts: list[str]) -> str:
+    return (
+        f"{plural(len(texts), 'stored question')} with a vector that is not a unit vector "
+        "or not of the declared width: "
+        + ", ".join(f"`{t}`" for t in texts)
+        + f"; {_REBUILD} (it embeds them again)"
+    )
+
+
 # --- extensions declared through hql.extend ----------------------------------------
 
 

@@ -261,3 +261,153 @@ def test_a_nan_query_vector_is_refused(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(SemanticIndexError, match="NaN or infinity"):
         semantic_ranking(Vault.open(root), "duck")
+
+
+class _Bag:
+    """Unit vectors from the stand-in's word buckets (the stand-in scales them by 3)."""
+
+    model_id, revision = "bag", "1"
+
+    def embed_passages(self, texts: list[str]) -> Any:
+        import numpy as np
+        from standin_embedder import standin_vector
+
+        return np.asarray([standin_vector(t) for t in texts], dtype=np.float32) / 3.0
+
+    embed_queries = embed_passages
+
+
+def _zoo(tmp_path: Path, queries: tuple[str, ...] = ("duck",)) -> Path:
+    root = tmp_path / "zoo"
+    write_vault(root, BASE_CARDS, '[semantics]\nindex = ".hql/index.sqlite"\n')
+    assert build_command(Vault.open(root), list(queries), embedder=_Bag())[0] == 0
+    return root
+
+
+def _set_vector(root: Path, table: str, key: str, where: str, vector: Any) -> None:
+    import sqlite3
+
+    import numpy as np
+
+    db = sqlite3.connect(root / ".hql" / "index.sqlite")
+    with db:
+        (blob,) = db.execute(f"SELECT embedding FROM {table} WHERE {key} = ?", (where,)).fetchone()
+        width = len(blob) // 4
+        values = np.broadcast_to(np.asarray(vector, dtype="<f4"), (width,))
+        db.execute(f"UPDATE {table} SET embedding = ? WHERE {key} = ?", (values.tobytes(), where))
+    db.close()
+
+
+def _first_axis(value: float) -> Any:
+    """A vector of one non-zero component: its length is `value`."""
+    import numpy as np
+    from standin_embedder import DIMENSIONS
+
+    vector = np.zeros(DIMENSIONS, dtype=np.float32)
+    vector[0] = value
+    return vector
+
+
+def _ranking(root: Path, query: str = "duck") -> list[str]:
+    from hql.index.reader import semantic_ranking
+
+    return [name for name, _ in semantic_ranking(Vault.open(root), query).hits]
+
+
+@pytest.mark.parametrize(
+    ("table", "key", "value"),
+    [
+        ("card", "name", float("nan")),
+        ("card", "name", float("inf")),
+        ("section", "card", float("nan")),
+        ("section", "card", float("-inf")),
+    ],
+)
+def test_index_verify_names_a_card_whose_vector_is_not_a_number(
+    tmp_path: Path, table: str, key: str, value: float
+) -> None:
+    root = _zoo(tmp_path)
+    assert verify_command(Vault.open(root))[0] == 0
+    _set_vector(root, table, key, "owl", value)
+    code, text = verify_command(Vault.open(root))
+    assert code == 1
+    assert "1 card with a vector that is not a unit vector" in text and "`owl`" in text
+    assert "`duck`" not in text and "hql index build" in text
+
+
+@pytest.mark.parametrize(
+    ("table", "length"), [("card", 3e38), ("card", 0.0), ("section", 3e38), ("section", 0.0)]
+)
+def test_a_card_vector_that_is_not_unit_length_refuses_the_index(
+    tmp_path: Path, table: str, length: float
+) -> None:
+    from hql.index.reader import clear_cache
+
+    root = _zoo(tmp_path)
+    fresh = _ranking(root)
+    key = "name" if table == "card" else "card"
+    _set_vector(root, table, key, "owl", _first_axis(length))
+    clear_cache()
+    # A 3e38 vector would rank first; a zero one would score 0.0 against every question.
+    with pytest.raises(SemanticIndexError) as caught:
+        _ranking(root)
+    message = caught.value.message
+    assert "`owl`" in message and "unit vectors" in message and "hql index build" in message
+    code, text = verify_command(Vault.open(root))
+    assert code == 1 and "`owl`" in text
+    # The fix the report names works: the build embeds the damaged card again.
+    assert build_command(Vault.open(root), embedder=_Bag())[0] == 0
+    assert _ranking(root) == fresh
+    assert verify_command(Vault.open(root))[0] == 0
+
+
+def test_a_stored_question_of_the_wrong_length_is_refused_and_rebuilt(tmp_path: Path) -> None:
+    root = _zoo(tmp_path)
+    fresh = _ranking(root)
+    _set_vector(root, "query", "text", "duck", _first_axis(0.0))
+    with pytest.raises(SemanticIndexError, match="stored question `duck`.*unit vectors"):
+        _ranking(root)
+    code, text = verify_command(Vault.open(root))
+    assert code == 1 and "1 stored question" in text and "`duck`" in text
+    assert build_command(Vault.open(root), embedder=_Bag())[0] == 0
+    assert _ranking(root) == fresh
+
+
+def test_a_large_query_table_is_not_read_whole(tmp_path: Path) -> None:
+    import sqlite3
+    import tracemalloc
+
+    from standin_embedder import DIMENSIONS
+
+    from hql.index.reader import clear_cache, semantic_ranking
+
+    root = _zoo(tmp_path)
+    fresh = _ranking(root)
+    rows = 100_000
+    unit = _first_axis(1.0).astype("<f4").tobytes()
+    db = sqlite3.connect(root / ".hql" / "index.sqlite")
+    with db:
+        db.executemany(
+            "INSERT INTO query (text, embedding) VALUES (?, ?)",
+            ((f"question {number}", unit) for number in range(rows)),
+        )
+    db.close()
+    clear_cache()
+    vault = Vault.open(root)
+    table_bytes = rows * DIMENSIONS * 4
+    tracemalloc.start()
+    try:
+        ranking = semantic_ranking(vault, "duck")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [name for name, _ in ranking.hits] == fresh
+    # Reading the table whole holds every vector at once (the table's bytes and more).
+    assert peak < table_bytes / 20, (peak, table_bytes)
+    # The lookup is the table's key, never a scan.
+    db = sqlite3.connect(root / ".hql" / "index.sqlite")
+    plan = db.execute(
+        "EXPLAIN QUERY PLAN SELECT embedding FROM query WHERE text = ?", ("duck",)
+    ).fetchall()
+    db.close()
+    assert any("USING INDEX" in str(row[-1]) for row in plan), plan

@@ -73,6 +73,10 @@ def _verify_lines(result: VerifyResult) -> list[str]:
         lines.append(messages.index_verify_unsectioned(result.unsectioned))
     if result.orphan_sections:
         lines.append(messages.index_verify_orphan_sections(result.orphan_sections))
+    if result.bad_vectors:
+        lines.append(messages.index_verify_bad_vectors(result.bad_vectors))
+    if result.bad_queries:
+        lines.append(messages.index_verify_bad_queries(result.bad_queries))
     return lines
 
 

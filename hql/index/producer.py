@@ -66,6 +66,8 @@ class VerifyResult:
     sections: int | None = None  # None: an index without a section table (card vectors only)
     unsectioned: list[str] = field(default_factory=list)
     orphan_sections: list[str] = field(default_factory=list)
+    bad_vectors: list[str] = field(default_factory=list)  # not unit vectors (NaN, inf, zero, …)
+    bad_queries: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -76,6 +78,8 @@ class VerifyResult:
             or self.wrong_length
             or self.unsectioned
             or self.orphan_sections
+            or self.bad_vectors
+            or self.bad_queries
         )
 
 
@@ -98,6 +102,7 @@ class _Previous:
     queries: dict[str, bytes]
     dimensions: int | None
     sections: dict[str, list[schema.SectionRow]] = field(default_factory=dict)
+    damaged_queries: list[str] = field(default_factory=list)  # embedded again
 
 
 def index_path_of(vault: VaultLike) -> Path:
@@ -170,7 +175,7 @@ def _build_locked(
         if card.name not in card_blobs:
             card_blobs[card.name] = _reusable(previous, card) or b""
             section_rows.extend(previous.sections.get(card.name, []))
-    query_blobs = _query_blobs(embedder, previous.queries, queries)
+    query_blobs = _query_blobs(embedder, previous.queries, [*queries, *previous.damaged_queries])
     dimensions = dimensions or _width(query_blobs) or _probe_width(embedder)
     rows = [
         schema.CardRow(card.name, _relative_path(vault, card), card.digest, card_blobs[card.name])
@@ -318,14 +323,16 @@ def _previous_build(path: Path, model_id: str, revision: str, notes: list[str]) 
                 for name, content_hash, blob in connection.execute(
                     "SELECT name, content_hash, embedding FROM card"
                 )
-                if isinstance(blob, bytes) and len(blob) == width and str(name) in sections
+                if schema.usable_blob(blob, width) and str(name) in sections
             }
+            rows = connection.execute("SELECT text, embedding FROM query").fetchall()
+            damaged = _damaged(rows, width)
             queries = {
                 str(text): blob
-                for text, blob in connection.execute("SELECT text, embedding FROM query")
-                if isinstance(blob, bytes) and len(blob) == width
+                for text, blob in rows
+                if isinstance(blob, bytes) and len(blob) == width and str(text) not in damaged
             }
-            return _Previous(cards, queries, model.dimensions, sections)
+            return _Previous(cards, queries, model.dimensions, sections, sorted(damaged))
         finally:
             connection.close()
     except (sqlite3.Error, SemanticIndexError):
@@ -375,7 +382,7 @@ def _previous_sections(
         "ORDER BY card, ordinal"
     )
     for card, ordinal, heading, start, end, blob in connection.execute(query):
-        if not (isinstance(blob, bytes) and len(blob) == width and isinstance(ordinal, int)):
+        if not (schema.usable_blob(blob, width) and isinstance(ordinal, int)):
             broken.add(str(card))
             continue
         row = schema.SectionRow(
@@ -449,15 +456,23 @@ def _verify(connection: sqlite3.Connection, path: Path, vault: VaultLike) -> Ver
     unsectioned: list[str] = []
     orphans: list[str] = []
     bad_sections: set[str] = set()
+    damaged = _damaged(((name, blob) for name, (_, blob) in stored.items()), width)
     if schema.has_sections(connection):
         owners: dict[str, int] = {}
         for card, blob in connection.execute("SELECT card, embedding FROM section"):
             owners[str(card)] = owners.get(str(card), 0) + 1
             if not isinstance(blob, bytes) or len(blob) != width:
                 bad_sections.add(str(card))
+        damaged |= _damaged(connection.execute("SELECT card, embedding FROM section"), width)
         section_count = sum(owners.values())
         unsectioned = sorted(set(stored) - set(owners))
         orphans = sorted(set(owners) - set(stored))
+    wrong_queries = {
+        str(text)
+        for text, blob in connection.execute("SELECT text, embedding FROM query")
+        if not isinstance(blob, bytes) or len(blob) != width
+    }
+    damaged_queries = _damaged(connection.execute("SELECT text, embedding FROM query"), width)
     return VerifyResult(
         cards=len(stored),
         queries=int(queries),
@@ -471,7 +486,34 @@ def _verify(connection: sqlite3.Connection, path: Path, vault: VaultLike) -> Ver
         sections=section_count,
         unsectioned=unsectioned,
         orphan_sections=orphans,
+        bad_vectors=sorted(damaged),
+        bad_queries=sorted(wrong_queries | damaged_queries),
     )
+
+
+def _damaged(rows: Iterable[tuple[object, object]], width: int, batch: int = 4096) -> set[str]:
+    """Owners of the full-width vectors that are not unit vectors, checked a batch at a time."""
+    import numpy as np
+
+    found: set[str] = set()
+    owners: list[str] = []
+    blobs: list[bytes] = []
+
+    def check() -> None:
+        matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), width // 4)
+        found.update(owners[row] for row in schema.unusable_rows(matrix).tolist())
+        owners.clear()
+        blobs.clear()
+
+    for owner, blob in rows:
+        if isinstance(blob, bytes) and len(blob) == width:
+            owners.append(str(owner))
+            blobs.append(blob)
+            if len(blobs) >= batch:
+                check()
+    if blobs:
+        check()
+    return found
 
 
 def _check_index_file(path: Path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import sqlite3
 import threading
@@ -82,8 +83,9 @@ class _Loaded:
     row_of: dict[str, int]
     hashes: tuple[str, ...]
     matrix: np.ndarray
-    queries: dict[str, np.ndarray]
     sections: _Sections | None = None
+    # Stored questions looked up so far (None: not stored); the table may hold millions.
+    queries: dict[str, np.ndarray | None] = field(default_factory=dict, compare=False)
     # The last card collection ranked against this revision, shared by every opener.
     last_alignment: list[_Alignment] = field(default_factory=list, compare=False)
 
@@ -106,6 +108,7 @@ class _Alignment:
 
 
 _CACHE: dict[Path, _Loaded] = {}
+_QUERY_MEMO = 4096  # stored questions remembered per index revision
 _CACHE_LOCK = threading.Lock()
 
 
@@ -157,7 +160,15 @@ class SemanticIndex:
         return self._loaded.names
 
     def query_vector(self, text: str) -> np.ndarray | None:
-        return self._loaded.queries.get(text)
+        known = self._loaded.queries
+        if text not in known:
+            vector = _read_query(self.path, text, self.dimensions)
+            if _stamp_or_none(self.path) != self._loaded.stamp:
+                return vector  # the file changed meanwhile: not kept for this revision
+            if len(known) >= _QUERY_MEMO:
+                known.clear()
+            known[text] = vector
+        return known[text]
 
     @property
     def model_row(self) -> schema.ModelRow:
@@ -394,7 +405,6 @@ def _read(connection: sqlite3.Connection, path: Path, stamp: tuple[int, int, int
         row_of={name: row for row, name in enumerate(names)},
         hashes=hashes,
         matrix=matrix,
-        queries=_read_queries(connection, model.dimensions),
         sections=sections,
     )
 
@@ -436,10 +446,15 @@ def _read_sections(
         counts[row] = len(blobs) - starts[row]
     matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dimensions)
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-    if not np.isfinite(matrix).all():
-        bad = int(np.flatnonzero(~np.isfinite(matrix).all(axis=1))[0])
-        owner = int(np.searchsorted(starts, bad, side="right")) - 1
-        raise SemanticIndexError(messages.index_section_not_finite(names[owner]))
+    bad = schema.unusable_rows(matrix)
+    if len(bad):
+        owner = names[int(np.searchsorted(starts, bad[0], side="right")) - 1]
+        norm = schema.vector_norm(matrix[bad[0]])
+        raise SemanticIndexError(
+            messages.index_section_not_finite(owner)
+            if not np.isfinite(norm)
+            else messages.index_section_not_unit(owner, norm)
+        )
     return _Sections(matrix, starts, counts, tuple(info))
 
 
@@ -498,27 +513,44 @@ def _read_cards(
         blobs.append(blob)
     matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(names), dimensions)
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-    if not np.isfinite(matrix).all():
-        bad = int(np.flatnonzero(~np.isfinite(matrix).all(axis=1))[0])
-        raise SemanticIndexError(messages.index_vector_not_finite(names[bad]))
+    bad = schema.unusable_rows(matrix)
+    if len(bad):
+        norm = schema.vector_norm(matrix[bad[0]])
+        raise SemanticIndexError(
+            messages.index_vector_not_finite(names[bad[0]])
+            if not np.isfinite(norm)
+            else messages.index_vector_not_unit(names[bad[0]], norm)
+        )
     return tuple(names), tuple(hashes), matrix
 
 
-def _read_queries(connection: sqlite3.Connection, dimensions: int) -> dict[str, np.ndarray]:
-    import numpy as np
-
-    queries: dict[str, np.ndarray] = {}
-    for text, blob in connection.execute("SELECT text, embedding FROM query"):
-        if not isinstance(blob, bytes) or len(blob) != dimensions * 4:
-            size = len(blob) if isinstance(blob, bytes | str) else 0
-            raise SemanticIndexError(
-                messages.index_query_wrong_length(str(text), size, dimensions * 4)
-            )
-        vector = schema.blob_to_vector(blob)
-        if not np.isfinite(vector).all():  # a NaN would rank every card at random
-            raise SemanticIndexError(messages.index_query_vector_not_finite(str(text)))
-        queries[str(text)] = vector
-    return queries
+def _read_query(path: Path, text: str, dimensions: int) -> np.ndarray | None:
+    """One stored question's vector, found through the table's key: never the whole table."""
+    try:
+        connection = schema.connect_readonly(path)
+        try:
+            row = connection.execute(
+                "SELECT embedding FROM query WHERE text = ?", (text,)
+            ).fetchone()
+        finally:
+            connection.close()
+    except sqlite3.Error as error:
+        raise SemanticIndexError(messages.index_unreadable(str(path), str(error))) from None
+    if row is None:
+        return None
+    blob = row[0]
+    if not isinstance(blob, bytes) or len(blob) != dimensions * 4:
+        size = len(blob) if isinstance(blob, bytes | str) else 0
+        raise SemanticIndexError(messages.index_query_wrong_length(text, size, dimensions * 4))
+    vector = schema.blob_to_vector(blob)
+    if len(schema.unusable_rows(vector.reshape(1, -1))):
+        norm = schema.vector_norm(vector)
+        raise SemanticIndexError(
+            messages.index_query_vector_not_unit(text, norm)
+            if math.isfinite(norm)
+            else messages.index_query_vector_not_finite(text)
+        )
+    return vector
 
 
 # --- opening the vault's index ------------------------------------------------------

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = 1
 MAX_DIMENSIONS = 8192
+# Vectors are stored unit length (`normalized = 1`); one further from 1 than this is damaged.
+NORM_TOLERANCE = 1e-3
 KNOWN_METRICS = ("cosine",)
 TOOL_VERSION = f"hql {__version__}"
 TABLES = ("model", "index_meta", "card", "query")
@@ -92,6 +94,39 @@ def blob_to_vector(blob: bytes) -> np.ndarray:
     import numpy as np
 
     return np.frombuffer(blob, dtype="<f4").astype(np.float32)
+
+
+def unusable_rows(matrix: np.ndarray) -> np.ndarray:
+    """Positions of the rows that are not unit vectors: NaN, infinity, zero or a wrong length.
+
+    Scores are dot products that mean cosine only on unit vectors: a huge vector
+    would outrank every card, a zero one would score 0.0 against every question.
+    """
+    import numpy as np
+
+    if matrix.size == 0:
+        return np.zeros(0, dtype=np.intp)
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.linalg.norm(matrix.astype(np.float64), axis=1)
+        bad = ~np.isfinite(norms) | (np.abs(norms - 1.0) > NORM_TOLERANCE)
+    return np.flatnonzero(bad)
+
+
+def usable_blob(blob: object, width: int) -> bool:
+    """A stored vector of the declared width that is a unit vector."""
+    import numpy as np
+
+    if not isinstance(blob, bytes) or len(blob) != width:
+        return False
+    row = np.frombuffer(blob, dtype="<f4").reshape(1, -1)
+    return len(unusable_rows(row)) == 0
+
+
+def vector_norm(vector: np.ndarray) -> float:
+    import numpy as np
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(np.linalg.norm(np.asarray(vector, dtype=np.float64)))
 
 
 def connect_readonly(path: Path) -> sqlite3.Connection:
