@@ -411,3 +411,41 @@ def test_a_large_query_table_is_not_read_whole(tmp_path: Path) -> None:
     ).fetchall()
     db.close()
     assert any("USING INDEX" in str(row[-1]) for row in plan), plan
+
+
+# --- 17. a header written with lone-CR (or CRLF) line breaks ------------------------------
+
+
+@pytest.mark.parametrize("dialect", ["", '[vault]\ndialect = "obsidian"\n'])
+@pytest.mark.parametrize("newline", ["\r", "\r\n", "\n"])
+def test_a_header_is_read_whatever_the_line_breaks(
+    tmp_path: Path, newline: str, dialect: str
+) -> None:
+    root = tmp_path / "v"
+    root.mkdir()
+    if dialect:
+        (root / "hql.toml").write_text(dialect)
+    body = newline.join(["# Heading", "Words of my own.", "tags: not a header", ""])
+    header = newline.join(["---", "title: Lone", "rank: 3", "aliases: [x]", "---", ""])
+    (root / "note.md").write_bytes((header + body).encode())
+    (root / "plain.md").write_bytes(newline.join(["# Only heading", "text", ""]).encode())
+    for use_cache in (False, True, True):  # the second cached load reads the cache
+        vault = Vault.open(root, use_cache=use_cache)
+        assert list(vault.warnings) == []
+        cards = {card.name: card for card in vault.cards}
+        note = cards["note"]
+        assert note.title == "Lone"
+        assert note.metadata["rank"] == 3 and note.metadata["aliases"] == ["x"]
+        assert note.body == body  # the body keeps its bytes as written
+        assert cards["plain"].title == "Only heading"
+
+
+@pytest.mark.parametrize("newline", ["\r", "\r\n"])
+def test_an_unclosed_header_with_other_line_breaks_is_still_refused(
+    tmp_path: Path, newline: str
+) -> None:
+    root = tmp_path / "v"
+    root.mkdir()
+    (root / "open.md").write_bytes(newline.join(["---", "title: Open", "no close"]).encode())
+    vault = Vault.open(root, use_cache=False)
+    assert any(warning.path.endswith("open.md") for warning in vault.warnings), vault.warnings

@@ -213,4 +213,5 @@ def body_start_line(file_text: str | None, body: str) -> int:
     """The file line (1-based) where the body starts: after the front matter, if any."""
     if file_text is None or not body or not file_text.endswith(body):
         return 1
-    return file_text[: len(file_text) - len(body)].count("\n") + 1
+    header = file_text[: len(file_text) - len(body)]
+    return header.count("\n") + header.count("\r") - header.count("\r\n") + 1

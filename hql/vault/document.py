@@ -6,6 +6,7 @@ plain data so the catalogue can keep it. Reference §9.2.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,27 +44,52 @@ def parse(text: str) -> ParsedDocument:
 
 def split_header(text: str) -> tuple[str, str]:
     """(header text, body). No opening fence: no header. An unclosed fence refuses."""
-    if text.startswith("---\n"):
-        rest = text[4:]
-    elif text.startswith("---\r\n"):
-        rest = text[5:]
-    else:
+    found = find_header(text)
+    if found is None:
         return "", text
-    offset = 0
-    while offset < len(rest):
-        newline = rest.find("\n", offset)
-        end = len(rest) if newline < 0 else newline + 1
-        if rest[offset:end].rstrip() == "---":
-            return rest[:offset], rest[end:]
+    header, body_start, _ = found
+    if body_start < 0:
+        raise DocumentRefused(messages.header_unterminated())
+    return header, text[body_start:]
+
+
+# A line break: CRLF, a lone CR (classic Mac files) or LF. The header is read
+# with any of them; the body keeps its bytes as written.
+_BREAK = re.compile(r"\r\n?|\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of a body, whatever its line breaks (without them)."""
+    return _BREAK.split(text) if "\r" in text else text.split("\n")
+
+
+def find_header(text: str) -> tuple[str, int, int] | None:
+    """(header text as written, where the body starts, lines before the body).
+
+    None when the text opens with no `---` line; a body start of -1 when the
+    fence never closes.
+    """
+    opening = _BREAK.match(text, 3) if text.startswith("---") else None
+    if opening is None:
+        return None
+    start = offset = opening.end()
+    lines = 1
+    while offset < len(text):
+        found = _BREAK.search(text, offset)
+        end = len(text) if found is None else found.end()
+        line_end = end if found is None else found.start()
+        lines += 1
+        if text[offset:line_end].rstrip() == "---":
+            return text[start:offset], end, lines
         offset = end
-    raise DocumentRefused(messages.header_unterminated())
+    return "", -1, 0
 
 
 def first_heading(body: str) -> str | None:
     """The text of the first line whose trimmed form starts with `# `."""
     if "# " not in body:
         return None
-    for line in body.split("\n"):
+    for line in split_lines(body):
         stripped = line.strip()
         if stripped.startswith("# "):
             return stripped[2:].strip()

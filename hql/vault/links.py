@@ -35,7 +35,7 @@ from urllib.parse import unquote
 
 from hql import messages
 from hql.vault import yamldata
-from hql.vault.document import annotation_end
+from hql.vault.document import annotation_end, find_header, split_lines
 from hql.vault.yamldata import YamlRefused
 
 REFERENCE = "reference"
@@ -135,7 +135,7 @@ def parse_note(text: str) -> Note:
                 else messages.yaml_too_deep(yamldata.MAX_DEPTH)
             )
             line = 1 + _refused_line(header_text, reason)
-            written = header_text.split("\n")[line - 2] if line >= 2 else ""
+            written = split_lines(header_text)[line - 2] if line >= 2 else ""
             if "{{" in written:  # an unfilled template: say so, not what YAML made of it
                 reason = messages.template_placeholder(written.strip())
             extras["warning"] = messages.front_matter_ignored(line, _without_line(reason))
@@ -149,23 +149,14 @@ def parse_note(text: str) -> Note:
 
 def _split_header(text: str, extras: dict[str, Any]) -> tuple[str, str, int]:
     """(header text, body, lines before the body). An unclosed fence is body."""
-    if text.startswith("---\n"):
-        start = 4
-    elif text.startswith("---\r\n"):
-        start = 5
-    else:
+    found = find_header(text)
+    if found is None:
         return "", text, 0
-    offset = start
-    lines = 1
-    while offset < len(text):
-        newline = text.find("\n", offset)
-        end = len(text) if newline < 0 else newline + 1
-        lines += 1
-        if text[offset:end].rstrip() == "---":
-            return text[start:offset], text[end:], lines
-        offset = end
-    extras["warning"] = messages.front_matter_unclosed()
-    return "", text, 0
+    header, body_start, lines = found
+    if body_start < 0:
+        extras["warning"] = messages.front_matter_unclosed()
+        return "", text, 0
+    return header, text[body_start:], lines
 
 
 _LINE_AT = re.compile(r"line (\d+)")
@@ -180,7 +171,7 @@ def _refused_line(header: str, reason: str) -> int:
     found = _LINE_AT.search(reason)
     if found is not None:
         return int(found.group(1))
-    lines = header.split("\n")
+    lines = split_lines(header)
     starts = [
         index
         for index, line in enumerate(lines)
@@ -238,7 +229,7 @@ def _scan_body(
     first_h1: str | None = None
     fence: str | None = None  # the fence run that closes the open code block
     in_comment = False
-    for number, line in enumerate(body.split("\n"), start=first_line + 1):
+    for number, line in enumerate(split_lines(body), start=first_line + 1):
         if fence is not None:
             found = _FENCE.match(line)
             if found and found.group(1).startswith(fence) and not found.group(2).strip():
