@@ -90,3 +90,154 @@ def test_statements_parse_in_linear_time(n: int) -> None:
     source = "\n".join(f"a{i} = {i}" for i in range(n)) + "\na0"
     outcome = hql.run(source)
     assert outcome.value == 0
+
+
+# --- 12, continued: a literal of 10^5 elements parses, checks and runs in a few seconds ---
+
+
+def _calls_to_parse(elements: int) -> int:
+    """Python function calls (ours and the C ones we make) made while parsing a long list."""
+    import sys
+
+    from hql.syntax.parser import parse
+
+    source = "[" + ", ".join(["1"] * elements) + "] | count"
+    parse("[1, 2] | count")  # tables and memos in place
+    calls = 0
+
+    def count(frame: object, event: str, argument: object) -> None:
+        nonlocal calls
+        if event in ("call", "c_call"):
+            calls += 1
+
+    sys.setprofile(count)
+    try:
+        parse(source)
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def test_parsing_a_long_list_costs_a_few_calls_per_element() -> None:
+    small, large = _calls_to_parse(2_000), _calls_to_parse(20_000)
+    assert large <= 10.5 * small  # linear
+    # An operand's climb up the precedence ladder is remembered, and plain tokens are read
+    # without a call per character class: 48 calls per element here (87 before).
+    assert large / 20_000 <= 60, large / 20_000
+
+
+def _tokens_both_ways(source: str, monkeypatch: pytest.MonkeyPatch) -> tuple[object, object]:
+    from hql.diagnostics import HqlError
+    from hql.syntax import tokens
+
+    def outcome() -> object:
+        try:
+            return [tuple(token) for token in tokens.tokenize(source)]
+        except HqlError as error:
+            return error.report
+
+    fast = outcome()
+    with monkeypatch.context() as patched:
+        patched.setattr(tokens._Scanner, "run_ascii", lambda self: None)  # the general path only
+        general = outcome()
+    return fast, general
+
+
+def test_the_ascii_lexer_reads_exactly_what_the_general_one_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import random
+
+    golden = Path(__file__).resolve().parent / "golden"
+    programs = [p.read_text(encoding="utf-8") for p in sorted(golden.rglob("*.hql")) if p.is_file()]
+    pieces = [
+        "1", "-1", "1.5", "-2.5", "1_000", "12a", "1.", "x-1", "a - 1", "[[oauth]]", "[[",
+        '"s"', '"a\\\\n"', '"bad\\\\q"', "$p", "$1", "//c\n", "==", "=>", "->", "??", "<=",
+        ">=", "|", ".", ",", "(", ")", "{", "}", "[", "]", ":", "+", "*", "%", "/", "<", ">",
+        "?", "=", " ", "\t", "\n", "true", "false", "and", "not", "9" * 19, "9" * 18, "é", "→",
+    ]  # fmt: skip
+    rng = random.Random(14)
+    programs += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 30))) for _ in range(800)]
+    assert len(programs) > 800
+    for program in programs:
+        fast, general = _tokens_both_ways(program, monkeypatch)
+        assert fast == general, program
+
+
+def _sorted_both_ways(
+    source: str, monkeypatch: pytest.MonkeyPatch, vault: object = None
+) -> tuple[object, object]:
+    from hql.steps import core
+
+    fast = hql.run(source, vault)
+    with monkeypatch.context() as patched:
+        patched.setattr(core, "_compares_itself", lambda call: None)
+        patched.setattr(core, "_plainly_ordered", lambda values: False)
+        general = hql.run(source, vault)
+    return (fast.value, fast.render_reports()), (general.value, general.render_reports())
+
+
+def test_sorting_by_compare_or_by_plain_values_orders_as_the_comparator_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import random
+
+    rng = random.Random(7)
+    big = 2**53
+    number_lists = [
+        [rng.randrange(-50, 50) for _ in range(200)],
+        [rng.choice([big - 1, big, big + 1, -big - 3, 10**18, 9, 10, 3]) for _ in range(60)],
+    ]
+    word_lists = [
+        [rng.choice(["b", "a", "B", "é", "e", "zz", "", "Ω", "a b", "10", "9"]) for _ in range(80)]
+    ]
+    literals = [str(values) for values in number_lists]
+    literals += ["[" + ", ".join(f'"{word}"' for word in words) + "]" for words in word_lists]
+    literals.append("[1.5, 2, -0.5, 2.0, 1]")
+    tails = [
+        "sort(by = (a, b) => compare(a, b))",
+        "sort(by = (a, b) => compare(b, a))",
+        "sort(by = (x, y) => compare(y, x), descending = true)",
+        "sort(by = (a, b) => compare(a, b)) | take(7)",
+        "sort",
+        "sort(descending = true)",
+        "sort | take(5)",
+        "sort(descending = true) | take(5)",
+    ]
+    for literal in literals:
+        for tail in tails:
+            fast, general = _sorted_both_ways(f"{literal} | {tail}", monkeypatch)
+            assert fast == general, (literal, tail)
+    vault = hql.open_vault(SAMPLE, use_cache=False)
+    for tail in [
+        "sort(by = c => c.title)",
+        "sort(by = c => c.title, descending = true) | take(3)",
+        "sort(by = c => size(c.links))",
+        "sort(by = c => size(c.links), descending = true)",
+        "sort(by = (a, b) => compare(a.name, b.name))",
+    ]:
+        fast, general = _sorted_both_ways(f"cards | {tail} | map(c => c.name)", monkeypatch, vault)
+        assert fast == general, tail
+
+
+def test_a_literal_of_a_hundred_thousand_elements_is_cheap_to_sort_by_compare() -> None:
+    from hql.steps import core
+
+    calls = 0
+    real = core._comparator_sort
+
+    def counted(*args: object) -> object:
+        nonlocal calls
+        calls += 1
+        return real(*args)  # type: ignore[arg-type]
+
+    core._comparator_sort = counted  # type: ignore[assignment]
+    try:
+        source = "[" + ", ".join(str(i % 1000) for i in range(100_000)) + "]"
+        outcome = hql.run(source + " | sort(by = (a, b) => compare(b, a)) | count")
+        assert outcome.value == 100_000
+        assert calls == 0  # no lambda call per comparison for `compare` itself
+        other = hql.run("[3, 1, 2] | sort(by = (a, b) => compare(a + 0, b))")
+        assert list(other.value) == [1, 2, 3] and calls == 1  # any other comparator is called
+    finally:
+        core._comparator_sort = real  # type: ignore[assignment]

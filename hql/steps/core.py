@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +15,7 @@ from hql.interpreter import StepCall, distinct
 from hql.printing import compare_values, values_equal
 from hql.registry import REGISTRY, Param, StepSpec
 from hql.steps.scalars import check_substring, data_compare, run_substring
+from hql.syntax import tree as t
 from hql.types import Type
 from hql.values import ABSENT, Card, ListValue, Ordering, Ranking, SetValue, elements
 from hql.version import __version__
@@ -152,9 +154,16 @@ def run_sort(call: StepCall) -> ListValue:
     by = call.args.get("by")
     descending = call.args.get("descending") is True
     if by is not None and _arity(call) == 2:
-        comparator = (lambda a, b: by(b, a)) if descending else by
-        return ListValue(tuple(_comparator_sort(items, comparator, call.limit)))
-    key_type = call.output_type.arg if by is None else _key_type(call)
+        reverse = _compares_itself(call)
+        if reverse is None:
+            comparator = _flipped(by) if descending else by
+            return ListValue(tuple(_comparator_sort(items, comparator, call.limit)))
+        # `(a, b) => compare(a, b)` is the natural order (`compare(b, a)` its reverse):
+        # the very comparisons, without a lambda call for each.
+        by, descending = None, descending != reverse
+        key_type: Type = ty.UNIT  # compare's operands are Orderable: never Data
+    else:
+        key_type = call.output_type.arg if by is None else _key_type(call)
     compare: Callable[[Any, Any], int]
     if ty.strip_option(key_type) == ty.DATA:  # keys typed when the program runs: see data_compare
         compare = functools.partial(data_compare, descending=descending)
@@ -162,15 +171,84 @@ def run_sort(call: StepCall) -> ListValue:
         compare = lambda a, b: compare_values(b, a)  # noqa: E731
     else:
         compare = compare_values
+    plain = ty.strip_option(key_type) != ty.DATA
     if by is None:
+        if plain and _plainly_ordered(items):
+            return ListValue(tuple(_leading_plainly(items, descending, call.limit)))
         return ListValue(tuple(_leading(items, functools.cmp_to_key(compare), call.limit)))
     keys: list[tuple[Any, Any]] = [(by(item), item) for item in items]
+    if plain and _plainly_ordered([key for key, _ in keys]):
+        first = operator.itemgetter(0)
+        if call.limit is not None and call.limit < len(keys):
+            chosen = heapq.nlargest if descending else heapq.nsmallest
+            ordered = chosen(call.limit, keys, key=first)
+        else:
+            ordered = sorted(keys, key=first, reverse=descending)
+        return ListValue(tuple(item for _, item in ordered))
 
     def by_key(a: tuple[Any, Any], b: tuple[Any, Any]) -> int:
         return compare(a[0], b[0])
 
     ordered = _leading(keys, functools.cmp_to_key(by_key), call.limit)
     return ListValue(tuple(item for _, item in ordered))
+
+
+def _flipped(comparator: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    return lambda a, b: comparator(b, a)
+
+
+# Integers up to 2^53 are exact as floats, which is how `compare_values` orders numbers.
+_EXACT_INTEGERS = 2**53
+
+
+def _plainly_ordered(values: list[Any]) -> bool:
+    """Whether Python's own order of these values is `compare_values`' order: all integers
+    that floats hold exactly, or all strings (code point order is UTF-8 byte order)."""
+    if not values:
+        return False
+    kind = type(values[0])
+    if kind is int:
+        return (
+            all(type(value) is int for value in values)
+            and min(values) >= -_EXACT_INTEGERS
+            and max(values) <= _EXACT_INTEGERS
+        )
+    return kind is str and all(type(value) is str for value in values)
+
+
+def _leading_plainly(items: list[Any], descending: bool, limit: int | None) -> list[Any]:
+    """`_leading` for plainly ordered values (equal ones cannot be told apart)."""
+    if limit is not None and limit < len(items):
+        return (heapq.nlargest if descending else heapq.nsmallest)(limit, items)
+    return sorted(items, reverse=descending)
+
+
+def _compares_itself(call: StepCall) -> bool | None:
+    """For a comparator `(a, b) => compare(a, b)`: False; for `(a, b) => compare(b, a)`:
+    True; for any other comparator None."""
+    plan = call.interpreter.plan
+    function = plan.arguments[call.node]["by"].value
+    if not isinstance(function, t.Lambda) or len(set(function.params)) != 2:
+        return None
+    body = function.body
+    spec = plan.functions.get(body)
+    if (
+        not isinstance(body, t.Call)
+        or spec is None
+        or (spec.name, spec.extension) != ("compare", "")
+    ):
+        return None
+    names = tuple(
+        argument.value.name
+        if argument.name is None and isinstance(argument.value, t.Name)
+        else None
+        for argument in body.args
+    )
+    if names == function.params:
+        return False
+    if names == function.params[::-1]:
+        return True
+    return None
 
 
 def _leading(items: list[Any], key: Callable[[Any], Any], limit: int | None) -> list[Any]:

@@ -48,7 +48,8 @@ class _Unexpected(Exception):
 
 @cache
 def _tables() -> tuple[Any, ...]:
-    """(start, end, rules with their callbacks, actions); recomputed by Lark if the grammar changed."""
+    """(start, end, rules with their callbacks, actions, collapse memo); recomputed by Lark if
+    the grammar changed."""
     import zlib  # a checksum is enough to notice an edit, and costs far less to import than hashlib
 
     from hql.syntax import tables
@@ -64,11 +65,29 @@ def _tables() -> tuple[Any, ...]:
         (origin, length, expand, callback.startswith("_"), getattr(builder, callback, None))
         for origin, callback, length, expand in data["RULES"]
     )
-    return data["START"], data["END"], rules, data["ACTIONS"]
+    collapsed: dict[tuple[int, int, str], int] = {}  # see _collapse; valid for these tables only
+    return data["START"], data["END"], rules, data["ACTIONS"], collapsed
+
+
+def _collapse(rules: Any, actions: Any, below: int, top: int, kind: str) -> int:
+    """The top state once the one-child `?rule` reductions ahead of `kind` are done.
+
+    The driver remembers it per (state below, state on top, lookahead): an operand climbs
+    the whole precedence ladder (about ten collapses) once per distinct context, not once
+    per occurrence.
+    """
+    while True:
+        code = actions[top].get(kind)
+        if code is None or code >= 0:
+            return top
+        origin, length, expand, inline, _ = rules[-code - 1]
+        if not (length == 1 and expand and not inline):
+            return top
+        top = actions[below][origin]
 
 
 def _drive(tokens: list[Token]) -> Any:
-    start, end_state, rules, actions = _tables()
+    start, end_state, rules, actions, collapsed = _tables()
     states = [start]
     values: list[Any] = []
     for token in [*tokens, None]:
@@ -85,7 +104,11 @@ def _drive(tokens: list[Token]) -> Any:
             origin, length, expand, inline, callback = rules[-code - 1]
             if length == 1 and expand and not inline and not isinstance(values[-1], _Inline):
                 # a `?rule` with one child (most of the precedence ladder): the child stays
-                states[-1] = actions[states[-2]][origin]
+                key = (states[-2], states[-1], kind)
+                found = collapsed.get(key)
+                if found is None:
+                    found = collapsed[key] = _collapse(rules, actions, *key)
+                states[-1] = found
                 continue
             children: list[Any] = []
             if length:

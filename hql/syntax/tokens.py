@@ -135,6 +135,10 @@ _WELL_FORMED = re.compile(
     r"|(?P<PUNCT>==|!=|=>|->|\?\?|<=|>=|\[(?!\[)|[|+.,:(){}\]<>?=*/%-])"
 )
 _KEYWORDS = {"true": "TRUE", "false": "FALSE"}
+# Punctuation that is one character whatever follows it (no `==`, `//`, `[[` or `-1` to tell apart).
+_SINGLE_PUNCTUATION = {char: PUNCTUATION[char] for char in ",(){}]:+*%|."}
+# An unsigned integer not glued to a `.` or a letter (as `_WELL_FORMED` reads INT).
+_DIGITS = re.compile(r"[0-9]+(?![.\w])")
 _ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
 _ESCAPE = re.compile(r"\\(.)")
 
@@ -186,10 +190,60 @@ class _Scanner:
     def run(self) -> list[Token]:
         text = self.text
         while self.pos < len(text):
+            if self.ascii:
+                self.run_ascii()
+                if self.pos >= len(text):
+                    break
             match = _WELL_FORMED.match(text, self.pos)
             if match is None or not self.well_formed(match):
                 self.careful_step()
         return self.tokens
+
+    def run_ascii(self) -> None:
+        """`well_formed` inlined for ASCII text (a byte per character), stopping at anything
+        it would have to think about: a signed number, a long integer, a malformed token.
+        A program of a hundred thousand literals spends most of its lexing here."""
+        text, pos, end_of_text = self.text, self.pos, len(self.text)
+        append, match_at, punctuation = self.tokens.append, _WELL_FORMED.match, PUNCTUATION
+        single, digits, new = _SINGLE_PUNCTUATION, _DIGITS.match, tuple.__new__
+        while pos < end_of_text:
+            char = text[pos]
+            if char == " ":
+                pos += 1
+                continue
+            kind = single.get(char)
+            if kind is not None:
+                append(new(Token, (kind, char, Span(pos, pos + 1), None)))
+                pos += 1
+                continue
+            if "0" <= char <= "9":
+                number = digits(text, pos)
+                if number is not None and number.end() - pos <= 18:
+                    end = number.end()
+                    word = number[0]
+                    append(new(Token, ("INT", word, Span(pos, end), int(word))))
+                    pos = end
+                    continue
+            match = match_at(text, pos)
+            if match is None:
+                break
+            found, end = match.lastgroup, match.end()
+            if found == "PUNCT":
+                word = match[0]
+                append(new(Token, (punctuation[word], word, Span(pos, end), None)))
+            elif found == "INT":
+                if char == "-" or end - pos > 18:
+                    break
+                append(new(Token, ("INT", match[0], Span(pos, end), int(match[0]))))
+            elif found == "IDENT":
+                word = match[0]
+                append(new(Token, (_KEYWORDS.get(word, "IDENT"), word, Span(pos, end), word)))
+            elif found == "NEWLINE":
+                append(new(Token, ("NEWLINE", "\n", Span(pos, end), None)))
+            elif found not in ("BLANK", "COMMENT"):
+                break
+            pos = end
+        self.pos = self.byte = pos
 
     def after_operand(self) -> bool:
         """Whether the last token ends an operand: then `-` is subtraction, not a literal's sign."""
