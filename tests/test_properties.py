@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -323,3 +324,85 @@ def test_the_corpus_uses_every_step_and_function_of_the_library() -> None:
     text = "\n".join(CORPUS)
     missing = sorted(name for name in names if name not in text)
     assert missing == []
+
+
+# --- the fast paths read and order exactly as the general ones ---------------------------
+
+
+def _tokens(text: str) -> object:
+    from hql.diagnostics import HqlError
+    from hql.syntax.tokens import tokenize
+
+    try:
+        return [tuple(token) for token in tokenize(text)]
+    except HqlError as error:
+        return error.report
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(st.sampled_from(list('0123456789-_.,;:()[]{}<>=!?|+*/%$"\\ \n\tabtrue#é')), max_size=60)
+)
+def test_the_ascii_lexer_agrees_with_the_general_one(text: str) -> None:
+    from hql.syntax import tokens
+
+    fast = _tokens(text)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(tokens._Scanner, "run_ascii", lambda self: None)
+        assert _tokens(text) == fast
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.integers(-(2**60), 2**60), st.sampled_from([2**53, 2**53 + 1, -(2**53) - 1])),
+        max_size=40,
+    ),
+    st.sampled_from(
+        [
+            "sort",
+            "sort(descending = true)",
+            "sort | take(3)",
+            "sort(by = (a, b) => compare(a, b))",
+            "sort(by = (a, b) => compare(b, a)) | take(4)",
+            "sort(by = x => x % 7)",
+            "sort(by = x => x % 5, descending = true)",
+        ]
+    ),
+)
+def test_sorting_without_a_call_per_comparison_keeps_the_order(
+    numbers: list[int], tail: str
+) -> None:
+    from hql.steps import core
+
+    program = f"{numbers} | {tail}"
+    fast = hql.run(program)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(core, "_compares_itself", lambda call: None)
+        patched.setattr(core, "_plainly_ordered", lambda values: False)
+        general = hql.run(program + " ")  # another text: checked and run afresh
+    assert (fast.value, fast.failed) == (general.value, general.failed)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(
+        st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True),
+        st.one_of(
+            st.integers(-1000, 1000), st.from_regex(r"[A-Za-z][A-Za-z ]{0,8}", fullmatch=True)
+        ),
+        max_size=5,
+    ),
+    st.sampled_from(["\n", "\r\n", "\r"]),
+)
+def test_a_header_means_the_same_whatever_its_line_breaks(
+    header: dict[str, object], newline: str
+) -> None:
+    from hql.vault.document import parse
+
+    lines = ["---", *(f"{key}: {value!s}".rstrip() for key, value in header.items()), "---"]
+    body = newline.join(["# Title", "text", ""])
+    document = parse(newline.join(lines) + newline + body)
+    reference = parse("\n".join(lines) + "\n" + "# Title\ntext\n")
+    assert document.authored == reference.authored
+    assert document.body == body and document.heading == "Title"
