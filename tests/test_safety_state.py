@@ -309,7 +309,7 @@ def _first_axis(value: float) -> Any:
 
 
 def _ranking(root: Path, query: str = "duck") -> list[str]:
-    from hql.index.reader import semantic_ranking
+    from hql.index.semantic import semantic_ranking
 
     return [name for name, _ in semantic_ranking(Vault.open(root), query).hits]
 
@@ -379,7 +379,8 @@ def test_a_large_query_table_is_not_read_whole(tmp_path: Path) -> None:
 
     from standin_embedder import DIMENSIONS
 
-    from hql.index.reader import clear_cache, semantic_ranking
+    from hql.index.reader import clear_cache
+    from hql.index.semantic import semantic_ranking
 
     root = _zoo(tmp_path)
     fresh = _ranking(root)
