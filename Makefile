@@ -21,9 +21,10 @@ setup-dev: $(BIN)/python
 # The local embedders, without torch: multilingual-e5-small (numpy only) and
 # all-MiniLM-L6-v2 (int8 ONNX on onnxruntime). Only a sentence-transformers model
 # from the local cache needs torch (`hql[transformers]`); the suite skips that test.
-# The MCP SDK (`hql[mcp]`) lets the suite talk to `hql mcp`.
+# The MCP SDK (`hql[mcp]`) lets the suite talk to `hql mcp`; hnswlib (`hql[ann]`) keeps
+# the HNSW graph of `[semantics] ann`.
 setup-extras: setup-dev
-	$(BIN)/pip install --quiet -e '.[dev,embed,minilm,mcp]'
+	$(BIN)/pip install --quiet -e '.[dev,embed,minilm,mcp,ann]'
 
 demo: setup
 	$(BIN)/hql --vault $(SAMPLE) eval 'cards | count'

@@ -1804,3 +1804,63 @@ def explain_search(store: str, approximate: bool, parameters: str, reason: str |
     how = "approximate" if approximate else "exact scan"
     text = f"  search: {how} ({store}{', ' + parameters if parameters else ''})"
     return text + (f"; exact because {reason}" if reason else "")
+
+
+def hnsw_library_missing(library: str) -> str:
+    return f"the `{library}` package is not installed (install HQL's `ann` extra: pip install 'hql[ann]')"
+
+
+def hnsw_missing() -> str:
+    return "there is no HNSW graph beside the index yet"
+
+
+def hnsw_stale() -> str:
+    return "the index changed after its HNSW graph was built"
+
+
+def hnsw_other_model() -> str:
+    return "the HNSW graph holds another model's vectors"
+
+
+def hnsw_corrupt(path: str, reason: str) -> str:
+    return f"the HNSW graph `{path}` is damaged ({reason})"
+
+
+def hnsw_other_library(built: str, installed: str) -> str:
+    return f"the HNSW graph was built by {built} and this is {installed}"
+
+
+def hnsw_other_parameters(m: object, ef: object, want_m: int, want_ef: int) -> str:
+    return (
+        f"the HNSW graph was built with m {m}, ef_construction {ef} and hql.toml asks for "
+        f"m {want_m}, ef_construction {want_ef}"
+    )
+
+
+def hnsw_searched_exactly(reason: str, rebuild: bool) -> str:
+    fix = "; run `hql index build` to build it anew" if rebuild else ""
+    return f"searched every vector exactly, not through the HNSW graph: {reason}{fix}"
+
+
+def hnsw_exact_every_card() -> str:
+    return "every card is ranked (no limit), so every vector is scanned"
+
+
+def hnsw_exact_subset() -> str:
+    return "the input is a subset of the indexed cards, so its vectors are scanned"
+
+
+def hnsw_too_many_removed(count: int) -> str:
+    return f"{count} vectors were removed from it since it was built whole"
+
+
+def hnsw_updated(added: int, removed: int, total: int) -> str:
+    return f"HNSW graph updated: {added} vectors added, {removed} removed ({total} in all)"
+
+
+def hnsw_rebuilt(total: int, reason: str) -> str:
+    return f"HNSW graph built whole ({total} vectors): {reason}"
+
+
+def hnsw_not_built(reason: str) -> str:
+    return f"the HNSW graph `[semantics] ann` asks for was not built: {reason}"

@@ -20,6 +20,7 @@ from hql.index.producer import (
     verify_index,
 )
 from hql.index.reader import VaultLike
+from hql.index.stores import after_build
 
 EXIT_OK = 0
 EXIT_PROBLEM = 1
@@ -46,7 +47,13 @@ def build_command(
     summary = messages.index_build_summary(
         result.embedded, result.reused, result.removed, result.queries, _shown(vault, result.path)
     )
-    return EXIT_OK, "\n".join([*result.notes, summary])
+    try:
+        beside = after_build(vault, result.path)
+    except SemanticIndexError as error:
+        return EXIT_PROBLEM, "\n".join([*result.notes, summary, error.message])
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED, messages.index_interrupted()
+    return EXIT_OK, "\n".join([*result.notes, summary, *beside])
 
 
 def verify_command(vault: VaultLike) -> tuple[int, str]:

@@ -5,6 +5,13 @@ index = ".hql/index.sqlite"     # vault-relative; absolute paths and `..` refuse
 embed_queries = false           # embed unknown questions at run time
 on_unavailable = "fail"         # or "lexical" when the embedder cannot be reached
 store = "sqlite"                # where the vectors are kept (hql.index.stores)
+ann = "auto"                    # "hnsw": an HNSW graph beside the index; "off": always scan exactly;
+ann_threshold = 200000          # "auto": the graph once the index holds this many vectors
+
+[semantics.hnsw]                # the graph's parameters
+m = 16
+ef_construction = 200
+ef_search = 64
 
 [semantics.embedder]
 provider = "http"               # or "local"
@@ -20,7 +27,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Literal
 
@@ -29,7 +36,19 @@ from hql.index.errors import EmbedderError, SemanticIndexError
 
 OnUnavailable = Literal["fail", "lexical"]
 
-SEMANTICS_KEYS = ("index", "embed_queries", "on_unavailable", "embedder", "store")
+SEMANTICS_KEYS = (
+    "index",
+    "embed_queries",
+    "on_unavailable",
+    "embedder",
+    "store",
+    "ann",
+    "ann_threshold",
+    "hnsw",
+)
+HNSW_KEYS = ("m", "ef_construction", "ef_search")
+ANN_MODES = ("auto", "hnsw", "off")
+DEFAULT_ANN_THRESHOLD = 200_000
 EMBEDDER_KEYS = (
     "provider",
     "model",
@@ -63,12 +82,24 @@ class EmbedderConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class HnswConfig:
+    """The HNSW graph's parameters: links per node, and the candidate lists of building and searching."""
+
+    m: int = 16
+    ef_construction: int = 200
+    ef_search: int = 64
+
+
+@dataclass(frozen=True, slots=True)
 class SemanticsConfig:
     index: str | None = None
     embed_queries: bool = False
     on_unavailable: OnUnavailable = "fail"
     embedder: EmbedderConfig | None = None
     store: str = "sqlite"
+    ann: Literal["auto", "hnsw", "off"] = "auto"
+    ann_threshold: int = DEFAULT_ANN_THRESHOLD
+    hnsw: HnswConfig = field(default_factory=lambda: HnswConfig())
 
     def require_index(self, for_producer: bool = False) -> str:
         if self.index is None:
@@ -113,6 +144,37 @@ def load_semantics_config(raw: Mapping[str, object] | None) -> SemanticsConfig:
         on_unavailable="lexical" if on_unavailable == "lexical" else "fail",
         embedder=None if embedder is None else load_embedder_config(embedder),
         store=_optional_str(table, "semantics.store") or "sqlite",
+        ann=_ann_mode(table),
+        ann_threshold=_optional_positive_int(table, "ann_threshold", section="semantics")
+        or DEFAULT_ANN_THRESHOLD,
+        hnsw=_hnsw(table.get("hnsw")),
+    )
+
+
+def _ann_mode(table: Mapping[str, object]) -> Literal["auto", "hnsw", "off"]:
+    value = table.get("ann", "auto")
+    if value == "hnsw":
+        return "hnsw"
+    if value == "off":
+        return "off"
+    if value == "auto":
+        return "auto"
+    expected = " or ".join(f'"{mode}"' for mode in ANN_MODES)
+    raise SemanticIndexError(messages.semantics_config_bad_value("semantics.ann", expected, value))
+
+
+def _hnsw(section: object) -> HnswConfig:
+    if section is None:
+        return HnswConfig()
+    table = _table("semantics.hnsw", section)
+    _refuse_unknown_keys("semantics.hnsw", table, HNSW_KEYS)
+    default = HnswConfig()
+    return HnswConfig(
+        m=_optional_positive_int(table, "m", 256, "semantics.hnsw") or default.m,
+        ef_construction=_optional_positive_int(table, "ef_construction", 100_000, "semantics.hnsw")
+        or default.ef_construction,
+        ef_search=_optional_positive_int(table, "ef_search", 100_000, "semantics.hnsw")
+        or default.ef_search,
     )
 
 
@@ -229,7 +291,10 @@ def _optional_str(table: Mapping[str, object], label: str, key: str | None = Non
 
 
 def _optional_positive_int(
-    table: Mapping[str, object], key: str, maximum: int | None = None
+    table: Mapping[str, object],
+    key: str,
+    maximum: int | None = None,
+    section: str = "semantics.embedder",
 ) -> int | None:
     value = table.get(key)
     if value is None:
@@ -238,7 +303,7 @@ def _optional_positive_int(
     if not in_range or (maximum is not None and value > maximum):  # type: ignore[operator]
         expected = "a positive integer" + (f" up to {maximum}" if maximum else "")
         raise SemanticIndexError(
-            messages.semantics_config_bad_value(f"semantics.embedder.{key}", expected, value)
+            messages.semantics_config_bad_value(f"{section}.{key}", expected, value)
         )
     return value  # type: ignore[return-value]
 

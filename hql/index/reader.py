@@ -202,18 +202,66 @@ class SemanticIndex:
         `cards` None ranks every indexed card, with no staleness check.
         """
         scores, section_scores = self._card_scores(vector)
-        warnings: list[str] = []
-        rows = None
-        if cards is not None:
-            alignment = self._align(cards)
-            rows = alignment.rows
-            warnings = [messages.index_card_stale(name) for name in alignment.stale]
-            if alignment.absent:
-                warnings.append(messages.index_cards_absent(alignment.absent))
+        warnings = self.input_warnings(cards) if cards is not None else []
+        rows = self._align(cards).rows if cards is not None else None
         if rows is not None:
             scores = scores[rows]
         hits = self._hits(scores, rows, k)
         return hits, warnings, self._best_sections(hits, section_scores)
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """Every vector a card scores by (its sections', or its own), grouped by card row."""
+        sections = self._loaded.sections
+        return self._loaded.matrix if sections is None else sections.matrix
+
+    def vector_spans(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each card row's first vector in `vectors` and how many it has."""
+        import numpy as np
+
+        sections = self._loaded.sections
+        if sections is None:
+            rows = np.arange(len(self._loaded.names), dtype=np.intp)
+            return rows, np.ones(len(rows), dtype=np.intp)
+        return sections.starts, sections.counts
+
+    def input_warnings(self, cards: Sequence[CardLike]) -> list[str]:
+        """Which of `cards` score stale (changed since the build) and how many are absent."""
+        alignment = self._align(cards)
+        warnings = [messages.index_card_stale(name) for name in alignment.stale]
+        if alignment.absent:
+            warnings.append(messages.index_cards_absent(alignment.absent))
+        return warnings
+
+    @property
+    def stamp(self) -> tuple[int, int, int]:
+        """The file revision these vectors were read from."""
+        return self._loaded.stamp
+
+    def covers_every_card(self, cards: Sequence[CardLike]) -> bool:
+        """Whether `cards` include every indexed card (then no row needs filtering out)."""
+        return self._align(cards).rows is None
+
+    def rank_rows(
+        self, vector: np.ndarray, rows: np.ndarray, k: int | None
+    ) -> tuple[list[tuple[str, float]], list[SectionHit | None]]:
+        """The best `k` of these card rows, scored exactly (best section), with their sections."""
+        import numpy as np
+
+        rows = np.unique(np.asarray(rows, dtype=np.intp))  # sorted: ties fall to name order
+        starts, counts = self.vector_spans()
+        picked_counts = counts[rows]
+        firsts = np.repeat(starts[rows] - np.cumsum(picked_counts) + picked_counts, picked_counts)
+        picked = firsts + np.arange(int(picked_counts.sum()))
+        part = self.vectors[picked] @ vector
+        offsets = np.cumsum(picked_counts) - picked_counts
+        scores = np.maximum.reduceat(part, offsets) if len(rows) else part[:0]
+        hits = self._hits(scores, rows, k)
+        if self._loaded.sections is None:
+            return hits, [None] * len(hits)
+        section_scores = np.full(len(self.vectors), -np.inf, dtype=np.float32)
+        section_scores[picked] = part
+        return hits, self._best_sections(hits, section_scores)
 
     def _card_scores(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Each card's score (its best section's, when there are sections) and the section scores."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hql import messages
@@ -140,9 +141,31 @@ StoreOpener = Callable[[VaultLike, "SemanticsConfig"], Store]
 
 
 def _open_sqlite(vault: VaultLike, config: SemanticsConfig) -> Store:
+    if config.ann != "off":
+        from hql.index.stores.hnsw import HnswStore
+
+        return HnswStore.for_vault(vault, config)
     from hql.index.stores.sqlite import SqliteStore
 
     return SqliteStore.for_vault(vault, config)
+
+
+def after_build(vault: VaultLike, index_path: Path) -> list[str]:
+    """What the vault's store keeps beside a freshly written index (an HNSW graph); lines to report.
+
+    Raises `SemanticIndexError` when the settings ask for a graph that cannot be built.
+    """
+    config = load_semantics_config(raw_config(vault))
+    if config.store != "sqlite" or config.ann == "off":
+        return []
+    from hql.index.stores.hnsw import GraphUnusable, refresh_graph
+
+    try:
+        return refresh_graph(index_path, Path(vault.root), config)
+    except GraphUnusable as problem:
+        if config.ann == "hnsw":
+            raise SemanticIndexError(messages.hnsw_not_built(problem.reason)) from None
+        return [messages.hnsw_not_built(problem.reason)]
 
 
 # `[semantics] store` value → how to open it. Each opener imports its library lazily.
