@@ -1864,3 +1864,21 @@ def hnsw_rebuilt(total: int, reason: str) -> str:
 
 def hnsw_not_built(reason: str) -> str:
     return f"the HNSW graph `[semantics] ann` asks for was not built: {reason}"
+
+
+def hnsw_status_not_used(store: str) -> str:
+    return f'not used (store = "{store}")'
+
+
+def hnsw_status_off(mode: str, threshold: int, vectors: int) -> str:
+    if mode == "off":
+        return 'none (ann = "off": every search scans)'
+    return f"none ({vectors} vectors, under ann_threshold {threshold}: every search scans)"
+
+
+def hnsw_status_unusable(reason: str) -> str:
+    return f"not used: {reason}"
+
+
+def hnsw_status_ok(vectors: int, library: str, m: int, ef_construction: int) -> str:
+    return f"{vectors} vectors ({library}, m {m}, ef_construction {ef_construction})"

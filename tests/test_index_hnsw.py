@@ -305,3 +305,18 @@ def test_a_build_checks_the_graph_byte_for_byte(root: Path) -> None:
     code, text = build(root)
     assert code == 0 and "HNSW graph built whole (300 vectors)" in text
     assert "its checksum differs" in text
+
+
+def test_inspect_says_whether_the_graph_is_used(root: Path) -> None:
+    from hql.index.commands import inspect_command
+
+    code, text = inspect_command(Vault.open(root, use_cache=False))
+    assert code == 0 and "hnsw graph  300 vectors (hnswlib " in text
+    assert "m 16, ef_construction 200" in text
+    (root / "hql.toml").write_text(toml('ann = "off"\n'), encoding="utf-8")
+    code, text = inspect_command(Vault.open(root, use_cache=False))
+    assert "hnsw graph  none (ann = \"off\"" in text
+    (root / "hql.toml").write_text(toml(), encoding="utf-8")
+    graph_paths(root / ".hql/index.sqlite")[1].unlink()
+    code, text = inspect_command(Vault.open(root, use_cache=False))
+    assert code == 0 and "hnsw graph  not used: the HNSW graph" in text

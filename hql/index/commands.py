@@ -20,7 +20,7 @@ from hql.index.producer import (
     verify_index,
 )
 from hql.index.reader import VaultLike
-from hql.index.stores import after_build
+from hql.index.stores import after_build, graph_status
 
 EXIT_OK = 0
 EXIT_PROBLEM = 1
@@ -93,10 +93,16 @@ def inspect_command(vault: VaultLike | None, index: str | Path | None = None) ->
         result = inspect_index(path)
     except SemanticIndexError as error:
         return EXIT_PROBLEM, error.message
-    return EXIT_OK, format_inspection(result)
+    graph = None
+    if vault is not None and index is None:
+        try:
+            graph = graph_status(vault, path)
+        except SemanticIndexError as error:
+            graph = messages.hnsw_status_unusable(error.message)
+    return EXIT_OK, format_inspection(result, graph)
 
 
-def format_inspection(result: InspectResult) -> str:
+def format_inspection(result: InspectResult, graph: str | None = None) -> str:
     model, meta = result.model, result.meta
     rows = [
         ("index", str(result.path)),
@@ -110,6 +116,7 @@ def format_inspection(result: InspectResult) -> str:
         ("metric", model.metric + (", normalised" if model.normalized else "")),
         ("cards", str(result.cards)),
         ("sections", _sections_row(result)),
+        *([("hnsw graph", graph)] if graph is not None else []),
         ("queries", str(len(result.queries))),
     ]
     width = max(len(label) for label, _ in rows)

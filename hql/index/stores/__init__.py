@@ -179,3 +179,13 @@ def open_store(vault: VaultLike, config: SemanticsConfig | None = None) -> Store
     if opener is None:
         raise SemanticIndexError(messages.index_unknown_store(config.store, sorted(STORES)))
     return opener(vault, config)
+
+
+def graph_status(vault: VaultLike, index_path: Path) -> str:
+    """What `hql index inspect` says about the HNSW graph beside the index."""
+    config = load_semantics_config(raw_config(vault))
+    if config.store != "sqlite":
+        return messages.hnsw_status_not_used(config.store)
+    from hql.index.stores.hnsw import describe_graph
+
+    return describe_graph(index_path, Path(vault.root), config)

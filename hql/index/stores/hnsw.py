@@ -324,6 +324,22 @@ class HnswStore(SqliteStore):
         return SearchResult(hits, sections, warnings, SearchMethod(STORE, True, parameters))
 
 
+def describe_graph(index_path: Path, vault_root: Path, config: SemanticsConfig) -> str:
+    """The graph's state for `hql index inspect`: in use (and its parameters), or why not."""
+    index = SemanticIndex.open(index_path, vault_root)
+    vectors = len(index.vectors)
+    if not wants_graph(config, vectors):
+        return messages.hnsw_status_off(config.ann, config.ann_threshold, vectors)
+    try:
+        graph = open_graph(index, config.hnsw)
+    except GraphUnusable as problem:
+        return messages.hnsw_status_unusable(problem.reason)
+    parameters = graph.parameters
+    return messages.hnsw_status_ok(
+        graph.live, parameters["library"], parameters["m"], parameters["ef_construction"]
+    )
+
+
 # --- building --------------------------------------------------------------------------------
 
 
