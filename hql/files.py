@@ -65,17 +65,19 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
             raise RefusedFile("not a regular file")
         if status.st_size > limit:
             raise TooLarge(status.st_size, limit)
-        chunks = []
-        remaining = limit + 1
+        # One read of the size `fstat` gave, so a large file is not held twice while
+        # its pieces are joined; a file that grows meanwhile is read on, up to the cap.
         # Each read allocates what it asks for: ask for about the file's size, not 16 MiB.
         step = min(max(status.st_size + 1, 1 << 16), 1 << 24)
-        while remaining > 0:
-            chunk = os.read(descriptor, min(remaining, step))
+        chunks = [os.read(descriptor, min(status.st_size, limit) + 1)]
+        total = len(chunks[0])
+        while total <= limit:
+            chunk = os.read(descriptor, min(limit + 1 - total, step))
             if not chunk:
                 break
             chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
+            total += len(chunk)
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         if len(data) > limit:
             raise TooLarge(len(data), limit)
         return data
@@ -255,9 +257,11 @@ def seal(data: bytes) -> bytes:
     return hashlib.sha256(data).digest() + data
 
 
-def unseal(sealed: bytes, start: int = 0) -> bytes | None:
-    """The data of a blob sealed from `start` on, or None when the seal does not match."""
-    digest, data = sealed[start : start + SEAL_BYTES], sealed[start + SEAL_BYTES :]
+def unseal(sealed: bytes, start: int = 0) -> memoryview | None:
+    """The data of a blob sealed from `start` on (a view, not a copy), or None when the seal
+    does not match."""
+    view = memoryview(sealed)
+    digest, data = view[start : start + SEAL_BYTES], view[start + SEAL_BYTES :]
     if len(digest) != SEAL_BYTES or hashlib.sha256(data).digest() != digest:
         return None
     return data

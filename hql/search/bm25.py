@@ -252,11 +252,11 @@ class _Postings:
         data = files.unseal(sealed, len(_SEALED))
         if data is None:
             raise ValueError("its checksum does not match its contents")
-        if not data.startswith(_MAGIC):
+        if data[: len(_MAGIC)] != _MAGIC:
             raise ValueError("not an HQL search index")
         start = len(_MAGIC) + 8
         header_length = int.from_bytes(data[len(_MAGIC) : start], "little")
-        header = json.loads(data[start : start + header_length].decode("utf-8"))
+        header = json.loads(bytes(data[start : start + header_length]).decode("utf-8"))
         if header.get("format") != _STORE_FORMAT or header.get("analyzer") != fingerprint:
             return None
         arrays: dict[str, npt.NDArray[Any]] = {}

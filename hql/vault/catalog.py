@@ -101,7 +101,8 @@ class Catalog:
         self._path = state_dir / CATALOG_FILE if state_dir is not None else None
         self._fingerprint = fingerprint
         self._connection: sqlite3.Connection | None = None
-        self._rows: dict[str, Row] | None = None
+        self._rows: dict[str, Row] | None = None  # read on first lookup, each dropped once used
+        self._stored: set[str] = set()  # the paths the catalogue held when read
         self._fresh: dict[str, Row] = {}
         self._replace = False  # the file on disk is unusable: write a new one
         self._foreign = False  # written by another parser or Python: nothing in it is used
@@ -142,7 +143,7 @@ class Catalog:
         rows = self._rows
         if rows is None:
             rows = self._rows = self._read_rows()
-        row = rows.get(relpath)
+        row = rows.pop(relpath, None)  # a load looks each file up once: free its row
         if row is None or row[0] != size or row[1] != mtime_ns or row[2] != inode:
             return None
         stored, digest = row[3], row[4]
@@ -167,7 +168,9 @@ class Catalog:
             cursor = self._connection.execute(
                 "SELECT relpath, size, mtime_ns, inode, payload, digest FROM files"
             )
-            return {row[0]: row[1:] for row in cursor}
+            rows = {row[0]: row[1:] for row in cursor}
+            self._stored = set(rows)
+            return rows
         except sqlite3.Error:
             self._give_up(replace=True)
             return {}
@@ -182,7 +185,7 @@ class Catalog:
         """
         if self._path is None:
             return
-        stale = self._rows is not None and bool(self._rows.keys() - set(relpaths))
+        stale = bool(self._stored - set(relpaths))
         if not self._fresh and not stale and listing is None:
             return
         with contextlib.suppress(OSError, sqlite3.Error, ValueError):
@@ -226,7 +229,7 @@ class Catalog:
             connection.executemany("INSERT INTO meta VALUES (?, ?)", self._meta().items())
         else:
             kept = set(relpaths)
-            gone = [(relpath,) for relpath in (self._rows or {}) if relpath not in kept]
+            gone = [(relpath,) for relpath in self._stored if relpath not in kept]
             connection.executemany("DELETE FROM files WHERE relpath = ?", gone)
         connection.executemany(
             "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
@@ -270,7 +273,7 @@ class Catalog:
                 return connection
             meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
             if meta != self._meta():  # another parser's rows: written over by `save`
-                self._rows, self._foreign = {}, True
+                self._rows, self._stored, self._foreign = {}, set(), True
             return connection
         except sqlite3.Error:
             if connection is not None:
@@ -287,7 +290,7 @@ class Catalog:
         leaves the catalogue alone this time.
         """
         self.close()
-        self._rows = {}
+        self._rows, self._stored = {}, set()
         with files.try_locked(path.parent) as held:
             if held:
                 _remove_catalog(path)
@@ -326,8 +329,9 @@ def _digest(*parts: bytes) -> bytes:
 
 
 def _row_digest(relpath: str, size: int, mtime_ns: int, inode: int, stored: bytes) -> bytes:
-    signature = f"{relpath}\0{size}\0{mtime_ns}\0{inode}".encode("utf-8", "surrogatepass")
-    return _digest(signature, stored)
+    """The digest of a `files` row: its key, the file's signature and the stored parse."""
+    signature = f"{relpath}\0{size}\0{mtime_ns}\0{inode}\0".encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(signature + stored, digest_size=16).digest()
 
 
 def _loads(stored: object) -> object:
