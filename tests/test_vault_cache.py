@@ -210,3 +210,58 @@ def test_threads_share_one_vault(root: Path) -> None:
         results = list(pool.map(lambda _: (vault.edges, vault.uplinks("oauth")), range(32)))
     assert all(edges is results[0][0] for edges, _ in results)
     assert all(len(up) == 2 for _, up in results)
+
+
+READER = """
+import sys
+from hql.vault import Vault
+root, rounds = sys.argv[1], int(sys.argv[2])
+for _ in range(rounds):
+    vault = Vault.open(root)
+    announced = len(vault)
+    cards = vault.cards
+    assert len(vault) == len(cards), (announced, len(cards))
+    for card in cards:  # every file is written whole, once: its card says what it holds
+        assert card.title == "Card " + card.name.split("-")[1], card.name
+    print(len(cards))
+"""
+
+
+def test_readers_never_see_a_half_written_catalogue(tmp_path: Path) -> None:
+    """Two processes open the vault over and over while a third adds cards and refreshes."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "busy"
+    root.mkdir()
+
+    def add(index: int) -> None:
+        temporary = root / f".card-{index}.tmp"
+        temporary.write_text(f"# Card {index}\n\nbody {index}\n")
+        temporary.rename(root / f"card-{index}.md")
+
+    for index in range(300):
+        add(index)
+    Vault.open(root)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    readers = [
+        subprocess.Popen(
+            [sys.executable, "-c", READER, str(root), "15"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    index = 300
+    while any(reader.poll() is None for reader in readers):
+        for _ in range(20):
+            add(index)
+            index += 1
+        assert len(Vault.open(root).cards) == index
+    for reader in readers:
+        out, err = reader.communicate()
+        assert reader.returncode == 0, err
+        counts = [int(line) for line in out.split()]
+        assert len(counts) == 15 and counts == sorted(counts), counts

@@ -150,14 +150,16 @@ def test_directory_named_like_a_card(tmp_path: Path) -> None:
 def test_file_vanishes_during_the_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     good_card(tmp_path)
     (tmp_path / "ghost.md").write_text("# Ghost\n")
-    walk = loader.walk
+    from hql.vault import walk as walking
 
-    def walk_then_delete(root: str, warnings: list[Any], *rest: Any) -> loader.Walk:
+    walk = walking.walk
+
+    def walk_then_delete(root: str, warnings: list[Any], *rest: Any) -> walking.Walk:
         found = walk(root, warnings, *rest)
         (tmp_path / "ghost.md").unlink()
         return found
 
-    monkeypatch.setattr(loader, "walk", walk_then_delete)
+    monkeypatch.setattr(walking, "walk", walk_then_delete)
     message = only_warning(open_vault(tmp_path), "ghost.md")
     assert message == "the file vanished while the vault was loading; document skipped"
 

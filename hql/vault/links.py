@@ -36,11 +36,8 @@ from urllib.parse import unquote
 from hql import messages
 from hql.vault import yamldata
 from hql.vault.document import annotation_end, find_header, split_lines
+from hql.vault.walk import DIALECTS, OBSIDIAN, REFERENCE, dialect_of  # noqa: F401 - offered here too
 from hql.vault.yamldata import YamlRefused
-
-REFERENCE = "reference"
-OBSIDIAN = "obsidian"
-DIALECTS = (REFERENCE, OBSIDIAN)
 
 NOTE_SUFFIXES = (".md", ".markdown", ".hmd")
 
@@ -763,15 +760,6 @@ def created_of(metadata: dict[str, Any]) -> Any:
 
 
 # --- which dialect, which files ---------------------------------------------------
-
-
-def dialect_of(root: Any, configured: str | None) -> str:
-    """`[vault] dialect` when set, else Obsidian's when the vault has an `.obsidian/` folder."""
-    if configured is not None:
-        return configured
-    import os
-
-    return OBSIDIAN if os.path.isdir(os.path.join(root, ".obsidian")) else REFERENCE
 
 
 def without_excluded(found: list[Any], patterns: Iterable[str]) -> list[Any]:

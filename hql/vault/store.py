@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hql import files, messages
-from hql.vault import assembly, links, loader
+from hql.vault import walk
 from hql.vault.catalog import Catalog, Listing, listing_key
 from hql.vault.config import VaultConfig, load_config
 from hql.vault.model import Card, Edge, LoadWarning, VaultError
@@ -64,7 +64,7 @@ class Vault:
         self.config = config
         self.state_dir = root / STATE_DIR
         self._names: dict[str, Card] | None = None
-        self.dialect = links.REFERENCE  # how the files were read; set by `open`
+        self.dialect = walk.REFERENCE  # how the files were read; set by `open`
         self._given_edges = edges
         self._tables: _EdgeTables | None = None
         self._tables_lock = threading.Lock()
@@ -124,8 +124,10 @@ class Vault:
         edges = self._given_edges
         if edges is None:
             cards = list(self.cards)
+            from hql.vault import assembly
+
             edges = tuple(assembly.build_edges(cards))
-            if self.dialect == links.OBSIDIAN:
+            if self.dialect == walk.OBSIDIAN:
                 unique = _edges_unique(edges)
             else:
                 unique = assembly.edges_unique(cards, self._by_name)
@@ -163,13 +165,15 @@ class Vault:
     ) -> Vault:
         warnings: list[LoadWarning] = []
         config, config_warnings = load_config(root)
-        dialect = links.dialect_of(root, config.dialect)
-        walked_files = loader.walk(shown, warnings, config.allow_outside)
+        dialect = walk.dialect_of(root, config.dialect)
+        walked_files = walk.walk(shown, warnings, config.allow_outside)
         if config.exclude:
+            from hql.vault import links
+
             kept = links.without_excluded(walked_files.found(), config.exclude)
-            walked_files = loader.Walk.of(kept)
-        fingerprint = loader.parser_fingerprint()
-        if dialect != links.REFERENCE:  # one dialect's parses are not another's
+            walked_files = walk.Walk.of(kept)
+        fingerprint = walk.parser_fingerprint()
+        if dialect != walk.REFERENCE:  # one dialect's parses are not another's
             fingerprint = f"{fingerprint}:{dialect}"
         state_dir = root / STATE_DIR
         # A `.hql` that leads outside the vault is neither read nor written.
@@ -180,11 +184,13 @@ class Vault:
         relpaths = walked_files.relpaths
         if cached:
             metadata = sorted((name, dict(entries)) for name, entries in extension_metadata.items())
-            context = (fingerprint, dialect, shown, metadata, relpaths)
+            context = (fingerprint, walk.assembly_fingerprint(), dialect, shown, metadata, relpaths)
             key = listing_key(walked_files.signatures(), context)
 
         def read_cards() -> tuple[tuple[Card, ...], tuple[LoadWarning, ...]]:
             """Everything after the walk: names, the documents (from the catalogue), cards."""
+            from hql.vault import assembly, links, loader
+
             rest: list[LoadWarning] = []
             found = walked_files.found()
             names = assembly.assign_names(found, rest, dialect)
