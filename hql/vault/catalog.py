@@ -202,6 +202,13 @@ class Catalog:
         connection = self._connection
         if connection is None:
             return
+        # WAL lets readers read while a writer writes; a catalogue filled for the first
+        # time is filled with the rollback journal, which writes new pages once (the WAL
+        # would write them twice), and then turned to WAL.
+        filling = not self._stored and len(self._fresh) > 1000
+        if filling:
+            connection.execute("PRAGMA journal_mode=DELETE")
+        connection.execute("PRAGMA synchronous=NORMAL")
         connection.execute("BEGIN IMMEDIATE")  # waits BUSY_SECONDS at most for another writer
         try:
             self._write_rows(connection, relpaths, key, listing)
@@ -209,6 +216,7 @@ class Catalog:
             connection.rollback()
             raise
         connection.commit()
+        connection.execute("PRAGMA journal_mode=WAL")
         for retired in _RETIRED:  # the load cache this catalogue replaced, and its temporaries
             files.clean_stale_temporaries(state_dir, retired, also=(".vault-cache.",))
             with contextlib.suppress(OSError):
@@ -267,8 +275,7 @@ class Catalog:
             connection = sqlite3.connect(
                 path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False
             )
-            if create:
-                connection.execute("PRAGMA journal_mode=WAL")
+            if create:  # the first write fills it with the rollback journal (see `_write`)
                 connection.executescript(_SCHEMA)
                 return connection
             meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
