@@ -47,6 +47,8 @@ FORMAT = "hql.catalog.v1"
 # How long a reader or writer waits for another process's lock before going without.
 BUSY_SECONDS = 2.0
 _PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]} marshal {marshal.version}"
+# Rows read from the catalogue at once while a load goes through its files.
+_BATCH = 500
 # Files left by the load cache this catalogue replaced.
 _RETIRED = ("vault-cache.marshal",)
 
@@ -103,6 +105,9 @@ class Catalog:
         self._connection: sqlite3.Connection | None = None
         self._rows: dict[str, Row] | None = None  # read on first lookup, each dropped once used
         self._stored: set[str] = set()  # the paths the catalogue held when read
+        self._fetched: set[str] = set()  # the paths whose rows were read
+        self._order: list[str] = []
+        self._index: dict[str, int] | None = None
         self._fresh: dict[str, Row] = {}
         self._replace = False  # the file on disk is unusable: write a new one
         self._foreign = False  # written by another parser or Python: nothing in it is used
@@ -134,6 +139,12 @@ class Catalog:
             return None
         return Listing(cards, warnings)
 
+    def expect(self, relpaths: list[str]) -> None:
+        """The order the load will look files up in: rows are read ahead in it, a batch at a
+        time, so the stored forms are never all in memory at once."""
+        self._order = relpaths
+        self._index = None
+
     def lookup(self, relpath: str, size: int, mtime_ns: int, inode: int) -> Payload | None:
         """The payload parsed from this very file (same size, mtime and inode), if stored.
 
@@ -142,8 +153,12 @@ class Catalog:
         """
         rows = self._rows
         if rows is None:
-            rows = self._rows = self._read_rows()
+            rows = self._rows = {}
+            self._stored = self._stored_relpaths()
         row = rows.pop(relpath, None)  # a load looks each file up once: free its row
+        if row is None and relpath in self._stored and relpath not in self._fetched:
+            self._read_ahead(relpath)
+            row = rows.pop(relpath, None)
         if row is None or row[0] != size or row[1] != mtime_ns or row[2] != inode:
             return None
         stored, digest = row[3], row[4]
@@ -154,26 +169,41 @@ class Catalog:
             return None
         return cast(Payload, payload)
 
+    def _stored_relpaths(self) -> set[str]:
+        if self._connection is None:
+            return set()
+        try:
+            return {row[0] for row in self._connection.execute("SELECT relpath FROM files")}
+        except sqlite3.Error:
+            self._give_up(replace=True)
+            return set()
+
+    def _read_ahead(self, relpath: str) -> None:
+        """Read the rows of `relpath` and of the files expected after it."""
+        if self._index is None:
+            self._index = {path: at for at, path in enumerate(self._order)}
+        at = self._index.get(relpath)
+        following = self._order[at : at + _BATCH] if at is not None else [relpath]
+        batch = [path for path in following if path in self._stored and path not in self._fetched]
+        if relpath not in batch:
+            batch.append(relpath)
+        self._fetched.update(batch)
+        if self._connection is None or self._rows is None:
+            return
+        marks = ",".join("?" * len(batch))
+        query = f"SELECT relpath, size, mtime_ns, inode, payload, digest FROM files WHERE relpath IN ({marks})"  # noqa: S608 - only placeholders
+        try:
+            for row in self._connection.execute(query, batch):
+                self._rows[row[0]] = row[1:]
+        except sqlite3.Error:
+            self._give_up(replace=True)
+
     def store(self, relpath: str, size: int, mtime_ns: int, inode: int, payload: Payload) -> None:
         if self._path is None:
             return
         stored = marshal.dumps(payload)
         digest = _row_digest(relpath, size, mtime_ns, inode, stored)
         self._fresh[relpath] = (size, mtime_ns, inode, stored, digest)
-
-    def _read_rows(self) -> dict[str, Row]:
-        if self._connection is None:
-            return {}
-        try:
-            cursor = self._connection.execute(
-                "SELECT relpath, size, mtime_ns, inode, payload, digest FROM files"
-            )
-            rows = {row[0]: row[1:] for row in cursor}
-            self._stored = set(rows)
-            return rows
-        except sqlite3.Error:
-            self._give_up(replace=True)
-            return {}
 
     # --- writing ------------------------------------------------------------------
 
@@ -209,6 +239,7 @@ class Catalog:
         if filling:
             connection.execute("PRAGMA journal_mode=DELETE")
         connection.execute("PRAGMA synchronous=NORMAL")
+        connection.execute("PRAGMA secure_delete=ON")  # a replaced row leaves no old bytes behind
         connection.execute("BEGIN IMMEDIATE")  # waits BUSY_SECONDS at most for another writer
         try:
             self._write_rows(connection, relpaths, key, listing)

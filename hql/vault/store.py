@@ -194,6 +194,7 @@ class Vault:
             rest: list[LoadWarning] = []
             found = walked_files.found()
             names = assembly.assign_names(found, rest, dialect)
+            catalog.expect(relpaths)
             documents = loader.read_all(found, catalog, rest, dialect)
             cards = assembly.build_cards(documents, names, extension_metadata, rest, dialect)
             if dialect == links.OBSIDIAN and cards:
