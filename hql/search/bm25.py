@@ -595,14 +595,21 @@ class Bm25Index(Generic[CardT]):
         self._ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self._idf = _idf(documents, counts).astype(np.float32)
         slot = postings.slot
-        weighted = postings.text_tf * (1.0 / _length_norm(postings.text_length))[slot]
+        # One array per entry at a time, worked on in place: at 100k cards an entry array
+        # is tens of megabytes.
+        weighted = (1.0 / _length_norm(postings.text_length))[slot]
+        weighted *= postings.text_tf
         # Most entries are body-only; the title part is added where the title has the term.
         in_title = np.flatnonzero(postings.title_tf)
         title_scale = TITLE_WEIGHT / _length_norm(postings.title_length)
         weighted[in_title] += postings.title_tf[in_title] * title_scale[slot[in_title]]
-        saturation = weighted / (weighted + np.float32(K1))
+        denominator = weighted + np.float32(K1)
+        np.divide(weighted, denominator, out=weighted)  # the saturation
+        del denominator
         # Entries are sorted by term, so repeating each idf by its count lines them up.
-        self._impact = np.multiply(np.repeat(self._idf, counts), saturation, out=saturation)
+        impact = np.repeat(self._idf, counts)
+        impact *= weighted
+        self._impact = impact
 
 
 _RECENT: dict[tuple[str | None, str], Bm25Index[Any]] = {}
