@@ -295,6 +295,7 @@ def ome() -> None:
             evidence=lambda hits, affirmed=affirmed: relevance.evidence_filter(
                 hits, lambda h: h.matched, affirmed
             ),
+            corroborated=relevance.corroboration(lambda h: h.matched, affirmed),
         )
         names = [hit.card.name for hit in kept][: case["params"].get("limit", 4)]
         kind = "abstain (none)" if "none" in case["expect"] else "find (exact/first/includes/…)"
@@ -305,6 +306,104 @@ def ome() -> None:
     print(f"OME cases holding without signal hints: bm25 | relevant right in {total[0]}/{total[1]}")
     for kind, (good, count) in sorted(right.items()):
         print(f"  {kind:<34} {good}/{count}")
+
+
+def ome_semantic(model: str) -> None:
+    """`semantic | relevant | take(limit)` on the OME cases, the library rule on the model's cosines.
+
+    A find counts when a right card (named by exact/first/includes/ordered) is kept;
+    an abstention when nothing is. The vectors are cached under the system's temporary
+    folder by text digest, so rerunning to tune a rule does not embed again.
+    """
+    data = json.loads((SHARED / "eval/ome-cases.json").read_text(encoding="utf-8"))
+    cases = [
+        c for c in data["cases"] if c["holds_in_ome_without_card_signal_hints"] and c["expect"]
+    ]
+    cards = {name: _ome_cards(corpus) for name, corpus in data["corpora"].items()}
+    vectors = cached_vectors(
+        model,
+        [card.text for group in cards.values() for card in group],
+        [case["question"] for case in cases],
+    )
+    tally = {"find": [0, 0], "abstain": [0, 0]}
+    for case in cases:
+        group = cards[case["corpus"]]
+        question = vectors.query(case["question"])
+        scored = sorted(
+            ((card.name, float(vectors.passage(card.text) @ question)) for card in group),
+            key=lambda pair: -pair[1],
+        )
+        kept, _ = relevance.relevant(scored, lambda pair: pair[1], "cosine")
+        names = [name for name, _ in kept][: case["params"].get("limit", 4)]
+        right = _ome_right_cards(case["expect"])
+        if "none" in case["expect"]:
+            tally["abstain"][0] += not names
+            tally["abstain"][1] += 1
+        elif right:
+            tally["find"][0] += bool(right & set(names))
+            tally["find"][1] += 1
+    (found, finds), (abstained, abstentions) = tally["find"], tally["abstain"]
+    print(f"OME cases, `semantic | relevant` with {model}:")
+    print(f"  finds keeping a right card     {found}/{finds} ({found / finds:.0%}; goal 80%)")
+    print(
+        f"  abstentions keeping nothing    {abstained}/{abstentions} "
+        f"({abstained / abstentions:.0%}; goal 70%)"
+    )
+
+
+def _ome_right_cards(expect: dict[str, Any]) -> set[str]:
+    right: set[str] = set()
+    for kind in ("exact", "includes", "ordered"):
+        right.update(expect.get(kind, []))
+    if "first" in expect:
+        right.add(expect["first"])
+    return right
+
+
+class CachedVectors:
+    """Unit vectors of passages and questions by text, from one embedding run or the cache."""
+
+    def __init__(self, passages: dict[str, Any], queries: dict[str, Any]) -> None:
+        self._passages, self._queries = passages, queries
+
+    def passage(self, text: str) -> Any:
+        return self._passages[_digest(text)]
+
+    def query(self, text: str) -> Any:
+        return self._queries[_digest(text)]
+
+
+def cached_vectors(model: str, passages: Sequence[str], queries: Sequence[str]) -> CachedVectors:
+    """Embeds what the cache for `model` lacks (hql's own embedder), then returns all vectors."""
+    import tempfile
+
+    import numpy as np
+
+    from hql.index.config import EmbedderConfig
+    from hql.index.embedders import make_embedder
+
+    path = Path(tempfile.gettempdir()) / f"hql-bench-vectors-{_digest(model)[:12]}.npz"
+    stored: dict[str, Any] = dict(np.load(path)) if path.exists() else {}
+    embedder = None
+    for kind, texts in (("p", passages), ("q", queries)):
+        missing = sorted({text for text in texts if f"{kind}{_digest(text)}" not in stored})
+        if not missing:
+            continue
+        embedder = embedder or make_embedder(EmbedderConfig(provider="local", model=model))
+        embed = embedder.embed_passages if kind == "p" else embedder.embed_queries
+        for start in range(0, len(missing), 32):
+            batch = missing[start : start + 32]
+            for text, row in zip(batch, embed(batch), strict=True):
+                stored[f"{kind}{_digest(text)}"] = np.asarray(row, dtype=np.float32)
+        np.savez(path, **stored)
+    split = {"p": {}, "q": {}}  # type: dict[str, dict[str, Any]]
+    for key, row in stored.items():
+        split[key[0]][key[1:]] = row
+    return CachedVectors(split["p"], split["q"])
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _ome_cards(corpus: dict[str, Any]) -> list[Card]:
@@ -385,6 +484,8 @@ SECTIONS: dict[str, Callable[[], None]] = {
     "pira": pira,
     "xquad": xquad,
     "ome": ome,
+    "ome-e5": lambda: ome_semantic("multilingual-e5-small"),
+    "ome-minilm": lambda: ome_semantic("sentence-transformers/all-MiniLM-L6-v2"),
     "pira-hybrid": pira_hybrid,
     "scifact-hybrid": scifact_hybrid,
 }

@@ -359,3 +359,25 @@ def test_relevant_on_a_fusion_keeps_what_any_input_would_keep(shop_vault: hql.Va
         shop_vault,
     )
     assert nonsense.value.hits == ()
+
+
+def test_bm25_relevant_needs_several_question_words_or_a_large_share(tmp_path: Path) -> None:
+    # bench/data/garden: 440 notes on the ocean, Wikipedia articles and this manual.
+    garden = tmp_path / "garden"
+    shutil.copytree(Path(__file__).parents[1] / "bench" / "data" / "garden", garden)
+    vault = hql.open_vault(garden, use_cache=False)
+
+    def relevant(question: str) -> Ranking:
+        return run(f'import bm25\ncards | bm25("{question}") | relevant', vault).value
+
+    # Off-topic: each top hit shares one common word ("home", "rules") with the question.
+    for question in ("how do I bake sourdough bread at home", "rules for castling in chess"):
+        ranked = run(f'import bm25\ncards | bm25("{question}")', vault).value
+        assert len(ranked.hits) > 3
+        judged = relevant(question)
+        assert [hit.card.name for hit in judged] == []
+        cutoff = judged.retrieval.extra["cutoff"]
+        assert cutoff["corroboration"]["words"] == 3 and cutoff["uncorroborated"] >= 1
+    # On-topic: several question words, or one carrying a large share of the question.
+    assert [h.card.name for h in relevant("castles and vineyards in the river gorge")] == ["Rhine"]
+    assert "Ctenophora" in [h.card.name for h in relevant("comb rows of ctenophores")]

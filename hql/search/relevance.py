@@ -20,8 +20,13 @@ describe themselves in a `cutoff` record that the ranking's retrieval carries:
   terms, an unknown term counting as the rarest) says how much of the question a card
   answers. A hit is kept when that share is at least 0.05 and its score is at least
   0.6 of the best score. The floor is low because long prompts legitimately match a
-  small share of their words; the relative cut does most of the work. See
-  docs/retrieval-words.md for the measurements behind both numbers.
+  small share of their words; the relative cut does most of the work. A kept hit must
+  also be corroborated: it shares at least CORROBORATING_TERMS distinct question words
+  (fewer when the question has fewer; a CJK character counts as a word), or it answers
+  at least CORROBORATED_SHARE of the question on its own. One common word ("home",
+  "rules", "migration") is how an off-topic question reaches a vault's notes; a
+  question the vault answers shares several. See docs/retrieval-words.md for the
+  measurements behind the numbers.
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ COSINE_MARGIN = 0.10
 COSINE_WINDOW = 0.06
 BM25_COVERAGE = 0.05
 BM25_RELATIVE = 0.60
+CORROBORATING_TERMS = 3
+CORROBORATED_SHARE = 0.25
 STANDOUT_BEST = 3.0
 STANDOUT_WINDOW = 1.5
 MAD_TO_SIGMA = 1.4826
@@ -170,6 +177,23 @@ def evidence_filter(
     ]
 
 
+def corroboration(
+    matched: Callable[[ItemT], Collection[str]], affirmed: Collection[str]
+) -> tuple[Callable[[ItemT], bool], int]:
+    """Whether a hit shares enough distinct question words, and how many that is.
+
+    Words are the question's unmarked, affirmed terms (no prefixes, pairs or synonyms);
+    a question with fewer than CORROBORATING_TERMS words asks for all of them.
+    """
+    words = {term for term in affirmed if ":" not in term}
+    needed = max(1, min(CORROBORATING_TERMS, len(words)))
+
+    def corroborated(item: ItemT) -> bool:
+        return len(words.intersection(matched(item))) >= needed
+
+    return corroborated, needed
+
+
 def coverage(
     items: Sequence[ItemT],
     score: Callable[[ItemT], float],
@@ -177,10 +201,13 @@ def coverage(
     share: float = BM25_COVERAGE,
     relative: float = BM25_RELATIVE,
     evidence: Callable[[Sequence[ItemT]], list[ItemT]] | None = None,
+    corroborated: tuple[Callable[[ItemT], bool], int] | None = None,
 ) -> tuple[list[ItemT], Cutoff]:
     """The bm25 rule: keep hits answering `share` of the question and scoring `relative` of the best.
 
-    `evidence`, when given, first drops the hits that carry no evidence of their own.
+    `evidence`, when given, first drops the hits that carry no evidence of their own;
+    `corroborated` (from `corroboration`) then drops kept hits sharing too few question
+    words unless they answer CORROBORATED_SHARE of the question.
     """
     parameters: dict[str, Any] = {"coverage": share, "relative": relative, "bound": bound}
     candidates = len(items)
@@ -194,6 +221,13 @@ def coverage(
     threshold = max(share * bound, relative * best)
     kept = [item for item in items if score(item) >= threshold]
     parameters["threshold"] = threshold
+    if corroborated is not None:
+        is_corroborated, needed = corroborated
+        alone = CORROBORATED_SHARE * bound
+        passing = [item for item in kept if score(item) >= alone or is_corroborated(item)]
+        parameters["corroboration"] = {"words": needed, "or_score": alone}
+        parameters["uncorroborated"] = len(kept) - len(passing)
+        kept = passing
     return kept, Cutoff("coverage", parameters, len(kept), candidates)
 
 
@@ -204,11 +238,13 @@ def relevant(
     minimum: float | None = None,
     bound: float | None = None,
     evidence: Callable[[Sequence[ItemT]], list[ItemT]] | None = None,
+    corroborated: tuple[Callable[[ItemT], bool], int] | None = None,
 ) -> tuple[list[ItemT], Cutoff]:
     """`relevant(min = …)` when `minimum` is given, else the default rule of the metric.
 
     `bound` is required for bm25 (the index's `score_bound(query)`); `evidence`
-    (bm25) keeps the hits with evidence of their own (`evidence_filter`).
+    (bm25) keeps the hits with evidence of their own (`evidence_filter`), and
+    `corroborated` (bm25, from `corroboration`) asks them for several question words.
     """
     if minimum is not None:
         return floor(items, score, minimum)
@@ -217,5 +253,5 @@ def relevant(
     if metric == "bm25":
         if bound is None:
             raise RelevanceError(messages.search_relevant_needs_bound())
-        return coverage(items, score, bound, evidence=evidence)
+        return coverage(items, score, bound, evidence=evidence, corroborated=corroborated)
     raise RelevanceError(messages.search_relevant_unknown_metric(metric))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hql import messages
@@ -281,21 +281,30 @@ def check_relevant(call: StepTyping) -> Type:
 
 def apply_relevance(ranking: Ranking, minimum: float | None, vault: Vault | None = None) -> Ranking:
     """The hits that pass `relevant` (a floor, or the metric's default rule), the rule recorded."""
-    from hql.search.relevance import Cutoff, affirmed_text, evidence_filter, relevant
+    from hql.search.relevance import (
+        Cutoff,
+        affirmed_text,
+        corroboration,
+        evidence_filter,
+        relevant,
+    )
 
     retrieval = ranking.retrieval
     cutoff: Cutoff
     if retrieval.metric == "rrf" and minimum is None:
         kept, cutoff = _any_input_passes(ranking)
     else:
-        evidence = None
+        evidence = corroborated = None
         if retrieval.metric == "bm25":
             affirmed = set(analyzer_for(vault).analyze(affirmed_text(retrieval.query)).terms)
 
+            def matched(hit: Hit) -> Collection[str]:
+                return (hit.detail or {}).get("matched", {})  # type: ignore[no-any-return]
+
             def evidence(hits: Sequence[Hit]) -> list[Hit]:
-                return evidence_filter(
-                    hits, lambda hit: (hit.detail or {}).get("matched", {}), affirmed
-                )
+                return evidence_filter(hits, matched, affirmed)
+
+            corroborated = corroboration(matched, affirmed)
 
         kept, cutoff = relevant(
             list(ranking.hits),
@@ -304,6 +313,7 @@ def apply_relevance(ranking: Ranking, minimum: float | None, vault: Vault | None
             minimum,
             retrieval.extra.get("score_bound"),
             evidence,
+            corroborated,
         )
     record = {
         "rule": cutoff.rule,
