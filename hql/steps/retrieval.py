@@ -299,7 +299,7 @@ def apply_relevance(ranking: Ranking, minimum: float | None, vault: Vault | None
             affirmed = set(analyzer_for(vault).analyze(affirmed_text(retrieval.query)).terms)
 
             def matched(hit: Hit) -> Collection[str]:
-                return (hit.detail or {}).get("matched", {})  # type: ignore[no-any-return]
+                return (hit.detail or {}).get("matched", {})
 
             def evidence(hits: Sequence[Hit]) -> list[Hit]:
                 return evidence_filter(hits, matched, affirmed)
