@@ -143,7 +143,7 @@ def pira_hybrid() -> None:
     def ranker(step: str) -> quality.Ranker:
         return lambda _cards: program_search(session, ids, step)
 
-    for step, goal in (("bm25", None), ("semantic", None), ("hybrid", 0.6)):
+    for step, goal in (("bm25", None), ("semantic", None), ("hybrid", 0.67)):
         quality.print_row(
             f"cards | {step}(q) PT→EN",
             quality.evaluate(ranker(step), cards, queries, qrels),
