@@ -322,7 +322,11 @@ def ome_semantic(model: str) -> None:
     cards = {name: _ome_cards(corpus) for name, corpus in data["corpora"].items()}
     vectors = cached_vectors(
         model,
-        [card.text for group in cards.values() for card in group],
+        [
+            card.text
+            for group in sorted((cards[c["corpus"]] for c in cases), key=len)
+            for card in group
+        ],
         [case["question"] for case in cases],
     )
     tally = {"find": [0, 0], "abstain": [0, 0]}
@@ -333,7 +337,7 @@ def ome_semantic(model: str) -> None:
             ((card.name, float(vectors.passage(card.text) @ question)) for card in group),
             key=lambda pair: -pair[1],
         )
-        kept, _ = relevance.relevant(scored, lambda pair: pair[1], "cosine")
+        kept, _ = relevance.relevant(scored, lambda pair: pair[1], "cosine", model=model)
         names = [name for name, _ in kept][: case["params"].get("limit", 4)]
         right = _ome_right_cards(case["expect"])
         if "none" in case["expect"]:
@@ -385,8 +389,8 @@ def cached_vectors(model: str, passages: Sequence[str], queries: Sequence[str]) 
     path = Path(tempfile.gettempdir()) / f"hql-bench-vectors-{_digest(model)[:12]}.npz"
     stored: dict[str, Any] = dict(np.load(path)) if path.exists() else {}
     embedder = None
-    for kind, texts in (("p", passages), ("q", queries)):
-        missing = sorted({text for text in texts if f"{kind}{_digest(text)}" not in stored})
+    for kind, texts in (("q", queries), ("p", passages)):
+        missing = list(dict.fromkeys(t for t in texts if f"{kind}{_digest(t)}" not in stored))
         if not missing:
             continue
         embedder = embedder or make_embedder(EmbedderConfig(provider="local", model=model))
@@ -395,7 +399,7 @@ def cached_vectors(model: str, passages: Sequence[str], queries: Sequence[str]) 
             batch = missing[start : start + 32]
             for text, row in zip(batch, embed(batch), strict=True):
                 stored[f"{kind}{_digest(text)}"] = np.asarray(row, dtype=np.float32)
-        np.savez(path, **stored)
+            np.savez(path, **stored)  # a stopped run keeps what it embedded
     split = {"p": {}, "q": {}}  # type: dict[str, dict[str, Any]]
     for key, row in stored.items():
         split[key[0]][key[1:]] = row

@@ -79,3 +79,21 @@ def test_negated_clauses_are_cut_from_the_question() -> None:
     assert "UI" in kept and "run" not in kept and "browser" not in kept
     assert "runtime" not in affirmed_text("这不是 provider adapter hook runtime 任务。")
     assert affirmed_text("reset my password") == "reset my password"
+
+
+def test_a_model_with_known_cosines_is_judged_by_its_floor() -> None:
+    from hql.search.relevance import MODEL_FLOORS, cosine_rule
+
+    e5 = "multilingual-e5-small"
+    floor_of_e5 = MODEL_FLOORS[e5]
+    # One card: no spread to measure, but e5's own floor still decides.
+    kept, cutoff = cosine_rule([("owl", floor_of_e5 + 0.01)], _score, e5)
+    assert [name for name, _ in kept] == ["owl"]
+    assert cutoff.rule == "calibrated" and cutoff.parameters["floor"] == floor_of_e5
+    kept, cutoff = cosine_rule([("owl", floor_of_e5 - 0.01)], _score, e5)
+    assert kept == [] and cutoff.to_json()["kept"] == 0
+    # Above the floor, hits within the window of the best are kept.
+    items = [("a", floor_of_e5 + 0.05), ("b", floor_of_e5 + 0.02), ("c", floor_of_e5 - 0.03)]
+    assert [name for name, _ in cosine_rule(items, _score, e5)[0]] == ["a", "b"]
+    # A model without a floor keeps the general rules.
+    assert cosine_rule(items, _score, "some-http-model")[1].rule == "median-margin"

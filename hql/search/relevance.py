@@ -13,6 +13,12 @@ describe themselves in a `cutoff` record that the ranking's retrieval carries:
   STANDOUT_BEST robust deviations (1.4826 × the median absolute deviation) above the
   median, and a hit is kept within STANDOUT_WINDOW deviations of the best. A spread
   wider than the fixed rule's margin leaves the fixed rule in force (see `cosine_rule`).
+* cosine from a model HQL knows the scores of (MODEL_FLOORS): the **calibrated** rule.
+  Models like e5 give every pair of texts a high cosine (0.74–0.96 on real questions), so
+  neither a margin over the median nor the candidates' spread can tell a vault that
+  answers from one that does not, and a vault of a few cards has no spread at all. What
+  does is the cosine itself, measured for that model on real questions: a hit is kept
+  when it scores at least the model's floor and within COSINE_WINDOW of the best.
 * bm25: the coverage rule, on the hits that carry evidence: a hit whose only shared
   terms are 5-letter prefixes ("quantity" for "quantum"), or words the question
   negates ("do not use the hook runtime", "不要 …"), is not evidence on its own. BM25 scores have no fixed scale, but each query term can
@@ -52,6 +58,12 @@ STANDOUT_WINDOW = 1.5
 MAD_TO_SIGMA = 1.4826
 STANDOUT_MINIMUM = 5  # fewer candidates have no spread to speak of: the fixed rule applies
 PREFIX_MARK = "pref:"
+# The cosine below which a model's hit is no evidence, measured on the OME cases and the
+# questions of bench/relevance.py (bench/quality.py --only ome-e5 prints the trade-off).
+MODEL_FLOORS: dict[str, float] = {
+    "multilingual-e5-small": 0.90,
+    "intfloat/multilingual-e5-small": 0.90,
+}
 
 # A clause's words after one of these are negated ("do not use X": X is not asked for).
 _NEGATION = re.compile(
@@ -140,15 +152,37 @@ def standout(
     return kept, Cutoff("standout", parameters, len(kept), len(items))
 
 
-def cosine_rule(
-    items: Sequence[ItemT], score: Callable[[ItemT], float]
+def calibrated(
+    items: Sequence[ItemT],
+    score: Callable[[ItemT], float],
+    model: str,
+    floor: float,
+    window: float = COSINE_WINDOW,
 ) -> tuple[list[ItemT], Cutoff]:
-    """The cosine default: the fixed median-margin rule, unless the scores crowd.
+    """The rule for a model whose cosines are known: at least `floor`, within `window` of the best."""
+    parameters: dict[str, Any] = {"model": model, "floor": floor, "window": window}
+    scores = [score(item) for item in items]
+    if not scores or max(scores) < floor:
+        return [], Cutoff("calibrated", parameters, 0, len(items))
+    best = max(scores)
+    threshold = max(floor, best - window)
+    parameters.update(best=best, threshold=threshold)
+    kept = [item for item, value in zip(items, scores, strict=True) if value >= threshold]
+    return kept, Cutoff("calibrated", parameters, len(kept), len(items))
+
+
+def cosine_rule(
+    items: Sequence[ItemT], score: Callable[[ItemT], float], model: str | None = None
+) -> tuple[list[ItemT], Cutoff]:
+    """The cosine default: the model's calibrated floor if it has one, else median-margin.
 
     Scores crowd when the candidates' robust spread is narrower than the fixed
     margin can resolve (best − median under COSINE_MARGIN); then the margin is
     measured in that spread instead (`standout`). Too few candidates keep the fixed rule.
     """
+    floor = MODEL_FLOORS.get(model or "")
+    if floor is not None:
+        return calibrated(items, score, model or "", floor)
     if len(items) < STANDOUT_MINIMUM:
         return median_margin(items, score)
     scores = [score(item) for item in items]
@@ -239,17 +273,19 @@ def relevant(
     bound: float | None = None,
     evidence: Callable[[Sequence[ItemT]], list[ItemT]] | None = None,
     corroborated: tuple[Callable[[ItemT], bool], int] | None = None,
+    model: str | None = None,
 ) -> tuple[list[ItemT], Cutoff]:
     """`relevant(min = …)` when `minimum` is given, else the default rule of the metric.
 
     `bound` is required for bm25 (the index's `score_bound(query)`); `evidence`
     (bm25) keeps the hits with evidence of their own (`evidence_filter`), and
-    `corroborated` (bm25, from `corroboration`) asks them for several question words.
+    `corroborated` (bm25, from `corroboration`) asks them for several question words;
+    `model` (cosine) picks the model's calibrated floor when it has one.
     """
     if minimum is not None:
         return floor(items, score, minimum)
     if metric == "cosine":
-        return cosine_rule(items, score)
+        return cosine_rule(items, score, model)
     if metric == "bm25":
         if bound is None:
             raise RelevanceError(messages.search_relevant_needs_bound())

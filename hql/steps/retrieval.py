@@ -314,6 +314,7 @@ def apply_relevance(ranking: Ranking, minimum: float | None, vault: Vault | None
             retrieval.extra.get("score_bound"),
             evidence,
             corroborated,
+            retrieval.model,
         )
     record = {
         "rule": cutoff.rule,
