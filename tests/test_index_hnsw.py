@@ -139,7 +139,7 @@ def test_build_writes_the_graph_and_search_uses_it(root: Path) -> None:
         search = approximate.retrieval.search
         assert search["exact"] is False and search["ann"] == "hnsw"
         assert (search["m"], search["ef_construction"]) == (16, 200)
-        assert search["ef_search"] >= 64 and search["library"].startswith("hnswlib ")
+        assert search["ef_search"] >= 128 and search["library"].startswith("hnswlib ")
         assert exact.retrieval.approximate is False
         assert exact.retrieval.search["exact_requested"] is True
         every = dict(ranked(root, question, k=None, exact=True).hits)

@@ -11,7 +11,7 @@ ann_threshold = 200000          # "auto": the graph once the index holds this ma
 [semantics.hnsw]                # the graph's parameters
 m = 16
 ef_construction = 200
-ef_search = 64
+ef_search = 128
 
 [semantics.embedder]
 provider = "http"               # or "local"
@@ -87,7 +87,7 @@ class HnswConfig:
 
     m: int = 16
     ef_construction: int = 200
-    ef_search: int = 64
+    ef_search: int = 128
 
 
 @dataclass(frozen=True, slots=True)
