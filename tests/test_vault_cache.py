@@ -265,3 +265,24 @@ def test_readers_never_see_a_half_written_catalogue(tmp_path: Path) -> None:
         assert reader.returncode == 0, err
         counts = [int(line) for line in out.split()]
         assert len(counts) == 15 and counts == sorted(counts), counts
+
+
+def test_reading_the_cards_of_an_unchanged_vault_writes_nothing(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader takes no write lock: other processes' refreshes never wait for it."""
+    from hql.vault.catalog import Catalog
+
+    Vault.open(root)
+    writes: list[int] = []
+    write = Catalog._write
+
+    def counted(self: Catalog, *args: object) -> None:
+        writes.append(1)
+        write(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Catalog, "_write", counted)
+    vault = Vault.open(root)
+    assert len(vault.cards) == 6 and writes == []
+    (root / "new.md").write_text("# New\n")
+    assert len(Vault.open(root).cards) == 7 and writes == [1]

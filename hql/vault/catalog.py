@@ -207,17 +207,24 @@ class Catalog:
 
     # --- writing ------------------------------------------------------------------
 
-    def save(self, relpaths: list[str], key: bytes | None, listing: Listing | None) -> None:
+    def save(
+        self,
+        relpaths: list[str],
+        key: bytes | None,
+        listing: Listing | None,
+        already: Listing | None = None,
+    ) -> None:
         """Store the fresh rows, drop rows of files no longer found, record the load.
 
         One transaction: another process sees the catalogue before or after it.
-        `listing` is None when the load may not be reused as a whole.
+        `listing` is None when the load may not be reused as a whole; `already` is the
+        listing the catalogue holds, so an unchanged one is not written again.
         """
         if self._path is None:
             return
         stale = bool(self._stored - set(relpaths))
-        if not self._fresh and not stale and listing is None:
-            return
+        if not self._fresh and not stale and (listing is None or listing == already):
+            return  # nothing new: a reader takes no write lock
         with contextlib.suppress(OSError, sqlite3.Error, ValueError):
             self._write(relpaths, key, listing)
 

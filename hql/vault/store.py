@@ -202,7 +202,7 @@ class Vault:
                 if missing:
                     rest.append(LoadWarning("", messages.unresolved_links(missing, linking)))
             listing = Listing(len(cards), tuple((w.path, w.message, w.subject) for w in rest))
-            catalog.save(relpaths, key, listing)
+            catalog.save(relpaths, key, listing, already=stored)
             catalog.close()
             return tuple(cards), tuple(rest)
 
