@@ -22,9 +22,10 @@ setup-dev: $(BIN)/python
 # all-MiniLM-L6-v2 (int8 ONNX on onnxruntime). Only a sentence-transformers model
 # from the local cache needs torch (`hql[transformers]`); the suite skips that test.
 # The MCP SDK (`hql[mcp]`) lets the suite talk to `hql mcp`; hnswlib (`hql[ann]`) keeps
-# the HNSW graph of `[semantics] ann`.
+# the HNSW graph of `[semantics] ann`; qdrant-client (`hql[qdrant]`) runs the Qdrant
+# store's tests in its embedded local mode.
 setup-extras: setup-dev
-	$(BIN)/pip install --quiet -e '.[dev,embed,minilm,mcp,ann]'
+	$(BIN)/pip install --quiet -e '.[dev,embed,minilm,mcp,ann,qdrant]'
 
 demo: setup
 	$(BIN)/hql --vault $(SAMPLE) eval 'cards | count'

@@ -1882,3 +1882,164 @@ def hnsw_status_unusable(reason: str) -> str:
 
 def hnsw_status_ok(vectors: int, library: str, m: int, ef_construction: int) -> str:
     return f"{vectors} vectors ({library}, m {m}, ef_construction {ef_construction})"
+
+
+# --- semantic index: the Qdrant store ([semantics] store = "qdrant") ----------------
+
+_QDRANT_DOCS = "see docs/semantic.md, “Qdrant”"
+
+
+def qdrant_not_configured() -> str:
+    return (
+        '`[semantics] store = "qdrant"` needs a `[semantics.qdrant]` table naming `path` '
+        f"(a folder inside the vault, Qdrant's local mode) or `url` (a Qdrant server): {_QDRANT_DOCS}"
+    )
+
+
+def qdrant_needs_url_or_path() -> str:
+    return (
+        "`[semantics.qdrant]` needs exactly one of `path` (a folder inside the vault, "
+        "Qdrant's local mode) and `url` (a Qdrant server)"
+    )
+
+
+def qdrant_literal_api_key() -> str:
+    return (
+        "`semantics.qdrant.api_key` is refused (hql.toml travels with the vault) and its value "
+        "is not shown: put the key in an environment variable and give its NAME in "
+        "`semantics.qdrant.api_key_env`"
+    )
+
+
+def qdrant_api_key_env_not_a_name() -> str:
+    return (
+        "`semantics.qdrant.api_key_env` must be the NAME of an environment variable "
+        "(letters, digits, _); its value is not shown, as it may be the key itself"
+    )
+
+
+def qdrant_key_without_url() -> str:
+    return "`semantics.qdrant.api_key_env` is for a server (`url`); local mode (`path`) has no key"
+
+
+def qdrant_api_key_env_unset(variable: str) -> str:
+    return (
+        f"`semantics.qdrant.api_key_env` names `{variable}`, which is not set in the environment: "
+        "set it to the Qdrant key"
+    )
+
+
+def qdrant_package_missing() -> str:
+    return (
+        "the Qdrant store needs the `qdrant-client` package: `pip install 'hql[qdrant]'`, "
+        'or set `[semantics] store = "sqlite"`'
+    )
+
+
+def qdrant_unreachable(location: str, reason: str) -> str:
+    return (
+        f"Qdrant at `{location}` cannot be reached ({reason}): start it, or check "
+        "`[semantics.qdrant] url`"
+    )
+
+
+def qdrant_refused_key(location: str, status: int) -> str:
+    return (
+        f"Qdrant at `{location}` refused the request (HTTP {status}): check the key in the "
+        "variable `[semantics.qdrant] api_key_env` names"
+    )
+
+
+def qdrant_failed(location: str, reason: str) -> str:
+    return f"Qdrant at `{location}` answered with an error ({reason})"
+
+
+def qdrant_folder_missing(path: str) -> str:
+    return f"there is no Qdrant folder at `{path}`: build it with `hql index build`"
+
+
+def qdrant_folder_in_use(path: str) -> str:
+    return (
+        f"the Qdrant folder `{path}` is open in another process (local mode allows one at a "
+        "time): wait for it to finish, or run a Qdrant server and name it with "
+        "`[semantics.qdrant] url`"
+    )
+
+
+def qdrant_folder_unreadable(path: str, reason: str) -> str:
+    return f"the Qdrant folder `{path}` cannot be read ({reason}): {_REBUILD}"
+
+
+def qdrant_collection_needs_name() -> str:
+    return (
+        "the Qdrant collection's default name comes from the embedder's model and revision: "
+        "add a `[semantics.embedder]` table, or name the collection with "
+        "`[semantics.qdrant] collection`"
+    )
+
+
+def qdrant_collection_missing(collection: str, location: str) -> str:
+    return (
+        f"Qdrant at `{location}` has no collection `{collection}`: build it with `hql index build`"
+    )
+
+
+def qdrant_collection_foreign(collection: str) -> str:
+    return (
+        f"the Qdrant collection `{collection}` was not made by `hql index build` (it carries no "
+        "HQL description), so it was left alone: name another one with "
+        "`[semantics.qdrant] collection`"
+    )
+
+
+def qdrant_collection_other_model(collection: str, built: str, wanted: str) -> str:
+    return (
+        f"the Qdrant collection `{collection}` holds vectors of `{built}` and the vault's embedder "
+        f"is `{wanted}`, so they cannot be compared: name another collection with "
+        "`[semantics.qdrant] collection` (or leave it out for one named after the model), "
+        "or delete that one in Qdrant and rerun `hql index build`"
+    )
+
+
+def qdrant_collection_dimensions(collection: str, found: int, wanted: int) -> str:
+    return (
+        f"the Qdrant collection `{collection}` holds vectors of {found} dimensions and this "
+        f"index needs {wanted}: name another collection with `[semantics.qdrant] collection`, "
+        "or delete that one in Qdrant and rerun `hql index build`"
+    )
+
+
+def qdrant_collection_not_cosine(collection: str, distance: str) -> str:
+    return (
+        f"the Qdrant collection `{collection}` compares vectors by `{distance}`, and HQL's unit "
+        "vectors are compared by dot product: delete it in Qdrant and rerun `hql index build`"
+    )
+
+
+def qdrant_collection_other_vault(collection: str, built_for: str, vault: str) -> str:
+    return (
+        f"the Qdrant collection `{collection}` was built for the vault `{built_for}` and this "
+        f"vault is `{vault}`: name this vault's collection with `[semantics.qdrant] collection`, "
+        "or rerun `hql index build`"
+    )
+
+
+def semantic_store_fell_back(reason: str) -> str:
+    return (
+        f"the vector store is unavailable ({reason}), so this ranking comes from `bm25`, "
+        "as hql.toml asks"
+    )
+
+
+def qdrant_build_summary(
+    embedded: int, reused: int, removed: int, queries: int, collection: str, location: str
+) -> str:
+    return (
+        f"embedded {plural(embedded, 'card')}, kept {reused} unchanged, dropped {removed}, "
+        f"{plural(queries, 'query', 'queries')} in the Qdrant collection `{collection}` at "
+        f"`{location}`"
+    )
+
+
+def qdrant_inspect_points(points: int) -> str:
+    return f"{points} (one per section)"

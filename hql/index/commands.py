@@ -44,6 +44,17 @@ def build_command(
         return EXIT_PROBLEM, error.message
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED, messages.index_interrupted()
+    if str(result.path).startswith("qdrant:"):
+        location, _, collection = str(result.path).removeprefix("qdrant:").rpartition("#")
+        summary = messages.qdrant_build_summary(
+            result.embedded,
+            result.reused,
+            result.removed,
+            result.queries,
+            collection,
+            _shown(vault, Path(location)) if "://" not in location else location,
+        )
+        return EXIT_OK, "\n".join([*result.notes, summary])
     summary = messages.index_build_summary(
         result.embedded, result.reused, result.removed, result.queries, _shown(vault, result.path)
     )
@@ -89,6 +100,8 @@ def _verify_lines(result: VerifyResult) -> list[str]:
 
 def inspect_command(vault: VaultLike | None, index: str | Path | None = None) -> tuple[int, str]:
     try:
+        if index is None and vault is not None and _store_of(vault) == "qdrant":
+            return EXIT_OK, _inspect_qdrant(vault)
         path = Path(index) if index is not None else index_path_of(_require(vault))
         result = inspect_index(path)
     except SemanticIndexError as error:
@@ -192,3 +205,44 @@ def _shown(vault: VaultLike, path: Path) -> str:
         return path.relative_to(Path(vault.root)).as_posix()
     except ValueError:
         return str(path)
+
+
+# --- the Qdrant store ------------------------------------------------------------------
+
+
+def _store_of(vault: VaultLike) -> str:
+    from hql.index.config import load_semantics_config
+    from hql.index.reader import raw_config
+
+    return load_semantics_config(raw_config(vault)).store
+
+
+def _inspect_qdrant(vault: VaultLike) -> str:
+    from hql.index.config import load_semantics_config
+    from hql.index.reader import raw_config
+    from hql.index.stores.qdrant import QdrantStore
+
+    store = QdrantStore.for_vault(vault, load_semantics_config(raw_config(vault)))
+    model = store.model
+    counts = store.section_counts()
+    queries = store.queries()
+    where = store.where if "://" in store.where else _shown(vault, Path(store.where))
+    rows = [
+        ("store", "qdrant (local mode)" if store.local else "qdrant (server)"),
+        ("location", where),
+        ("collection", store.collection),
+        ("vault", store.vault_label),
+        ("built at", store.built_at),
+        ("built by", store.tool_version),
+        ("model", model.id),
+        ("revision", model.revision),
+        ("dimensions", str(model.dimensions)),
+        ("metric", "cosine, normalised (dot product of unit vectors)"),
+        ("cards", str(len(counts))),
+        ("points", messages.qdrant_inspect_points(sum(counts.values()))),
+        ("queries", str(len(queries))),
+    ]
+    width = max(len(label) for label, _ in rows)
+    lines = [f"{label.ljust(width)}  {value}" for label, value in rows]
+    lines.extend(f"  {query}" for query in queries)
+    return "\n".join(lines)

@@ -20,6 +20,16 @@ model = "bge-m3"
 revision = "..."
 api_key_env = "OPENAI_API_KEY"  # the NAME of an environment variable, never the key
 workers = 2                     # local models: worker processes for a build (default: the cores)
+
+[semantics] store = "qdrant" keeps the vectors in Qdrant instead of the SQLite file:
+
+[semantics.qdrant]
+path = ".hql/qdrant"            # embedded local mode: a folder inside the vault
+# url = "http://127.0.0.1:6333" # or a server or cluster (exactly one of path and url)
+api_key_env = "QDRANT_API_KEY"  # url only: the NAME of an environment variable
+collection = "notes"            # default: derived from the vault, model and revision
+hnsw_ef = 128                   # search-time beam of the HNSW graph (default: Qdrant's)
+timeout = 10                    # seconds per request to a server
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ SEMANTICS_KEYS = (
     "ann",
     "ann_threshold",
     "hnsw",
+    "qdrant",
 )
 HNSW_KEYS = ("m", "ef_construction", "ef_search")
 ANN_MODES = ("auto", "hnsw", "off")
@@ -63,6 +74,8 @@ EMBEDDER_KEYS = (
 )
 DEFAULT_BATCH_SIZE = 32
 DEFAULT_TIMEOUT_SECONDS = 30.0
+QDRANT_KEYS = ("url", "path", "collection", "api_key_env", "hnsw_ef", "timeout")
+DEFAULT_QDRANT_TIMEOUT_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +104,18 @@ class HnswConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class QdrantConfig:
+    """Where the Qdrant store lives: exactly one of `url` (a server) and `path` (local mode)."""
+
+    url: str | None = None
+    path: str | None = None
+    collection: str | None = None
+    api_key_env: str | None = None
+    hnsw_ef: int | None = None
+    timeout: float = DEFAULT_QDRANT_TIMEOUT_SECONDS
+
+
+@dataclass(frozen=True, slots=True)
 class SemanticsConfig:
     index: str | None = None
     embed_queries: bool = False
@@ -100,6 +125,7 @@ class SemanticsConfig:
     ann: Literal["auto", "hnsw", "off"] = "auto"
     ann_threshold: int = DEFAULT_ANN_THRESHOLD
     hnsw: HnswConfig = field(default_factory=lambda: HnswConfig())
+    qdrant: QdrantConfig | None = None
 
     def require_index(self, for_producer: bool = False) -> str:
         if self.index is None:
@@ -138,16 +164,21 @@ def load_semantics_config(raw: Mapping[str, object] | None) -> SemanticsConfig:
             )
         )
     embedder = table.get("embedder")
+    store = _optional_str(table, "semantics.store") or "sqlite"  # the store factory checks it
+    qdrant = table.get("qdrant")
+    if store == "qdrant" and qdrant is None:
+        raise SemanticIndexError(messages.qdrant_not_configured())
     return SemanticsConfig(
         index=index,
         embed_queries=embed_queries,
         on_unavailable="lexical" if on_unavailable == "lexical" else "fail",
         embedder=None if embedder is None else load_embedder_config(embedder),
-        store=_optional_str(table, "semantics.store") or "sqlite",
+        store=store,
         ann=_ann_mode(table),
         ann_threshold=_optional_positive_int(table, "ann_threshold", section="semantics")
         or DEFAULT_ANN_THRESHOLD,
         hnsw=_hnsw(table.get("hnsw")),
+        qdrant=None if qdrant is None else load_qdrant_config(qdrant),
     )
 
 
@@ -326,4 +357,69 @@ def _timeout(table: Mapping[str, object]) -> float:
         messages.semantics_config_bad_value(
             "semantics.embedder.timeout", "a positive number of seconds", value
         )
+    )
+
+
+# --- [semantics.qdrant] -------------------------------------------------------------
+
+# Qdrant's own rule for collection names is looser; this one is safe as a file name too.
+_COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,199}")
+
+
+def load_qdrant_config(section: object) -> QdrantConfig:
+    table = _table("semantics.qdrant", section)
+    if "api_key" in table:  # checked first, and the value is never echoed
+        raise SemanticIndexError(messages.qdrant_literal_api_key())
+    _refuse_unknown_keys("semantics.qdrant", table, QDRANT_KEYS)
+    url = _optional_str(table, "semantics.qdrant.url", key="url")
+    path = _optional_str(table, "semantics.qdrant.path", key="path")
+    if (url is None) == (path is None):
+        raise SemanticIndexError(messages.qdrant_needs_url_or_path())
+    if url is not None and not url.lower().startswith(("http://", "https://")):
+        raise SemanticIndexError(
+            messages.semantics_config_bad_value(
+                "semantics.qdrant.url", "an http:// or https:// URL", url
+            )
+        )
+    api_key_env = table.get("api_key_env")
+    if api_key_env is not None and not (
+        isinstance(api_key_env, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", api_key_env)
+    ):
+        raise SemanticIndexError(messages.qdrant_api_key_env_not_a_name())  # never echoed
+    if api_key_env is not None and url is None:
+        raise SemanticIndexError(messages.qdrant_key_without_url())
+    collection = _optional_str(table, "semantics.qdrant.collection", key="collection")
+    if collection is not None and not _COLLECTION_NAME.fullmatch(collection):
+        raise SemanticIndexError(
+            messages.semantics_config_bad_value(
+                "semantics.qdrant.collection",
+                "letters, digits, `_`, `-` and `.` (at most 200, starting with a letter or digit)",
+                collection,
+            )
+        )
+    hnsw_ef = table.get("hnsw_ef")
+    valid_ef = isinstance(hnsw_ef, int) and not isinstance(hnsw_ef, bool) and 0 < hnsw_ef <= 65536
+    if hnsw_ef is not None and not valid_ef:
+        raise SemanticIndexError(
+            messages.semantics_config_bad_value(
+                "semantics.qdrant.hnsw_ef", "a positive integer up to 65536", hnsw_ef
+            )
+        )
+    return QdrantConfig(
+        url=url,
+        path=path,
+        collection=collection,
+        api_key_env=api_key_env,
+        hnsw_ef=hnsw_ef,  # type: ignore[arg-type]
+        timeout=_seconds(table, "semantics.qdrant.timeout", DEFAULT_QDRANT_TIMEOUT_SECONDS),
+    )
+
+
+def _seconds(table: Mapping[str, object], label: str, default: float) -> float:
+    value = table.get(label.rsplit(".", 1)[-1], default)
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if number and math.isfinite(value) and value > 0:  # type: ignore[arg-type,operator]
+        return float(value)  # type: ignore[arg-type]
+    raise SemanticIndexError(
+        messages.semantics_config_bad_value(label, "a positive number of seconds", value)
     )

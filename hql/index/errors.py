@@ -23,3 +23,10 @@ class EmbedderUnavailable(EmbedderError):
 
     Distinct so that `[semantics] on_unavailable = "lexical"` can fall back.
     """
+
+
+class StoreUnavailable(SemanticIndexError):
+    """The vector store cannot be reached right now (a server down, a timeout, an overload).
+
+    Like `EmbedderUnavailable`, `[semantics] on_unavailable = "lexical"` may fall back.
+    """

@@ -24,7 +24,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from hql import files, messages
 from hql.index import schema
-from hql.index.config import EmbedderConfig, load_semantics_config, resolve_index_path
+from hql.index.config import (
+    EmbedderConfig,
+    SemanticsConfig,
+    load_semantics_config,
+    resolve_index_path,
+)
 from hql.index.embedders import Embedder, make_embedder, max_tokens_of, token_counter
 from hql.index.errors import SemanticIndexError
 from hql.index.reader import (
@@ -40,6 +45,8 @@ from hql.index.workers import Progress, embed_passages, machine_cores
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from hql.index.stores import CardVectors
 
 
 @dataclass(slots=True)
@@ -124,6 +131,8 @@ def build_index(
     `[semantics.embedder] workers` (a local model's worker processes).
     """
     config = load_semantics_config(raw_config(vault))
+    if config.store == "qdrant":
+        return build_qdrant(vault, config, queries, embedder, built_at, stream, workers)
     path = resolve_index_path(Path(vault.root), config.require_index(for_producer=True))
     # Worker processes rebuild the embedder from the configuration, so only a configured one runs there.
     configured = config.require_embedder() if embedder is None else None
@@ -424,6 +433,11 @@ def _write_atomically(
 
 def verify_index(vault: VaultLike) -> VerifyResult:
     """Compare the index with the vault: stale, missing, extra and wrong-length cards."""
+    config = load_semantics_config(raw_config(vault))
+    if config.store == "qdrant":
+        from hql.index.stores.qdrant import QdrantStore
+
+        return QdrantStore.for_vault(vault, config).verify(vault)
     path = index_path_of(vault)
     _check_index_file(path)
     try:
@@ -579,3 +593,110 @@ def _now() -> str:
         .isoformat()
         .replace("+00:00", "Z")
     )
+
+
+# --- a build into a store that is written point by point (Qdrant) ------------------------
+
+
+def build_qdrant(
+    vault: VaultLike,
+    config: SemanticsConfig,
+    queries: Iterable[str] = (),
+    embedder: Embedder | None = None,
+    built_at: str | None = None,
+    stream: TextIO | None = None,
+    workers: int | None = None,
+) -> BuildResult:
+    """Bring the vault's Qdrant collection up to date: embed changed cards, upsert, delete the gone.
+
+    Incremental by digest, card by card: a build that stops halfway leaves every card
+    either as it was or as it is now, and the next build finishes the rest.
+    """
+    from hql.index.stores.qdrant import QdrantStore
+
+    configured = config.require_embedder() if embedder is None else None
+    embedder = embedder or make_embedder(config.require_embedder())
+    wanted_workers = workers or (configured.workers if configured else None) or machine_cores()
+    model_id, revision = embedder.model_id, embedder.revision
+    store = QdrantStore.for_build(vault, config, model_id, revision)
+    stored = store.digests() if store is not None else {}
+    cards = sorted(vault.cards, key=lambda card: card.name)
+    to_embed = [card for card in cards if stored.get(card.name) != card.digest]
+    progress = Progress("embedding sections", stream)
+    if to_embed:
+        progress.begin(len(to_embed), messages.index_loading_model())
+    sections = _sections(vault, embedder, to_embed)
+    texts = [section.text for card in to_embed for section in sections[card.name]]
+    progress.begin(len(texts), progress.status)
+    vectors, used_workers = embed_passages(
+        embedder, texts, progress, configured, wanted_workers if configured else 1
+    )
+    seconds = progress.seconds()
+    if texts:
+        progress.finish(
+            messages.index_build_progress_summary(len(texts), len(to_embed), seconds, used_workers)
+        )
+    stored_queries = set(store.queries()) if store is not None else set()
+    new_queries = sorted({text for text in queries if text not in stored_queries})
+    query_vectors = embedder.embed_queries(new_queries) if new_queries else None
+    if texts:
+        dimensions = int(vectors.shape[1])
+    elif query_vectors is not None:
+        dimensions = int(query_vectors.shape[1])
+    elif store is not None:
+        dimensions = store.model.dimensions
+    else:
+        dimensions = _probe_width(embedder)
+    stamp = built_at or _now()
+    if store is None:
+        model = schema.ModelRow(model_id, revision, dimensions, "cosine", 1)
+        store = QdrantStore.create(vault, config, model, stamp)
+    store.check_dimensions(dimensions)
+    store.upsert(_store_cards(vault, to_embed, sections, vectors))
+    gone = set(stored) - {card.name for card in cards}
+    store.delete(gone)
+    if query_vectors is not None:
+        store.add_queries(dict(zip(new_queries, query_vectors, strict=True)))
+    store.finish_build(vault, stamp)
+    return BuildResult(
+        Path(store.location),
+        len(to_embed),
+        len(cards) - len(to_embed),
+        len(gone),
+        len(stored_queries) + len(new_queries),
+        sections=len(texts),
+        seconds=seconds,
+        workers=used_workers,
+    )
+
+
+def _store_cards(
+    vault: VaultLike, cards: Sequence[Any], sections: dict[str, list[Section]], vectors: np.ndarray
+) -> list[CardVectors]:
+    """The embedded cards as a store takes them, with the payload a filter may read."""
+    from hql.index.stores import CardVectors, SectionVector
+
+    blobs, rows = _card_vectors(cards, sections, vectors)
+    by_card: dict[str, list[SectionVector]] = {}
+    for row in rows:
+        by_card.setdefault(row.card, []).append(
+            SectionVector(
+                row.ordinal,
+                tuple(json.loads(row.heading)),
+                row.line_start,
+                row.line_end,
+                schema.blob_to_vector(row.embedding),
+            )
+        )
+    return [
+        CardVectors(
+            card.name,
+            _relative_path(vault, card),
+            card.digest,
+            schema.blob_to_vector(blobs[card.name]),
+            tuple(by_card.get(card.name, ())),
+            tags=tuple(getattr(card, "tags", ()) or ()),
+            metadata=getattr(card, "metadata", None),
+        )
+        for card in cards
+    ]
