@@ -14,10 +14,17 @@ Rules:
 * `card-count`: `cards | count` (or `size`, or `count(cards)`), where the step
   absorbs `card-count`, is how many cards the vault holds: a vault opened from
   its catalogue answers without building a single card.
+* `store-filter`: `filter(c => …) | step` where the step absorbs a
+  `store_filter` and the lambda is a conjunction of conditions a vector store
+  can test on its own payload (`c.folder == "x"`, `in_folder(c, "x")`,
+  `has_tag(c, "x")`, `c.metadata.key == "x"`): the step receives them as
+  `(field, value)` pairs. The filter still runs; the store uses the conditions
+  only when it finds them select exactly the filter's cards (hql.index.stores).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -91,4 +98,78 @@ def _lambda_parameters(node: object) -> set[str]:
     return found
 
 
-RULES: tuple[Rule, ...] = (top_k, card_count)
+
+
+def store_filter(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list[str]) -> None:
+    for node, spec in plan.steps.items():
+        if "store_filter" not in spec.absorbs or not isinstance(node, t.Pipe):
+            continue
+        inner = node.input
+        inner_spec = plan.steps.get(inner)
+        if inner_spec is None or (inner_spec.name, inner_spec.extension) != ("filter", "core"):
+            continue
+        argument = plan.arguments.get(inner, {}).get("by")
+        lambda_ = argument.value if argument is not None else None
+        if not isinstance(lambda_, t.Lambda) or len(lambda_.params) != 1:
+            continue
+        conditions = _store_conditions(plan, lambda_.body, lambda_.params[0])
+        if not conditions:
+            continue
+        hints.setdefault(node, {})["store_filter"] = tuple(conditions)
+        shown = " and ".join(f"{field} = {value!r}" for field, value in conditions)
+        rewrites.append(f"store-filter: {inner_spec.name} offered to {spec.name} ({shown})")
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _store_conditions(plan: Plan, body: t.Expr, card: str) -> list[tuple[str, str]] | None:
+    """The lambda body as (field, value) equalities a store can test, or None.
+
+    Fields: `folder` (the card's folder), `folder_tree` (it or a folder above it),
+    `tag_tree` (a tag, casefolded, or a tag above one: `has_tag`'s rule) and
+    `metadata.KEY` (a top-level metadata value that is that very string).
+    """
+    if isinstance(body, t.Logic) and body.op == "and":
+        left = _store_conditions(plan, body.left, card)
+        right = _store_conditions(plan, body.right, card)
+        return left + right if left is not None and right is not None else None
+    if isinstance(body, t.Equality) and not body.negated:
+        for subject, literal in ((body.left, body.right), (body.right, body.left)):
+            field = _card_field(subject, card)
+            if field is not None and isinstance(literal, t.StringLit):
+                return [(field, literal.value)]
+        return None
+    if isinstance(body, t.Call) and isinstance(body.callee, t.Name) and len(body.args) == 2:
+        spec = plan.functions.get(body)
+        first, second = body.args[0].value, body.args[1].value
+        if spec is None or not (isinstance(first, t.Name) and first.name == card):
+            return None
+        if not isinstance(second, t.StringLit) or any(a.name for a in body.args):
+            return None
+        if spec.name == "has_tag" and second.value.lstrip("#"):
+            return [("tag_tree", second.value.lstrip("#").casefold())]
+        if spec.name == "in_folder" and second.value.strip("/"):
+            return [("folder_tree", second.value.strip("/"))]
+    return None
+
+
+def _card_field(expr: t.Expr, card: str) -> str | None:
+    """`c.folder` → "folder"; `c.metadata.key` → "metadata.key"; anything else None."""
+    if not isinstance(expr, t.Field):
+        return None
+    receiver = expr.receiver
+    if isinstance(receiver, t.Name) and receiver.name == card and expr.name == "folder":
+        return "folder"
+    if (
+        isinstance(receiver, t.Field)
+        and receiver.name == "metadata"
+        and isinstance(receiver.receiver, t.Name)
+        and receiver.receiver.name == card
+        and _IDENTIFIER.fullmatch(expr.name)
+    ):
+        return f"metadata.{expr.name}"
+    return None
+
+
+RULES: tuple[Rule, ...] = (top_k, card_count, store_filter)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import datetime
 import hashlib
 import json
@@ -50,6 +51,8 @@ if TYPE_CHECKING:
     from hql.index.producer import VerifyResult
 
 KIND = "qdrant"
+# The payload a pushed-down filter reads (hql.planner's `store-filter` rule names these fields).
+FILTER_FIELDS = ("folder", "folder_tree", "tag_tree", "metadata")
 QUERIES_SUFFIX = "-queries"
 _POINTS = uuid.UUID("6f0c5a7e-4b8e-4a51-9a8e-2d1c0b7f3e11")  # namespace of point ids
 _SCROLL_PAGE = 2048
@@ -61,6 +64,7 @@ _UPSERT_BATCH = 256
 _CLIENTS: dict[tuple[str, str], Any] = {}
 # (location, collection) -> (build generation, each card's digest): read once per build.
 _DIGESTS: dict[tuple[str, str], tuple[int, dict[str, str]]] = {}
+_CATALOGUES: dict[tuple[str, str], tuple[int, dict[str, dict[str, Any]]]] = {}
 _CLIENTS_LOCK = threading.Lock()
 
 
@@ -169,6 +173,37 @@ def point_id(name: str, ordinal: int) -> str:
 
 def query_id(text: str) -> str:
     return str(uuid.uuid5(_POINTS, f"query\0{text}"))
+
+
+def filter_payload(
+    path: str, tags: Sequence[str], metadata: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """`folder`, `tags` and `metadata` as written, and the trees `in_folder` and `has_tag` read.
+
+    `folder_tree`: the card's folder and every folder above it; `tag_tree`: each tag
+    casefolded and every tag above it (`paper/soil` → `paper`, `paper/soil`).
+    """
+    folder = path.rsplit("/", 1)[0] if "/" in path else ""
+    parts = folder.split("/") if folder else []
+    tag_tree: set[str] = set()
+    for tag in tags:
+        pieces = tag.casefold().split("/")
+        tag_tree.update("/".join(pieces[: end + 1]) for end in range(len(pieces)))
+    return {
+        "folder": folder,
+        "folder_tree": ["/".join(parts[: end + 1]) for end in range(len(parts))],
+        "tags": list(tags),
+        "tag_tree": sorted(tag_tree),
+        "metadata": json_safe(dict(metadata or {})),
+    }
+
+
+def _payload_has(payload: Mapping[str, Any], field: str, value: str) -> bool:
+    """Qdrant's match of one value: the field is that value, or a list holding it."""
+    found: Any = payload
+    for part in field.split("."):
+        found = found.get(part) if isinstance(found, Mapping) else None
+    return found == value or (isinstance(found, list) and value in found)
 
 
 def json_safe(value: Any) -> Any:
@@ -318,6 +353,7 @@ class QdrantStore:
 
     def _forget_digests(self) -> None:
         _DIGESTS.pop((self.where, self.collection), None)
+        _CATALOGUES.pop((self.where, self.collection), None)
 
     def section_counts(self) -> dict[str, int]:
         """How many points each stored card has."""
@@ -363,7 +399,8 @@ class QdrantStore:
         if not cards:
             return
         models = _models()
-        self.delete([card.name for card in cards])
+        known = self.digests()
+        self.delete([card.name for card in cards if card.name in known])
         batch: list[Any] = []
         for card in cards:
             for point in self._points_of(card, models):
@@ -410,9 +447,7 @@ class QdrantStore:
             "revision": self.model.revision,
             "vault": self._description.vault,
             "path": card.path,
-            "folder": card.path.rsplit("/", 1)[0] if "/" in card.path else "",
-            "tags": list(getattr(card, "tags", ()) or ()),
-            "metadata": json_safe(getattr(card, "metadata", None) or {}),
+            **filter_payload(card.path, card.tags, card.metadata),
         }
         if not card.sections:
             section = {"ordinal": -1, "of": 0, "heading": [], "lines": [0, 0]}
@@ -530,14 +565,23 @@ class QdrantStore:
         wanted = cards if k is None else min(k, cards)
         if wanted <= 0:
             return SearchResult([], [], warnings_, method)
-        conditions = []
+        offered: tuple[tuple[str, str], ...] = tuple(getattr(filter, "store_filter", ()) or ())
+        conditions: list[Any] = []
+        if offered:
+            pushed = self._pushable(offered, set(stored) if names is None else names)
+            shown = " and ".join(f"{field} = {value!r}" for field, value in offered)
+            extra = {"filter": shown} if pushed else {"filter_not_pushed": shown}
+            method = dataclasses.replace(method, parameters={**method.parameters, **extra})
+            if pushed:
+                names = None  # the payload condition selects exactly the input's cards
+                conditions.extend(
+                    models.FieldCondition(key=field, match=models.MatchValue(value=value))
+                    for field, value in offered
+                )
         if names is not None:
             conditions.append(
                 models.FieldCondition(key="name", match=models.MatchAny(any=sorted(names)))
             )
-        payload_filter = getattr(filter, "payload", None)
-        if payload_filter is not None:
-            conditions.append(payload_filter)
         query_filter = models.Filter(must=conditions) if conditions else None
         params = None
         if not self.local:
@@ -549,6 +593,33 @@ class QdrantStore:
             warnings_,
             method,
         )
+
+    def _pushable(self, offered: tuple[tuple[str, str], ...], among: set[str]) -> bool:
+        """Do the payload conditions select exactly these stored cards?
+
+        Decided on the payload as stored (Qdrant's own matching: a value, or a list
+        holding it), so a card changed or moved since the build, or a metadata value
+        HQL compares differently, keeps the filter from being pushed.
+        """
+        selected = {
+            name
+            for name, payload in self._catalogue().items()
+            if all(_payload_has(payload, field, value) for field, value in offered)
+        }
+        return selected == among
+
+    def _catalogue(self) -> dict[str, dict[str, Any]]:
+        """Each stored card's filter payload (one point per card), read once per build."""
+        key = (self.where, self.collection)
+        generation = self._description.generation
+        cached = _CATALOGUES.get(key)
+        if cached is not None and cached[0] == generation:
+            return cached[1]
+        found: dict[str, dict[str, Any]] = {}
+        for payload in self._scroll(["name", *FILTER_FIELDS]):
+            found.setdefault(str(payload.get("name")), payload)
+        _CATALOGUES[key] = (generation, found)
+        return found
 
     def _candidates(
         self, filter: SearchFilter | None, stored: dict[str, str]
@@ -730,7 +801,7 @@ def _create(
             collection, vectors_config=params, metadata={"hql": _to_meta(description)}
         )
         if not local:  # a server filters and groups faster with these (local mode has no indexes)
-            for field_name in ("name", "folder", "tags"):
+            for field_name in ("name", "folder", "folder_tree", "tags", "tag_tree"):
                 client.create_payload_index(
                     collection, field_name=field_name, field_schema=models.PayloadSchemaType.KEYWORD
                 )
