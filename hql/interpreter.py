@@ -73,6 +73,10 @@ class StepCall:
         """How many leading elements of this step's result are used (set by the planner)."""
         return self.interpreter.plan.hints.get(self.node, {}).get("limit")
 
+    def hint(self, name: str) -> Any:
+        """What the planner offered this step under `name` (None: nothing)."""
+        return self.interpreter.plan.hints.get(self.node, {}).get(name)
+
     def arg(self, name: str, default: Any = None) -> Any:
         return self.args.get(name, default)
 

@@ -653,6 +653,14 @@ def build_qdrant(
         store = QdrantStore.create(vault, config, model, stamp)
     store.check_dimensions(dimensions)
     store.upsert(_store_cards(vault, to_embed, sections, vectors))
+    embedded = {card.name for card in to_embed}
+    paths = store.stored_paths() if len(embedded) < len(cards) else {}
+    for card in cards:
+        path = _relative_path(vault, card)
+        if card.name not in embedded and paths.get(card.name, path) != path:
+            store.relocate(
+                card.name, path, tuple(getattr(card, "tags", ())), getattr(card, "metadata", None)
+            )
     gone = set(stored) - {card.name for card in cards}
     store.delete(gone)
     if query_vectors is not None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from hql import messages
 from hql.index.config import SemanticsConfig, load_semantics_config
 from hql.index.embedders import Embedder, make_embedder
-from hql.index.errors import EmbedderUnavailable, SemanticIndexError
+from hql.index.errors import EmbedderUnavailable, SemanticIndexError, StoreUnavailable
 from hql.index.reader import CardLike, SectionHit, VaultLike, raw_config
 from hql.index.stores import SearchFilter, Store, open_store
 
@@ -74,6 +74,7 @@ def semantic_ranking(
     k: int | None = None,
     embedder: Embedder | None = None,
     exact: bool = False,
+    store_filter: tuple[tuple[str, str], ...] = (),
 ) -> SemanticRanking:
     """Rank `cards` (default: the whole vault) against `query` with the vault's store.
 
@@ -81,9 +82,28 @@ def semantic_ranking(
     `SemanticIndexError` for every refusal. When the question must be embedded
     now and the embedder cannot be reached, raises `EmbedderUnavailable` whose
     `on_unavailable` attribute says what the vault asked for (`"fail"` or
-    `"lexical"`), so the language step can fall back.
+    `"lexical"`), so the language step can fall back; likewise `StoreUnavailable`
+    when the store (a Qdrant server) cannot be reached. `store_filter`: the
+    conditions the planner found the input's filter to be, for a store to push.
     """
     config = _settings(vault)
+    try:
+        return _ranking(vault, config, query, cards, k, embedder, exact, store_filter)
+    except StoreUnavailable as error:  # a server down: the vault may ask for bm25 instead
+        error.on_unavailable = config.on_unavailable  # type: ignore[attr-defined]
+        raise
+
+
+def _ranking(
+    vault: VaultLike,
+    config: SemanticsConfig,
+    query: str,
+    cards: Sequence[CardLike] | None,
+    k: int | None,
+    embedder: Embedder | None,
+    exact: bool,
+    store_filter: tuple[tuple[str, str], ...],
+) -> SemanticRanking:
     store = open_store(vault, config)
     warnings: list[str] = []
     vector = store.query_vector(query)
@@ -99,7 +119,7 @@ def semantic_ranking(
         stored = store.add_query(query, vector)
         warnings.extend([stored] if stored else [])
     among = vault.cards if cards is None else cards
-    result = store.search(vector, k, SearchFilter(among), exact)
+    result = store.search(vector, k, SearchFilter(among, store_filter), exact)
     model = store.model
     retrieval = SemanticRetrieval(
         query,

@@ -110,7 +110,8 @@ def check_semantic(call: StepTyping) -> Type:
         )
     vault = call.vault
     semantics = vault.config.section("semantics") if vault is not None else {}
-    if not semantics.get("index"):
+    # A store other than the SQLite file names its own place ([semantics.qdrant]).
+    if not semantics.get("index") and semantics.get("store", "sqlite") == "sqlite":
         raise HqlError(_name_error(messages.semantic_needs_index(), call.span))
     return result
 
@@ -213,15 +214,27 @@ def semantic_ranking(
     limit: int | None = None,
     exact: bool = False,
 ) -> Ranking:
-    from hql.index.errors import EmbedderUnavailable, SemanticIndexError
+    from hql.index.errors import EmbedderUnavailable, SemanticIndexError, StoreUnavailable
     from hql.index.semantic import semantic_ranking as rank
 
     assert call.vault is not None
     try:
-        result = rank(call.vault, query, cards, limit, exact=exact)  # type: ignore[arg-type]
-    except EmbedderUnavailable as error:
+        result = rank(
+            call.vault,  # type: ignore[arg-type]
+            query,
+            cards,
+            limit,
+            exact=exact,
+            store_filter=call.hint("store_filter") or (),
+        )
+    except (EmbedderUnavailable, StoreUnavailable) as error:
         if getattr(error, "on_unavailable", "fail") == "lexical":
-            call.warn(messages.semantic_fell_back(error.message))
+            fell_back = (
+                messages.semantic_store_fell_back
+                if isinstance(error, StoreUnavailable)
+                else messages.semantic_fell_back
+            )
+            call.warn(fell_back(error.message))
             fallback = bm25_ranking(call, query, cards, limit)
             extra = {
                 **fallback.retrieval.extra,
@@ -552,7 +565,7 @@ for spec in (
         'cards | semantic("night hunting birds")',
         check_semantic,
         run_semantic,
-        absorbs=("limit",),
+        absorbs=("limit", "store_filter"),
     ),
     StepSpec(
         "hybrid",

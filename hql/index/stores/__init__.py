@@ -41,6 +41,9 @@ class SearchFilter:
     """
 
     cards: Sequence[CardLike] | None = None
+    # `(field, value)` equalities the planner found the input's filter to be (its
+    # `store-filter` rule): a store may test them on its payload instead of the names.
+    store_filter: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +94,8 @@ class CardVectors:
     digest: str
     vector: np.ndarray
     sections: tuple[SectionVector, ...] = ()
+    tags: tuple[str, ...] = ()  # what a store's payload filter may read (Qdrant)
+    metadata: Mapping[str, Any] | None = None
 
 
 class Store(Protocol):
@@ -168,8 +173,14 @@ def after_build(vault: VaultLike, index_path: Path) -> list[str]:
         return [messages.hnsw_not_built(problem.reason)]
 
 
+def _open_qdrant(vault: VaultLike, config: SemanticsConfig) -> Store:
+    from hql.index.stores.qdrant import QdrantStore
+
+    return QdrantStore.for_vault(vault, config)
+
+
 # `[semantics] store` value → how to open it. Each opener imports its library lazily.
-STORES: dict[str, StoreOpener] = {"sqlite": _open_sqlite}
+STORES: dict[str, StoreOpener] = {"sqlite": _open_sqlite, "qdrant": _open_qdrant}
 
 
 def open_store(vault: VaultLike, config: SemanticsConfig | None = None) -> Store:

@@ -56,6 +56,8 @@ FILTER_FIELDS = ("folder", "folder_tree", "tag_tree", "metadata")
 QUERIES_SUFFIX = "-queries"
 _POINTS = uuid.UUID("6f0c5a7e-4b8e-4a51-9a8e-2d1c0b7f3e11")  # namespace of point ids
 _SCROLL_PAGE = 2048
+# How far Qdrant's score of a unit-vector dot product may be from HQL's float32 one.
+_SCORE_SLACK = 1e-4
 _UPSERT_BATCH = 256
 
 
@@ -425,6 +427,25 @@ class QdrantStore:
                 self.client.delete(self.collection, points_selector=selector, wait=True)
         self._forget_digests()
 
+    def stored_paths(self) -> dict[str, str]:
+        """Each stored card's vault-relative path (a card moved without a change keeps its vectors)."""
+        return {
+            str(payload.get("name")): str(payload.get("path") or "")
+            for payload in self._scroll(["name", "path"])
+        }
+
+    def relocate(
+        self, name: str, path: str, tags: Sequence[str], metadata: Mapping[str, Any] | None
+    ) -> None:
+        """A moved card's payload brought up to date; its vectors stay."""
+        models = _models()
+        condition = models.FieldCondition(key="name", match=models.MatchValue(value=name))
+        selector = models.FilterSelector(filter=models.Filter(must=[condition]))
+        payload = {"path": path, **filter_payload(path, tags, metadata)}
+        with _calls(self.where, self.collection):
+            self.client.set_payload(self.collection, payload=payload, points=selector, wait=True)
+        self._forget_digests()
+
     def finish_build(self, vault: VaultLike, built_at: str) -> None:
         """Record the build in the collection's metadata (readers' caches key on the generation)."""
         description = _Description(
@@ -536,7 +557,9 @@ class QdrantStore:
         parameters: dict[str, Any] = {"mode": "server", "collection": self.collection}
         if not exact:
             parameters.update(self._hnsw_parameters())
-        return SearchMethod(KIND, approximate=not exact, parameters=parameters, exact_requested=exact)
+        return SearchMethod(
+            KIND, approximate=not exact, parameters=parameters, exact_requested=exact
+        )
 
     def _hnsw_parameters(self) -> dict[str, Any]:
         with _calls(self.where, self.collection):
@@ -649,34 +672,45 @@ class QdrantStore:
     ) -> list[tuple[str, float, SectionHit | None]]:
         """The best `wanted` cards, each by its best section.
 
-        Points come best first, so a card's first point is its best section. Once the
-        k-th card scores above the last point fetched, no card not yet seen can reach
-        it (ties included); until then the fetch doubles. Grouping here rather than with
+        Qdrant picks the candidate points; HQL scores them again as the SQLite store
+        does (float32 dot products: Qdrant's local mode computes in float64, a server
+        in its own SIMD order), so both stores rank near-ties alike. A card's score is
+        its best point's. Once the k-th card beats the last point fetched by more than
+        the two computations can differ, no card not yet seen can reach it, ties
+        included; until then the fetch doubles. Grouping happens here rather than in
         Qdrant's group search: local mode groups in Python, ten times slower.
         """
+        import numpy as np
+
+        query = np.ascontiguousarray(vector, dtype=np.float32)
         limit = max(1, min(total, wanted * 2 + 16))
-        query = _as_list(vector)
         while True:
             with _calls(self.where, self.collection):
                 points = self.client.query_points(
                     self.collection,
-                    query=query,
+                    query=_as_list(query),
                     limit=limit,
                     query_filter=query_filter,
                     search_params=params,
                     with_payload=["name", "section"],
+                    with_vectors=True,
                 ).points
+            if not points:
+                return []
+            block = np.asarray([point.vector for point in points], dtype=np.float32)
+            scores = (block @ query).tolist()
             best: dict[str, tuple[float, SectionHit | None]] = {}
-            for point in points:
-                name, score, section = _hit(point)
-                if name not in best:
+            for point, score in zip(points, scores, strict=True):
+                name, _, section = _hit(point)
+                if name not in best or _better(score, section, *best[name]):
                     best[name] = (score, section)
             hits = sorted(
                 ((name, score, section) for name, (score, section) in best.items()),
                 key=lambda hit: (-hit[1], hit[0]),
             )
             exhausted = len(points) < limit or limit >= total
-            if exhausted or (len(hits) >= wanted and hits[wanted - 1][1] > points[-1].score):
+            floor = float(points[-1].score) + _SCORE_SLACK
+            if exhausted or (len(hits) >= wanted and hits[wanted - 1][1] > floor):
                 return hits[:wanted]
             limit = min(total, limit * 2)
 
@@ -696,6 +730,16 @@ class QdrantStore:
                 yield dict(record.payload or {})
             if offset is None:
                 return
+
+
+def _better(
+    score: float, section: SectionHit | None, best: float, best_section: SectionHit | None
+) -> bool:
+    """A higher score, or the same score in an earlier section (as the SQLite store's argmax)."""
+    if score != best:
+        return score > best
+    ordinal = section.ordinal if section is not None else -1
+    return ordinal < (best_section.ordinal if best_section is not None else -1)
 
 
 def _hit(point: Any) -> tuple[str, float, SectionHit | None]:
@@ -840,14 +884,18 @@ def _calls(where: str, collection: str) -> Iterator[None]:
         if status in (401, 403):
             raise SemanticIndexError(messages.qdrant_refused_key(where, status)) from None
         if status == 404:
-            raise SemanticIndexError(messages.qdrant_collection_missing(collection, where)) from None
+            raise SemanticIndexError(
+                messages.qdrant_collection_missing(collection, where)
+            ) from None
         reason = f"HTTP {status}: {_short(error.content)}"
         if status >= 500 or status == 429:
             raise StoreUnavailable(messages.qdrant_unreachable(where, reason)) from None
         raise SemanticIndexError(messages.qdrant_failed(where, reason)) from None
     except ValueError as error:  # local mode: "Collection x not found", bad arguments
         if "not found" in str(error):
-            raise SemanticIndexError(messages.qdrant_collection_missing(collection, where)) from None
+            raise SemanticIndexError(
+                messages.qdrant_collection_missing(collection, where)
+            ) from None
         raise SemanticIndexError(messages.qdrant_failed(where, str(error))) from None
     except OSError as error:
         raise StoreUnavailable(messages.qdrant_unreachable(where, str(error))) from None
