@@ -98,8 +98,6 @@ def _lambda_parameters(node: object) -> set[str]:
     return found
 
 
-
-
 def store_filter(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list[str]) -> None:
     for node, spec in plan.steps.items():
         if "store_filter" not in spec.absorbs or not isinstance(node, t.Pipe):
