@@ -3,7 +3,7 @@
     .venv/bin/python bench/qdrant.py [--n 100000] [--queries 50] [--k 10] [--persist 2000]
 
 Vectors of realistic structure: the SciFact abstracts embedded with the ONNX
-all-MiniLM-L6-v2 (the cache bench/ann.py writes, /tmp/hql-ann/scifact-minilm.npy),
+all-MiniLM-L6-v2 (the cache bench/ann.py writes, /tmp/hql-ann/scifact-minilm.npy, or its chunks),
 mixed 1-3 at a time with noise; without that cache, mixtures of 5,000 random
 "topic" vectors (the output says which). Queries are fresh mixtures.
 
@@ -38,6 +38,10 @@ DIMENSIONS = 384
 def base_vectors() -> tuple[np.ndarray, str]:
     if CACHE.is_file():
         return np.load(CACHE).astype(np.float32), "SciFact abstracts, ONNX all-MiniLM-L6-v2"
+    chunks = sorted(CACHE.parent.glob("scifact-minilm-*.npy"))  # a partial cache, in chunks
+    if chunks:
+        base = np.concatenate([np.load(chunk) for chunk in chunks]).astype(np.float32)
+        return base, f"{len(base):,} SciFact abstracts, ONNX all-MiniLM-L6-v2"
     rng = np.random.default_rng(3)
     topics = rng.standard_normal((5000, DIMENSIONS), dtype=np.float32)
     topics /= np.linalg.norm(topics, axis=1, keepdims=True)
