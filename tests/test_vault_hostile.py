@@ -15,7 +15,6 @@ from hql.graphs import expand, project
 from hql.vault import Vault, loader
 from hql.vault.loader import MAX_CARD_BYTES
 
-
 # A guard against hangs and runaway loops, not a speed measure: generous enough for a loaded
 # machine, far below what loading a whole file system or an endless cycle would take.
 HANG_GUARD = 30.0
