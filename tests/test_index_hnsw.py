@@ -16,6 +16,7 @@ import pytest
 from standin_embedder import standin_vector
 
 import hql
+from hql.index import config
 from hql.index.commands import build_command
 from hql.index.semantic import semantic_ranking
 from hql.index.stores.hnsw import graph_paths
@@ -277,6 +278,18 @@ def test_auto_builds_a_graph_only_past_the_threshold(tmp_path: Path) -> None:
     result = ranked(small, QUESTIONS[0], k=5)
     assert result.retrieval.approximate is True
     assert result.retrieval.search["m"] == 8 and result.retrieval.search["ef_search"] >= 40
+
+
+def test_the_default_search_list_grows_with_the_graph(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ef_search 128 keeps recall@10 near 0.99 at 100k vectors but not at a million (bench/ann.py)."""
+    assert ranked(root, QUESTIONS[0]).retrieval.search["ef_search"] == 128
+    monkeypatch.setattr(config, "LARGE_GRAPH", 300)  # the fixture's graph counts as large
+    assert ranked(root, QUESTIONS[0]).retrieval.search["ef_search"] == 512
+    with open(root / "hql.toml", "a", encoding="utf-8") as handle:
+        handle.write("\n[semantics.hnsw]\nef_search = 64\n")
+    assert ranked(root, QUESTIONS[0]).retrieval.search["ef_search"] == 64
 
 
 def test_bad_ann_settings_are_reported(tmp_path: Path) -> None:

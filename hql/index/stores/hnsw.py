@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hql import files, messages
-from hql.index.config import HnswConfig, SemanticsConfig
+from hql.index.config import HnswConfig, SemanticsConfig, default_ef_search
 from hql.index.errors import SemanticIndexError
 from hql.index.reader import SemanticIndex
 from hql.index.stores import SearchFilter, SearchMethod, SearchResult
@@ -297,7 +297,7 @@ class HnswStore(SqliteStore):
     ) -> SearchResult:
         import numpy as np
 
-        ef_search = self.config.hnsw.ef_search
+        ef_search = self.config.hnsw.ef_search or default_ef_search(graph.live)
         asked = min(max(k * _OVERFETCH, 1), graph.live)
         if asked == 0:
             method = SearchMethod(STORE, True, {**graph.parameters, "ef_search": ef_search})
