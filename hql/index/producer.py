@@ -164,20 +164,9 @@ def _build_locked(
     previous = _previous_build(path, model_id, revision, notes)
     cards = sorted(vault.cards, key=lambda card: card.name)
     to_embed = [card for card in cards if _reusable(previous, card) is None]
-    progress = Progress("embedding sections", stream)
-    if to_embed:
-        progress.begin(len(to_embed), messages.index_loading_model())
-    sections = _sections(vault, embedder, to_embed)
-    texts = [section.text for card in to_embed for section in sections[card.name]]
-    progress.begin(len(texts), progress.status)
-    vectors, used_workers = embed_passages(
-        embedder, texts, progress, configured, wanted_workers if configured else 1
+    sections, vectors, texts, seconds, used_workers = _embed_cards(
+        vault, embedder, to_embed, stream, configured, wanted_workers
     )
-    seconds = progress.seconds()
-    if texts:
-        progress.finish(
-            messages.index_build_progress_summary(len(texts), len(to_embed), seconds, used_workers)
-        )
     dimensions = _same_width(vectors, previous.dimensions) if texts else previous.dimensions
     card_blobs, section_rows = _card_vectors(to_embed, sections, vectors)
     for card in cards:
@@ -598,6 +587,33 @@ def _now() -> str:
 # --- a build into a store that is written point by point (Qdrant) ------------------------
 
 
+def _embed_cards(
+    vault: VaultLike,
+    embedder: Embedder,
+    to_embed: Sequence[Any],
+    stream: TextIO | None,
+    configured: EmbedderConfig | None,
+    wanted_workers: int,
+) -> tuple[dict[str, list[Section]], np.ndarray, list[str], float, int]:
+    """Split the cards into sections and embed them with progress: (sections, vectors,
+    section texts, seconds, workers used). Both stores build from this."""
+    progress = Progress("embedding sections", stream)
+    if to_embed:
+        progress.begin(len(to_embed), messages.index_loading_model())
+    sections = _sections(vault, embedder, to_embed)
+    texts = [section.text for card in to_embed for section in sections[card.name]]
+    progress.begin(len(texts), progress.status)
+    vectors, used_workers = embed_passages(
+        embedder, texts, progress, configured, wanted_workers if configured else 1
+    )
+    seconds = progress.seconds()
+    if texts:
+        progress.finish(
+            messages.index_build_progress_summary(len(texts), len(to_embed), seconds, used_workers)
+        )
+    return sections, vectors, texts, seconds, used_workers
+
+
 def build_qdrant(
     vault: VaultLike,
     config: SemanticsConfig,
@@ -622,20 +638,9 @@ def build_qdrant(
     stored = store.digests() if store is not None else {}
     cards = sorted(vault.cards, key=lambda card: card.name)
     to_embed = [card for card in cards if stored.get(card.name) != card.digest]
-    progress = Progress("embedding sections", stream)
-    if to_embed:
-        progress.begin(len(to_embed), messages.index_loading_model())
-    sections = _sections(vault, embedder, to_embed)
-    texts = [section.text for card in to_embed for section in sections[card.name]]
-    progress.begin(len(texts), progress.status)
-    vectors, used_workers = embed_passages(
-        embedder, texts, progress, configured, wanted_workers if configured else 1
+    sections, vectors, texts, seconds, used_workers = _embed_cards(
+        vault, embedder, to_embed, stream, configured, wanted_workers
     )
-    seconds = progress.seconds()
-    if texts:
-        progress.finish(
-            messages.index_build_progress_summary(len(texts), len(to_embed), seconds, used_workers)
-        )
     stored_queries = set(store.queries()) if store is not None else set()
     new_queries = sorted({text for text in queries if text not in stored_queries})
     query_vectors = embedder.embed_queries(new_queries) if new_queries else None
