@@ -40,6 +40,7 @@ class Plan:
     result: Type = ty.UNIT
     imports: list[str] = field(default_factory=list)
     declared: dict[str, Type] = field(default_factory=dict)
+    vault_cards: set[t.Node] = field(default_factory=set)  # the `cards` names that mean the vault's
     # Filled by the planner: what each step may absorb (`{"limit": 10}`), and the rules that fired.
     hints: dict[t.Node, dict[str, Any]] = field(default_factory=dict)
     rewrites: list[str] = field(default_factory=list)
@@ -393,6 +394,7 @@ class Checker:
         if expr.name == RESERVED:
             if not self.has_vault:
                 raise HqlError(name_error(messages.cards_needs_vault(), expr.span))
+            self.plan.vault_cards.add(expr)
             return ty.set_of(ty.CARD)
         if expr.name in self.registry.step_names() or expr.name in self.registry.functions:
             raise HqlError(name_error(messages.step_needs_input(expr.name), expr.span))

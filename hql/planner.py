@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from hql.checker import RESERVED, Plan
+from hql.checker import Plan
 from hql.record import replace
 from hql.syntax import tree as t
 
@@ -69,33 +69,14 @@ def _literal_count(plan: Plan, node: t.Node) -> int | None:
 
 
 def card_count(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list[str]) -> None:
-    shadowed: bool | None = None
     for node, spec in plan.steps.items():
         if "card-count" not in spec.absorbs or plan.arguments.get(node, {}).get("value"):
             continue
         source = node.input if isinstance(node, t.Pipe) else plan.inputs.get(node)
-        if not isinstance(source, t.Name) or source.name != RESERVED:
+        if source not in plan.vault_cards:  # a lambda parameter may also be called `cards`
             continue
-        if shadowed is None:  # a lambda parameter may be called `cards`
-            shadowed = RESERVED in _lambda_parameters(plan.program)
-        if shadowed:
-            return
         hints.setdefault(node, {})["card_count"] = True
         rewrites.append(f"card-count: {spec.name} of cards is how many the vault holds")
-
-
-def _lambda_parameters(node: object) -> set[str]:
-    found: set[str] = set()
-    pending = [node]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, t.Lambda):
-            found.update(item.params)
-        if isinstance(item, t.Node):
-            pending.extend(getattr(item, name) for name in item._fields)
-        elif isinstance(item, tuple):
-            pending.extend(item)
-    return found
 
 
 def store_filter(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list[str]) -> None:

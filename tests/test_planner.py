@@ -163,6 +163,7 @@ COUNTED = [
     "[cards | count, cards | map(c => c.name) | count]",
     "cards | count([[oauth]])",
     "[cards] | map(cards => cards | count)",
+    "[cards | count, [cards] | map(cards => cards | count) | sum]",
     'cards | filter(c => c.name == "oauth") | count',
 ]
 
@@ -182,6 +183,10 @@ def test_card_count_fires_only_on_the_vaults_own_cards() -> None:
         ("cards | count([[oauth]])", []),
         ("cards | take(2) | count", []),
         ("[cards] | map(cards => cards | count)", []),  # a parameter called `cards`
+        (  # the parameter shadows only its own body
+            "[cards | count, [cards] | map(cards => cards | count) | sum]",
+            ["card-count: count of cards is how many the vault holds"],
+        ),
     ):
         _, plan, _ = session.check(text)
         assert plan is not None and plan.rewrites == expected, text
