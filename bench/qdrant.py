@@ -22,17 +22,19 @@ import argparse
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from ann import mixtures, per_query  # noqa: E402  (the same vectors and timing as bench/ann.py)
+
 from hql.index import reader, schema  # noqa: E402
 
 CACHE = Path("/tmp/hql-ann/scifact-minilm.npy")
 DIMENSIONS = 384
+NOISE = 0.03  # per dimension, as the numbers in docs/semantic.md were measured
 
 
 def base_vectors() -> tuple[np.ndarray, str]:
@@ -46,19 +48,6 @@ def base_vectors() -> tuple[np.ndarray, str]:
     topics = rng.standard_normal((5000, DIMENSIONS), dtype=np.float32)
     topics /= np.linalg.norm(topics, axis=1, keepdims=True)
     return topics, "5,000 random topic vectors (no MiniLM cache: run bench/ann.py once)"
-
-
-def mixtures(base: np.ndarray, count: int, seed: int, noise: float = 0.03) -> np.ndarray:
-    """`count` unit vectors, each a random mixture of 1-3 base vectors plus Gaussian noise."""
-    rng = np.random.default_rng(seed)
-    parts = rng.integers(1, 4, count)
-    picks = rng.integers(0, len(base), (count, 3))
-    weights = rng.random((count, 3)).astype(np.float32) + 0.2
-    weights[np.arange(3)[None, :] >= parts[:, None]] = 0.0
-    out = np.einsum("ij,ijk->ik", weights, base[picks])
-    out += rng.standard_normal(out.shape, dtype=np.float32) * noise
-    out /= np.linalg.norm(out, axis=1, keepdims=True)
-    return out.astype(np.float32)
 
 
 def names_of(count: int) -> tuple[str, ...]:
@@ -118,14 +107,6 @@ def qdrant_store(client, matrix: np.ndarray, names: tuple[str, ...]):  # type: i
     return q.QdrantStore(config, client, "bench", ":memory:", Path("."), description)
 
 
-def per_query(queries: np.ndarray, search: Callable[[np.ndarray], object]) -> float:
-    search(queries[0])
-    start = time.perf_counter()
-    for query in queries:
-        search(query)
-    return (time.perf_counter() - start) / len(queries)
-
-
 def persist_rate(matrix: np.ndarray, count: int) -> float:
     """Points per second written through `QdrantStore.upsert` into a local-mode folder."""
     from qdrant_client import QdrantClient
@@ -166,8 +147,8 @@ def main() -> None:
     from qdrant_client import QdrantClient
 
     base, source = base_vectors()
-    matrix = mixtures(base, args.n, seed=1)
-    queries = mixtures(base, args.queries, seed=2)
+    matrix = mixtures(base, args.n, seed=1, noise=NOISE)
+    queries = mixtures(base, args.queries, seed=2, noise=NOISE)
     names = names_of(args.n)
     print(f"vectors: {args.n:,} x {DIMENSIONS}, mixtures of {source}; {args.queries} queries, k = {args.k}")
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
