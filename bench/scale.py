@@ -1,6 +1,10 @@
 """What users pay as the vault grows: whole `hql.run` and CLI calls at 5k and 100k cards.
 
-    .venv/bin/python bench/scale.py [--sizes 5000,100000] [--queries 30]
+    .venv/bin/python bench/scale.py [--sizes 5000,100000] [--queries 30] [--reuse DIR]
+
+`--reuse DIR` keeps each vault's cards under DIR/scale-<size> and uses them again on the next
+run (building 100k files is slow); the state of a run (.hql/, the semantic index) is removed
+first, so the cold row is still a first load.
 
 Needs `pip install bm25s` for the bm25 anchor (not a dependency of hql).
 Vaults are SciFact abstracts (../shared/datasets/scifact, 5,183), cycled to the size
@@ -27,6 +31,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -45,7 +50,10 @@ from hql.index import schema  # noqa: E402
 
 DATA = Path(os.environ.get("HQL_SHARED", ROOT.parent / "shared")) / "datasets" / "scifact"
 DIMENSIONS = 64
+# The CLI runs as an installed hql does: with its modules' bytecode cached (a shell that
+# sets PYTHONDONTWRITEBYTECODE would otherwise make every call compile hql from source).
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+ENV.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def best_of(repeats: int, action: Callable[[], object]) -> float:
@@ -68,6 +76,21 @@ def make_vault(root: Path, docs: list[dict[str, str]], size: int) -> None:
         doc = docs[i % len(docs)]
         name = f"{doc['_id']}-{i // len(docs)}" if i >= len(docs) else doc["_id"]
         (root / f"{name}.md").write_text(f"# {doc['title']}\n\n{doc['text']}\n", encoding="utf-8")
+
+
+def reused_vault(folder: Path, docs: list[dict[str, str]], size: int) -> Path:
+    """DIR/scale-<size> with its cards made once, without the state earlier runs left."""
+    root = folder / f"scale-{size}"
+    done = folder / f"scale-{size}.complete"
+    if not done.exists():
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        make_vault(root, docs, size)
+        done.touch()
+    shutil.rmtree(root / ".hql", ignore_errors=True)
+    for leftover in ("semantic.sqlite", "hql.toml"):
+        (root / leftover).unlink(missing_ok=True)
+    return root
 
 
 def add_semantic_index(root: Path, queries: list[str]) -> np.ndarray:
@@ -210,17 +233,24 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="5000,100000")
     parser.add_argument("--queries", type=int, default=30)
+    parser.add_argument("--reuse", type=Path, help="keep the vaults' cards here between runs")
+    parser.add_argument("--cli-only", action="store_true", help="skip the API rows")
     args = parser.parse_args()
     docs, all_queries = corpus()
     queries = [q for q in all_queries if re.fullmatch(r"[^\"\\]+", q)][: args.queries]
     for size in (int(s) for s in args.sizes.split(",")):
         with tempfile.TemporaryDirectory(prefix="hql-scale-") as tmp:
-            root = Path(tmp)
-            make_vault(root, docs, size)
-            print(f"{size:,} cards")
+            if args.reuse:
+                root = reused_vault(args.reuse, docs, size)
+            else:
+                root = Path(tmp)
+                make_vault(root, docs, size)
+            print(f"{size:,} cards  (load average {os.getloadavg()[0]:.2f})")
             cli_rows(root, queries[0])
-            matrix = add_semantic_index(root, queries)
-            api_rows(root, queries, matrix)
+            if not args.cli_only:
+                matrix = add_semantic_index(root, queries)
+                api_rows(root, queries, matrix)
+            print(f"  load average after {os.getloadavg()[0]:.2f}")
     print(
         f"max RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
     )

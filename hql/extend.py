@@ -87,7 +87,7 @@ __all__ = [
     "retrieval",
 ]
 
-HINTS = {"limit"}  # what a planner may push into a step that declares it absorbs it
+HINTS = {"limit", "lazy-cards"}  # what a planner may push into a step that declares it absorbs it
 GROUP = "hql.extensions"  # the entry-point group installed packages declare their extension in
 RESERVED_PARAMS = ("context",)
 
@@ -804,6 +804,9 @@ class Extension:
         a `context` parameter. `absorbs=("limit",)` lets a planner push a following `take(k)`
         into the step: `context.limit` is then `k` (else None), and the step may return only
         its first `k` elements, which must be the first `k` it would return without the limit.
+        `absorbs=("lazy-cards",)` (with `limit`) lets a planner hand the step the vault's
+        `cards` as a sequence that builds each card when first read: a step that reads
+        only some cards (an index that hands out its best `k`) then builds only those.
         """
 
         def declare(run: Callable[..., Any]) -> Callable[..., Any]:

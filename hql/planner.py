@@ -14,6 +14,9 @@ Rules:
 * `card-count`: `cards | count` (or `size`, or `count(cards)`), where the step
   absorbs `card-count`, is how many cards the vault holds: a vault opened from
   its catalogue answers without building a single card.
+* `lazy-cards`: `cards | step | take(k)`, where the step absorbs `lazy-cards`
+  and `limit`, gets the vault's own `cards` as a sequence that builds each
+  card when first read: a ranker with a stored index builds only its hits.
 * `store-filter`: `filter(c => …) | step` where the step absorbs a
   `store_filter` and the lambda is a conjunction of conditions a vector store
   can test on its own payload (`c.folder == "x"`, `in_folder(c, "x")`,
@@ -77,6 +80,17 @@ def card_count(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list[s
             continue
         hints.setdefault(node, {})["card_count"] = True
         rewrites.append(f"card-count: {spec.name} of cards is how many the vault holds")
+
+
+def lazy_cards(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list[str]) -> None:
+    for node, spec in plan.steps.items():
+        if "lazy-cards" not in spec.absorbs or hints.get(node, {}).get("limit") is None:
+            continue
+        source = node.input if isinstance(node, t.Pipe) else plan.inputs.get(node)
+        if source not in plan.vault_cards:
+            continue
+        hints.setdefault(source, {})["lazy_cards"] = True
+        rewrites.append(f"lazy-cards: {spec.name} builds only the cards it hands on")
 
 
 def store_filter(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list[str]) -> None:
@@ -151,4 +165,4 @@ def _card_field(expr: t.Expr, card: str) -> str | None:
     return None
 
 
-RULES: tuple[Rule, ...] = (top_k, card_count, store_filter)
+RULES: tuple[Rule, ...] = (top_k, card_count, lazy_cards, store_filter)

@@ -90,8 +90,11 @@ def test_take_after_a_ranker_is_pushed_into_it() -> None:
     session = Session(WEB_AUTH)
     _, plan, _ = session.check('import bm25\ncards | bm25("token") | take(2)')
     assert plan is not None
-    assert plan.rewrites == ["top-k: take(2) pushed into bm25"]
-    assert list(plan.hints.values()) == [{"limit": 2}]
+    assert plan.rewrites == [
+        "top-k: take(2) pushed into bm25",
+        "lazy-cards: bm25 builds only the cards it hands on",
+    ]
+    assert list(plan.hints.values()) == [{"limit": 2}, {"lazy_cards": True}]
 
 
 def test_sort_then_take_keeps_ties_in_input_order() -> None:

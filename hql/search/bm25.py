@@ -52,7 +52,13 @@ MAX_STORE_BYTES = 2 * 1024 * 1024 * 1024
 
 
 class SearchCard(Protocol):
-    """What BM25 needs of a card."""
+    """What BM25 needs of a card.
+
+    The index takes its cards as a sequence; one that builds its cards on first read
+    may also offer `names` (a list), `search_keys()` ((digest, title) per card) and
+    `prefetch(positions)`: the index then builds no card but the ones it hands out
+    or must analyse afresh.
+    """
 
     @property
     def name(self) -> str: ...
@@ -69,8 +75,37 @@ CardT = TypeVar("CardT", bound=SearchCard)
 
 def _card_key(card: SearchCard) -> str:
     """What must be unchanged for a stored analysis to be reused: the text digest and title."""
-    title = _title_field(card)
-    return f"{card.digest}:{title.replace(chr(10), ' ') if chr(10) in title else title}"
+    return _key(card.digest, _title_field(card))
+
+
+def _key(digest: str, title: str) -> str:
+    return f"{digest}:{title.replace(chr(10), ' ') if chr(10) in title else title}"
+
+
+def _keys_of(cards: Sequence[SearchCard]) -> list[str]:
+    """Each card's key; a sequence that knows them (`search_keys`) builds no card for it."""
+    known = getattr(cards, "search_keys", None)
+    if known is not None:
+        return [_key(digest, title) for digest, title in known()]
+    return [_card_key(card) for card in cards]
+
+
+def _names_of(cards: Sequence[SearchCard]) -> list[str]:
+    known: list[str] | None = getattr(cards, "names", None)
+    return known if known is not None else [card.name for card in cards]
+
+
+def _held(cards: Sequence[CardT]) -> Sequence[CardT]:
+    """The cards as an index keeps them: a sequence that builds cards on first read as it
+    is, anything else as a list of its own."""
+    return cards if hasattr(cards, "search_keys") else list(cards)
+
+
+def _prefetch(cards: Sequence[SearchCard], positions: Sequence[int]) -> None:
+    """Let a sequence that builds its cards on first read build these together."""
+    prefetch = getattr(cards, "prefetch", None)
+    if prefetch is not None:
+        prefetch(positions)
 
 
 def _title_field(card: SearchCard) -> str:
@@ -378,7 +413,7 @@ class Bm25Index(Generic[CardT]):
         warnings: list[str],
         analysed: int,
     ) -> None:
-        self.cards = list(cards)
+        self.cards = _held(cards)
         self.analyzer = analyzer
         self.warnings = warnings
         self.analysed = analysed  # cards analysed by this build (the rest came from the store)
@@ -387,7 +422,8 @@ class Bm25Index(Generic[CardT]):
         self._keys: list[str] = []
         self._position: dict[int, int] | None = None  # id(card) -> its index in `cards`
         self._slots_by_card: npt.NDArray[np.int64] | None = None
-        names = [cards[index].name for index in card_of_slot.tolist()]
+        all_names = _names_of(cards)
+        names = [all_names[index] for index in card_of_slot.tolist()]
         self._name_rank = np.empty(len(names), dtype=np.int64)
         self._name_rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
         self._compute_impacts()
@@ -419,10 +455,11 @@ class Bm25Index(Generic[CardT]):
         else:
             postings = _load_or_empty(store_path, analyzer.fingerprint, warnings)
         unchanged = len(postings.keys)
-        keys = [_card_key(card) for card in cards]
+        keys = _keys_of(cards)
         slot_of_card, postings = _reuse_stored_slots(keys, postings)
         fresh = [index for index, slot in enumerate(slot_of_card) if slot < 0]
         if fresh:
+            _prefetch(cards, fresh)
             analyses = [
                 (analyzer.terms(_title_field(cards[i])), analyzer.terms(cards[i].text))
                 for i in fresh
@@ -459,9 +496,11 @@ class Bm25Index(Generic[CardT]):
         key = (str(state_dir) if state_dir is not None else None, analyzer.fingerprint)
         previous = _RECENT.pop(key, None)
         if previous is not None and len(previous.cards) == len(cards):
-            if all(old is new for old, new in zip(previous.cards, cards, strict=True)):
+            if previous.cards is cards or all(
+                old is new for old, new in zip(previous.cards, cards, strict=True)
+            ):
                 index: Bm25Index[Any] = previous
-            elif previous._keys == [_card_key(card) for card in cards]:
+            elif previous._keys == _keys_of(cards):
                 index = previous._for_cards(cards)
             else:
                 index = cls.build(cards, analyzer, state_dir, True, previous)
@@ -475,7 +514,7 @@ class Bm25Index(Generic[CardT]):
     def _for_cards(self, cards: Sequence[CardT]) -> Bm25Index[CardT]:
         """This index answering with other card objects of the same content, same order."""
         twin = copy.copy(self)
-        twin.cards = list(cards)
+        twin.cards = _held(cards)
         twin.warnings, twin.analysed = [], 0
         twin._position = None
         return twin
@@ -510,6 +549,7 @@ class Bm25Index(Generic[CardT]):
         order = np.lexsort((self._name_rank[found], -scores[found]))
         ranked = found[order][:limit] if limit is not None else found[order]
         cards, card_of_slot = self.cards, self._card_of_slot[ranked].tolist()
+        _prefetch(cards, card_of_slot)
         explanation = _Explanation(self, term_ids, ranked)
         return [
             Bm25Hit(cards[card], score, slot, explanation)

@@ -70,7 +70,7 @@ BM25 = Extension(
     "Collection<T> | bm25(query: String) -> Ranking<T> where T: Doc",
     summary="rank cards by BM25 over analysed words in any language; cards sharing no term are left out",
     example='cards | bm25("token de acesso")',
-    absorbs=("limit",),
+    absorbs=("limit", "lazy-cards"),
 )
 def _bm25(cards: Sequence[Card], query: str, context: Context) -> Ranking:
     return bm25_ranking(context, query, cards, context.limit)
@@ -174,9 +174,10 @@ def bm25_index(vault: Vault | None, cards: Sequence[Card]) -> tuple[Bm25Index[Ca
         return Bm25Index.build(list(cards), Analyzer.from_config(None), None), []
     with _bm25_lock:
         index = _bm25_indexes.get(vault)
-        if index is None:
+        if index is None or getattr(index.cards, "stale", False):
             analyzer = Analyzer.from_config(vault.config.section("search"))
-            index = Bm25Index.build(list(vault.cards), analyzer, vault.state_dir)
+            # A vault opened from its catalogue builds only the cards the index hands out.
+            index = Bm25Index.build(vault.lazy_cards(), analyzer, vault.state_dir)
             _bm25_indexes[vault] = index
             return index, list(index.warnings)
     return index, []
@@ -194,7 +195,7 @@ def bm25_ranking(
     index, warnings = bm25_index(call.vault, cards)
     for message in warnings:
         call.warn(message)
-    whole = call.vault is None or cards is call.vault.cards
+    whole = call.vault is None or call.vault.holds_all(cards)
     hits = index.search(query, limit, among=None if whole else cards)
     analysis = index.analysis(query)
     extra = {"analysis": analysis.to_json(), "score_bound": index.score_bound(query)}

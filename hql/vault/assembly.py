@@ -52,14 +52,9 @@ def build_cards(
 ) -> list[Card]:
     names = [names_by_relpath[item.found.relpath] for item in documents]
     known = set(names)
-    # Each extension's entries, as one sorted map that every card shares (Data is
-    # never mutated once loaded), so a contribution costs nothing per card.
-    contributions = {
-        extension: dict(sorted(_copy(dict(entries)).items()))
-        for extension, entries in extension_metadata.items()
-    }
+    contributions = contributions_of(extension_metadata)
     cards = [
-        _build_card(item, name, known, contributions, warnings, dialect)
+        build_card(item, name, known, contributions, warnings, dialect)
         for item, name in zip(documents, names, strict=True)
     ]
     cards.sort(key=lambda card: card.name)
@@ -69,7 +64,18 @@ def build_cards(
     return cards
 
 
-def _build_card(
+def contributions_of(
+    extension_metadata: Mapping[str, Mapping[str, Any]],
+) -> dict[str, dict[str, Any]]:
+    """Each extension's entries, as one sorted map that every card shares (Data is
+    never mutated once loaded), so a contribution costs nothing per card."""
+    return {
+        extension: dict(sorted(_copy(dict(entries)).items()))
+        for extension, entries in extension_metadata.items()
+    }
+
+
+def build_card(
     item: ReadDocument,
     name: str,
     known: set[str],
@@ -77,6 +83,7 @@ def _build_card(
     warnings: list[LoadWarning],
     dialect: str,
 ) -> Card:
+    """One card, given its name and every name of the vault (a relation's endpoints)."""
     parsed = item.parsed
     authored = parsed.authored
     authored_title = authored.get("title")

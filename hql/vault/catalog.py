@@ -16,6 +16,10 @@ three tables:
   gave and the warnings it gave after the walk. When a walk finds exactly
   that key again, a vault opens from this row alone and reads its cards only
   when a program needs them.
+* `search`: written with the listing, under its key: per card of that load, in
+  name order, its name, path, retrieval-text digest and search title. A ranker
+  opens its stored index from these columns and builds only the cards it hands
+  out (each from its `files` row).
 
 The catalogue is the user's file but still input. A row is believed only
 while its file has the same size, mtime_ns and inode and its digest matches
@@ -36,6 +40,7 @@ import os
 import sqlite3
 import stat
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -73,6 +78,15 @@ CREATE TABLE IF NOT EXISTS listing (
     digest BLOB NOT NULL
 );
 """
+# Added to catalogues written before it existed, by their next write.
+_SEARCH_SCHEMA = """
+CREATE TABLE IF NOT EXISTS search (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    key BLOB NOT NULL,
+    columns BLOB NOT NULL,
+    digest BLOB NOT NULL
+);
+"""
 
 
 @dataclass(frozen=True)
@@ -81,6 +95,31 @@ class Listing:
 
     cards: int
     warnings: tuple[tuple[str, str, str | None], ...]  # (path, message, subject)
+
+
+@dataclass(frozen=True)
+class SearchColumns:
+    """Per card of a load, in name order: what a ranker's stored index is matched by."""
+
+    names: list[str]
+    relpaths: list[str]
+    digests: list[str]  # sha256 of the retrieval text, hex
+    titles: list[str]  # the title ranking reads (`Card.search_title`)
+
+    def packed(self) -> bytes:
+        return marshal.dumps((self.names, self.relpaths, self.digests, self.titles))
+
+    @classmethod
+    def unpacked(cls, stored: object, cards: int) -> SearchColumns | None:
+        columns = _loads(stored)
+        if type(columns) is not tuple or len(columns) != 4:
+            return None
+        for column in columns:
+            if type(column) is not list or len(column) != cards:
+                return None
+            if not all(type(item) is str for item in column):
+                return None
+        return cls(*columns)
 
 
 def listing_key(signatures: list[object], context: tuple[object, ...]) -> bytes | None:
@@ -139,6 +178,52 @@ class Catalog:
             return None
         return Listing(cards, warnings)
 
+    def search_columns(self, key: bytes | None, cards: int) -> SearchColumns | None:
+        """The search columns stored with the listing of `key` (None: not stored, or damaged)."""
+        if key is None or self._connection is None or self._foreign:
+            return None
+        try:
+            found = self._connection.execute(
+                "SELECT key, columns, digest FROM search WHERE id = 1"
+            ).fetchone()
+        except sqlite3.Error:  # a catalogue from before the table: written with the next listing
+            return None
+        if found is None or found[0] != key or type(found[1]) is not bytes:
+            return None
+        if found[2] != _digest(key, found[1]):
+            return None
+        return SearchColumns.unpacked(found[1], cards)
+
+    def has_search(self, key: bytes | None) -> bool:
+        if key is None or self._connection is None or self._foreign:
+            return False
+        try:
+            found = self._connection.execute("SELECT key FROM search WHERE id = 1").fetchone()
+        except sqlite3.Error:
+            return False
+        return found is not None and found[0] == key
+
+    def payloads(self, wanted: list[tuple[str, int, int, int]]) -> dict[str, Payload]:
+        """The checked payloads of these (relpath, size, mtime_ns, inode), read in one query;
+        a file whose row is missing, stale or damaged is left out."""
+        if self._connection is None or self._foreign or not wanted:
+            return {}
+        marks = ",".join("?" * len(wanted))
+        query = f"SELECT relpath, size, mtime_ns, inode, payload, digest FROM files WHERE relpath IN ({marks})"  # noqa: S608 - only placeholders
+        try:
+            rows = {
+                row[0]: row[1:] for row in self._connection.execute(query, [w[0] for w in wanted])
+            }
+        except sqlite3.Error:
+            return {}
+        found = {}
+        for relpath, size, mtime_ns, inode in wanted:
+            row = rows.get(relpath)
+            payload = _checked(relpath, size, mtime_ns, inode, row) if row is not None else None
+            if payload is not None:
+                found[relpath] = payload
+        return found
+
     def expect(self, relpaths: list[str]) -> None:
         """The order the load will look files up in: rows are read ahead in it, a batch at a
         time, so the stored forms are never all in memory at once."""
@@ -159,15 +244,9 @@ class Catalog:
         if row is None and relpath in self._stored and relpath not in self._fetched:
             self._read_ahead(relpath)
             row = rows.pop(relpath, None)
-        if row is None or row[0] != size or row[1] != mtime_ns or row[2] != inode:
+        if row is None:
             return None
-        stored, digest = row[3], row[4]
-        if digest != _row_digest(relpath, size, mtime_ns, inode, stored):
-            return None
-        payload = _loads(stored)
-        if not _well_formed(payload):
-            return None
-        return cast(Payload, payload)
+        return _checked(relpath, size, mtime_ns, inode, row)
 
     def _stored_relpaths(self) -> set[str]:
         if self._connection is None:
@@ -213,22 +292,33 @@ class Catalog:
         key: bytes | None,
         listing: Listing | None,
         already: Listing | None = None,
+        search: Callable[[], SearchColumns] | None = None,
     ) -> None:
         """Store the fresh rows, drop rows of files no longer found, record the load.
 
         One transaction: another process sees the catalogue before or after it.
         `listing` is None when the load may not be reused as a whole; `already` is the
         listing the catalogue holds, so an unchanged one is not written again.
+        `search` gives the load's search columns, asked for only when they are written.
         """
         if self._path is None:
             return
         stale = bool(self._stored - set(relpaths))
-        if not self._fresh and not stale and (listing is None or listing == already):
+        unchanged = listing is None or listing == already
+        searchable = listing is None or search is None or self.has_search(key)
+        if not self._fresh and not stale and unchanged and searchable:
             return  # nothing new: a reader takes no write lock
+        columns = search() if search is not None and listing is not None else None
         with contextlib.suppress(OSError, sqlite3.Error, ValueError):
-            self._write(relpaths, key, listing)
+            self._write(relpaths, key, listing, columns)
 
-    def _write(self, relpaths: list[str], key: bytes | None, listing: Listing | None) -> None:
+    def _write(
+        self,
+        relpaths: list[str],
+        key: bytes | None,
+        listing: Listing | None,
+        search: SearchColumns | None,
+    ) -> None:
         assert self._path is not None
         state_dir = self._path.parent
         state_dir.mkdir(exist_ok=True)
@@ -249,7 +339,7 @@ class Catalog:
         connection.execute("PRAGMA secure_delete=ON")  # a replaced row leaves no old bytes behind
         connection.execute("BEGIN IMMEDIATE")  # waits BUSY_SECONDS at most for another writer
         try:
-            self._write_rows(connection, relpaths, key, listing)
+            self._write_rows(connection, relpaths, key, listing, search)
         except BaseException:
             connection.rollback()
             raise
@@ -267,6 +357,7 @@ class Catalog:
         relpaths: list[str],
         key: bytes | None,
         listing: Listing | None,
+        search: SearchColumns | None,
     ) -> None:
         meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
         if meta != self._meta():
@@ -287,6 +378,13 @@ class Catalog:
             digest = _digest(key, str(listing.cards).encode(), warnings)
             connection.execute(
                 "INSERT INTO listing VALUES (1, ?, ?, ?, ?)", (key, listing.cards, warnings, digest)
+            )
+        connection.execute(_SEARCH_SCHEMA)
+        connection.execute("DELETE FROM search")
+        if key is not None and listing is not None and search is not None:
+            packed = search.packed()
+            connection.execute(
+                "INSERT INTO search VALUES (1, ?, ?, ?)", (key, packed, _digest(key, packed))
             )
         self._fresh = {}
 
@@ -377,6 +475,19 @@ def _row_digest(relpath: str, size: int, mtime_ns: int, inode: int, stored: byte
     """The digest of a `files` row: its key, the file's signature and the stored parse."""
     signature = f"{relpath}\0{size}\0{mtime_ns}\0{inode}\0".encode("utf-8", "surrogatepass")
     return hashlib.blake2b(signature + stored, digest_size=16).digest()
+
+
+def _checked(relpath: str, size: int, mtime_ns: int, inode: int, row: Row) -> Payload | None:
+    """The payload of a `files` row, if it was read from this very file and is intact."""
+    if row[0] != size or row[1] != mtime_ns or row[2] != inode:
+        return None
+    stored, digest = row[3], row[4]
+    if digest != _row_digest(relpath, size, mtime_ns, inode, stored):
+        return None
+    payload = _loads(stored)
+    if not _well_formed(payload):
+        return None
+    return cast(Payload, payload)
 
 
 def _loads(stored: object) -> object:

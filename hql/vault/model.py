@@ -292,7 +292,12 @@ class Card:
         if cached is None:
             import hashlib  # only ranking needs digests; starting up should not pay for hashlib
 
-            cached = hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+            # Not kept: most cards' digests are compared with a stored index and their
+            # text is never needed again.
+            text = self._text
+            if text is None:
+                text = retrieval_text(self.title, self.authored, self.body)
+            cached = hashlib.sha256(text.encode("utf-8")).hexdigest()
             object.__setattr__(self, "_digest", cached)
         return cached
 

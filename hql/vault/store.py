@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hql import files, messages
 from hql.vault import walk
-from hql.vault.catalog import Catalog, Listing, listing_key
+from hql.vault.catalog import Catalog, Listing, SearchColumns, listing_key
 from hql.vault.config import VaultConfig, load_config
+from hql.vault.lazy import CardMaker, CardSequence, DeferredTable
 from hql.vault.model import Card, Edge, LoadWarning, VaultError
 
 STATE_DIR = ".hql"
@@ -68,6 +70,10 @@ class Vault:
         self._given_edges = edges
         self._tables: _EdgeTables | None = None
         self._tables_lock = threading.Lock()
+        # A vault opened from its catalogue: how to read its cards one at a time.
+        self._lazy_source: Callable[[], CardSequence | None] | None = None
+        self._lazy: CardSequence | None = None
+        self._lazy_lock = threading.Lock()
 
     @property
     def cards(self) -> tuple[Card, ...]:
@@ -79,6 +85,22 @@ class Vault:
                 if cards is None:
                     cards = self._materialise()
         return cards
+
+    def lazy_cards(self) -> Sequence[Card]:
+        """The cards in name order, as `cards`; a vault opened from its catalogue that has
+        not built them yet gives a `CardSequence` that builds each card when first read."""
+        cards = self._cards
+        if cards is not None and self._lazy is None:
+            return cards
+        with self._lazy_lock:
+            source, self._lazy_source = self._lazy_source, None
+            if source is not None and self._cards is None:
+                self._lazy = source()
+        return self._lazy if self._lazy is not None else self.cards
+
+    def holds_all(self, cards: object) -> bool:
+        """Whether `cards` is this vault's own sequence of all its cards."""
+        return cards is self._cards or (self._lazy is not None and cards is self._lazy)
 
     @property
     def _by_name(self) -> dict[str, Card]:
@@ -93,6 +115,8 @@ class Vault:
         assert pending is not None, "a vault without cards has a way to build them"
         with _collector_paused():
             cards, rest = pending()
+        if self._lazy is not None:
+            cards = _with_cards_made(cards, self._lazy.made())
         # The same as the catalogue said, unless a file changed between opening and now.
         self.warnings = self.warnings[: len(self.warnings) - self._stored_warnings] + rest
         self._count = len(cards)
@@ -202,7 +226,7 @@ class Vault:
                 if missing:
                     rest.append(LoadWarning("", messages.unresolved_links(missing, linking)))
             listing = Listing(len(cards), tuple((w.path, w.message, w.subject) for w in rest))
-            catalog.save(relpaths, key, listing, already=stored)
+            catalog.save(relpaths, key, listing, stored, functools.partial(_search_columns, cards))
             catalog.close()
             return tuple(cards), tuple(rest)
 
@@ -215,6 +239,18 @@ class Vault:
             vault = cls(root, (), None, walked + rest, config, root_text=shown)
             vault._cards, vault._count, vault._pending = None, stored.cards, read_cards
             vault._stored_warnings = len(rest)
+
+            def sequence() -> CardSequence | None:
+                columns = catalog.search_columns(key, stored.cards)
+                if columns is None:
+                    return None
+                maker = CardMaker(walked_files, catalog, columns, extension_metadata, dialect)
+                built = functools.partial(getattr, vault, "_cards")
+                build_all = functools.partial(getattr, vault, "cards")
+                table = DeferredTable(build_all, dialect)
+                return CardSequence(columns, maker, built, build_all, table)
+
+            vault._lazy_source = sequence
         vault.dialect = dialect
         return vault
 
@@ -269,6 +305,41 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _search_columns(cards: list[Card]) -> SearchColumns:
+    return SearchColumns(
+        [card.name for card in cards],
+        [card.relpath for card in cards],
+        [card.digest for card in cards],
+        [card.search_title for card in cards],
+    )
+
+
+def _with_cards_made(cards: tuple[Card, ...], made: dict[str, Card]) -> tuple[Card, ...]:
+    """The whole load's cards, where a card was already built alone from the same file,
+    that very object (so a hit handed out before is the vault's card), given the table."""
+    if not made:
+        return cards
+    table = cards[0]._table if cards else None
+    chosen = list(cards)
+    for at, card in enumerate(cards):
+        early = made.get(card.relpath)
+        if early is not None and _same_card(early, card):
+            object.__setattr__(early, "_table", table)
+            chosen[at] = early
+    return tuple(chosen)
+
+
+def _same_card(one: Card, other: Card) -> bool:
+    return (
+        (one.name, one.size, one.mtime_ns, one.kind, one.title, one.body)
+        == (other.name, other.size, other.mtime_ns, other.kind, other.title, other.body)
+        and one.header == other.header
+        and one.metadata == other.metadata
+        and one.raw_links == other.raw_links
+        and one.extras == other.extras
+    )
 
 
 def _check_root(shown: str, root: Path) -> None:

@@ -1,0 +1,215 @@
+"""The cards of a vault opened from its catalogue, each built when a program first reads it.
+
+A ranker that keeps a stored index needs, per card, only what the index is
+matched by (name, retrieval-text digest, search title): the catalogue's
+`search` columns hold that for the load its listing describes. The ranker
+then asks for the few cards it hands out, and each is built from its `files`
+row exactly as a whole load builds it: the name the load gave it, the vault's
+names (a relation card's endpoints must be cards), the extensions' metadata.
+
+Once the vault has built all its cards, the sequence reads them from there;
+a card built here earlier is the very object the vault holds, unless its file
+changed in between (then the vault holds the file as it is now).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, overload
+
+from hql.vault.catalog import Catalog, SearchColumns
+from hql.vault.model import Card, LoadWarning
+from hql.vault.walk import Walk
+
+# Asked for more cards than this share of the vault, the vault builds them all at once
+# (one pass over the catalogue is cheaper than that many single lookups).
+_WHOLE_LOAD_SHARE = 8
+_FEW = 64
+
+
+class CardMaker:
+    """Builds chosen cards of the load a catalogue's listing and search columns describe."""
+
+    def __init__(
+        self,
+        walked: Walk,
+        catalog: Catalog,
+        columns: SearchColumns,
+        extension_metadata: Mapping[str, Mapping[str, Any]],
+        dialect: str,
+    ) -> None:
+        self._walked = walked
+        self._catalog = catalog
+        self._columns = columns
+        self._extension_metadata = extension_metadata
+        self._dialect = dialect
+        self._where: dict[str, int] | None = None
+        self._known: set[str] | None = None
+        self._contributions: dict[str, dict[str, Any]] | None = None
+
+    def make(self, positions: Sequence[int]) -> list[Card] | None:
+        """The cards at these positions (name order), or None if any cannot be built as the
+        listing describes it (its row is gone or stale, its file no longer as walked)."""
+        from hql.vault import assembly, document, loader
+
+        columns, walked = self._columns, self._walked
+        if self._where is None:
+            self._where = {relpath: at for at, relpath in enumerate(walked.relpaths)}
+            self._known = set(columns.names)
+            self._contributions = assembly.contributions_of(self._extension_metadata)
+        wanted = []
+        for position in positions:
+            at = self._where.get(columns.relpaths[position])
+            status = walked.statuses[at] if at is not None else None
+            if type(status) is not os.stat_result:
+                return None
+            wanted.append((walked.relpaths[at], status.st_size, status.st_mtime_ns, status.st_ino))  # type: ignore[index]
+        payloads = self._catalog.payloads(wanted)
+        assert self._known is not None and self._contributions is not None
+        cards = []
+        ignored: list[LoadWarning] = []  # the listing holds the load's warnings
+        for position, (relpath, size, mtime_ns, _) in zip(positions, wanted, strict=True):
+            payload = payloads.get(relpath)
+            if payload is None or payload[0] != "ok":
+                return None
+            at = self._where[relpath]
+            found = loader.FoundFile(relpath, walked.paths[at], walked.formats[at], None)
+            read = loader.ReadDocument(found, size, mtime_ns, document.ParsedDocument(*payload[1:]))
+            name = columns.names[position]
+            card = assembly.build_card(
+                read, name, self._known, self._contributions, ignored, self._dialect
+            )
+            if (
+                card.digest != columns.digests[position]
+                or card.search_title != columns.titles[position]
+            ):
+                return None
+            cards.append(card)
+        return cards
+
+
+class CardSequence(Sequence[Card]):
+    """The vault's cards in name order; a card is built on first read (see the module).
+
+    `names` and `search_keys` come from the catalogue without building any card.
+    """
+
+    def __init__(
+        self,
+        columns: SearchColumns,
+        maker: CardMaker,
+        built: Callable[[], tuple[Card, ...] | None],
+        build_all: Callable[[], tuple[Card, ...]],
+        table: Any,
+    ) -> None:
+        self.names = columns.names
+        self._columns = columns
+        self._maker = maker
+        self._built = built  # the vault's cards if it has built them, else None
+        self._build_all = build_all
+        self._table = table
+        self._made: dict[int, Card] = {}
+        self._lock = threading.Lock()
+        self._agrees: bool | None = None
+
+    def search_keys(self) -> list[tuple[str, str]]:
+        """(retrieval-text digest, search title) per card."""
+        return list(zip(self._columns.digests, self._columns.titles, strict=True))
+
+    def made(self) -> dict[str, Card]:
+        """The cards built here so far, by vault-relative path."""
+        return {card.relpath: card for card in list(self._made.values())}
+
+    @property
+    def stale(self) -> bool:
+        """The vault has built its cards and they are not the ones listed here (a file
+        changed after the vault was opened)."""
+        whole = self._whole()
+        return whole is None and self._built() is not None
+
+    def _whole(self) -> tuple[Card, ...] | None:
+        """The vault's cards, when built and the same cards as listed here."""
+        cards = self._built()
+        if cards is None:
+            return None
+        if self._agrees is None:
+            self._agrees = len(cards) == len(self.names) and all(
+                card.name == name for card, name in zip(cards, self.names, strict=True)
+            )
+        return cards if self._agrees else None
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @overload
+    def __getitem__(self, index: int) -> Card: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Card]: ...
+    def __getitem__(self, index: int | slice) -> Card | Sequence[Card]:
+        if isinstance(index, slice):
+            return [self[at] for at in range(*index.indices(len(self)))]
+        whole = self._whole()
+        if whole is not None:
+            return whole[index]
+        position = index + len(self) if index < 0 else index
+        if not 0 <= position < len(self):
+            raise IndexError(index)
+        card = self._made.get(position)
+        if card is None:
+            self.prefetch([position])
+            card = self._made.get(position)
+        if card is None:  # cannot be built as listed: the vault's own card of that name
+            whole = self._whole() or self._build_all()
+            card = next((c for c in whole if c.name == self.names[position]), None)
+            if card is None:
+                raise IndexError(index)
+        return card
+
+    def prefetch(self, positions: Sequence[int]) -> None:
+        """Build the cards at these positions together (one catalogue query)."""
+        if self._whole() is not None:
+            return
+        with self._lock:
+            missing = sorted({p for p in positions if p not in self._made})
+            if not missing:
+                return
+            if len(missing) > max(_FEW, len(self) // _WHOLE_LOAD_SHARE) and self._built() is None:
+                self._build_all()
+                if self._whole() is not None:
+                    return
+            made = self._maker.make(missing)
+            if made is None:
+                if self._built() is None:
+                    self._build_all()  # then read from the vault (or, if changed, by name)
+                return
+            for position, card in zip(missing, made, strict=True):
+                object.__setattr__(card, "_table", self._table)
+                self._made[position] = card
+
+    def __iter__(self) -> Iterator[Card]:
+        """Every card: the vault builds them all (if a file changed since it was opened,
+        they are the cards as they are now; `stale` says so)."""
+        built = self._built()
+        return iter(built if built is not None else self._build_all())
+
+    def __repr__(self) -> str:
+        return f"CardSequence({len(self)} cards, {len(self._made)} built)"
+
+
+class DeferredTable:
+    """The link table of a card built alone: the vault builds every card on first use."""
+
+    def __init__(self, build_all: Callable[[], tuple[Card, ...]], dialect: str) -> None:
+        self._build_all = build_all
+        self._dialect = dialect
+
+    def __getattr__(self, name: str) -> Any:
+        cards = self._build_all()
+        table = cards[0]._table if cards else None
+        if table is None or isinstance(table, DeferredTable):
+            from hql.vault import links
+
+            table = links.LinkTable([], self._dialect)
+        return getattr(table, name)
