@@ -534,13 +534,14 @@ class Bm25Index(Generic[CardT]):
         if not term_ids or not self.cards or (limit is not None and limit <= 0):
             return []
         scores = np.zeros(len(self.cards), dtype=np.float32)
-        ptr, slots, impact = self._ptr, self._postings.slot, self._impact
+        ptr, slots = self._ptr, self._postings.slot
         for term_id, weight in term_ids:
             start, end = ptr[term_id], ptr[term_id + 1]
+            impact = self._impact_of(term_id)
             if weight == 1.0:
-                scores[slots[start:end]] += impact[start:end]
+                scores[slots[start:end]] += impact
             else:
-                scores[slots[start:end]] += np.float32(weight) * impact[start:end]
+                scores[slots[start:end]] += np.float32(weight) * impact
         if among is not None:
             scores[~self._slot_mask(among)] = 0.0
         found = np.flatnonzero(scores)
@@ -623,34 +624,55 @@ class Bm25Index(Generic[CardT]):
             at = np.minimum(np.searchsorted(postings, slots), end - start - 1)
             present = postings[at] == slots
             term = self._postings.vocabulary[term_id]
-            shares = np.float32(weight) * self._impact[start + at[present]]
+            shares = np.float32(weight) * self._impact_of(term_id)[at[present]]
             for slot, share in zip(slots[present].tolist(), shares.tolist(), strict=True):
                 by_slot[slot][term] = share
         return by_slot
 
     def _compute_impacts(self) -> None:
+        """What every term's impacts are made of: its idf and each card's length norms.
+
+        The impacts themselves (idf times the saturated, length-normalised field
+        frequencies) are worked out per term when a query first uses it: a process that
+        answers one question touches a few terms' entries, not the tens of millions an
+        index of 100k cards holds.
+        """
         postings = self._postings
         documents = len(postings.keys)
         counts = postings.term_count
         self._ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self._idf = _idf(documents, counts).astype(np.float32)
-        slot = postings.slot
-        # One array per entry at a time, worked on in place: at 100k cards an entry array
-        # is tens of megabytes.
-        weighted = (1.0 / _length_norm(postings.text_length))[slot]
-        weighted *= postings.text_tf
-        # Most entries are body-only; the title part is added where the title has the term.
-        in_title = np.flatnonzero(postings.title_tf)
-        title_scale = TITLE_WEIGHT / _length_norm(postings.title_length)
-        weighted[in_title] += postings.title_tf[in_title] * title_scale[slot[in_title]]
-        denominator = weighted + np.float32(K1)
-        np.divide(weighted, denominator, out=weighted)  # the saturation
-        del denominator
-        # Entries are sorted by term, so repeating each idf by its count lines them up.
-        impact = np.repeat(self._idf, counts)
-        impact *= weighted
-        self._impact = impact
+        self._text_scale = 1.0 / _length_norm(postings.text_length)
+        self._title_scale = TITLE_WEIGHT / _length_norm(postings.title_length)
+        self._impacts: dict[int, npt.NDArray[np.float32]] = {}
+        self._impacts_held = 0
 
+    def _impact_of(self, term_id: int) -> npt.NDArray[np.float32]:
+        """The impact of each entry of a term (kept for the next queries, within a budget)."""
+        impact = self._impacts.get(term_id)
+        if impact is not None:
+            return impact
+        postings = self._postings
+        start, end = int(self._ptr[term_id]), int(self._ptr[term_id + 1])
+        slot = postings.slot[start:end]
+        weighted = self._text_scale[slot]
+        weighted *= postings.text_tf[start:end]
+        # Most entries are body-only; the title part is added where the title has the term.
+        title_tf = postings.title_tf[start:end]
+        in_title = np.flatnonzero(title_tf)
+        weighted[in_title] += title_tf[in_title] * self._title_scale[slot[in_title]]
+        weighted /= weighted + np.float32(K1)  # the saturation
+        weighted *= self._idf[term_id]
+        if self._impacts_held + len(weighted) > _IMPACTS_KEPT:
+            self._impacts.clear()
+            self._impacts_held = 0
+        self._impacts[term_id] = weighted
+        self._impacts_held += len(weighted)
+        return weighted
+
+
+# Entries whose impacts an index keeps between queries (4 bytes each).
+_IMPACTS_KEPT = 8_000_000
 
 _RECENT: dict[tuple[str | None, str], Bm25Index[Any]] = {}
 _RECENT_LIMIT = 4

@@ -122,15 +122,24 @@ class SearchColumns:
         return cls(*columns)
 
 
-def listing_key(signatures: list[object], context: tuple[object, ...]) -> bytes | None:
-    """A digest naming every file's signature and what else the load depends on.
+def listing_key(
+    relpaths: list[str], signatures: list[bytes], context: tuple[object, ...]
+) -> bytes | None:
+    """A digest naming every file, its signature and what else the load depends on.
 
     None when something in it cannot be written down (then nothing is reused).
     """
     try:
-        written = marshal.dumps(cast(Any, (context, signatures)))
-        return hashlib.sha256(written).digest()
-    except ValueError:
+        hasher = hashlib.sha256()
+        for part in (
+            marshal.dumps(cast(Any, context)),
+            "\0".join(relpaths).encode("utf-8", "surrogatepass"),
+            *signatures,
+        ):
+            hasher.update(len(part).to_bytes(8, "little"))
+            hasher.update(part)
+        return hasher.digest()
+    except (ValueError, UnicodeError):
         return None
 
 

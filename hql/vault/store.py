@@ -208,8 +208,8 @@ class Vault:
         relpaths = walked_files.relpaths
         if cached:
             metadata = sorted((name, dict(entries)) for name, entries in extension_metadata.items())
-            context = (fingerprint, walk.assembly_fingerprint(), dialect, shown, metadata, relpaths)
-            key = listing_key(walked_files.signatures(), context)
+            context = (fingerprint, walk.assembly_fingerprint(), dialect, shown, metadata)
+            key = listing_key(relpaths, walked_files.signature_columns(), context)
 
         def read_cards() -> tuple[tuple[Card, ...], tuple[LoadWarning, ...]]:
             """Everything after the walk: names, the documents (from the catalogue), cards."""

@@ -8,6 +8,7 @@ again, so a symlink loop terminates.
 
 from __future__ import annotations
 
+import array
 import contextlib
 import functools
 import hashlib
@@ -84,6 +85,9 @@ def dialect_of(root: str | os.PathLike[str], configured: str | None) -> str:
     return OBSIDIAN if os.path.isdir(os.path.join(root, ".obsidian")) else REFERENCE
 
 
+_SIGNATURE_COLUMNS = (("q", "st_size"), ("q", "st_mtime_ns"), ("Q", "st_ino"), ("Q", "st_mode"))
+
+
 @dataclass(slots=True)  # not frozen: built 10k times a load, and frozen init is slower
 class FoundFile:
     relpath: str  # vault-relative, "/"-separated
@@ -117,6 +121,23 @@ class Walk:
             else repr(status)
             for status in self.statuses
         ]
+
+    def signature_columns(self) -> list[bytes]:
+        """`signatures` as a few byte strings (size, mtime_ns, inode and mode columns), made
+        without a Python object per file; a walk with a file `stat` failed on, as marshalled
+        `signatures`."""
+        statuses = self.statuses
+        if all(type(status) is os.stat_result for status in statuses):
+            try:
+                return [
+                    array.array(code, map(operator.attrgetter(field), statuses)).tobytes()
+                    for code, field in _SIGNATURE_COLUMNS
+                ]
+            except OverflowError:
+                pass
+        import marshal
+
+        return [marshal.dumps(self.signatures())]
 
     @classmethod
     def of(cls, found: list[FoundFile]) -> Walk:
