@@ -162,13 +162,14 @@ def scifact_hybrid() -> None:
 
     from hql.index.commands import build_command
 
-    print("SciFact test, through hql.run (index built with all-MiniLM-L6-v2, int8 ONNX)")
+    print(f"SciFact {SPLIT}, through hql.run (index built with all-MiniLM-L6-v2, int8 ONNX)")
     data = quality.DATASETS / "scifact"
     cards = quality.corpus(data / "corpus.jsonl", with_title=True)
     queries = quality.queries_of(data / "queries.jsonl")
-    qrels = quality.read_qrels(data / "qrels/test.tsv")
+    qrels = quality.read_qrels(data / f"qrels/{SPLIT}.tsv")
     asked = sorted({queries[qid] for qid in qrels if qid in queries})
-    root = Path(tempfile.mkdtemp(prefix="hql-scifact-hybrid-"))
+    root = KEEP / "scifact-minilm" if KEEP else Path(tempfile.mkdtemp(prefix="hql-scifact-hybrid-"))
+    root.mkdir(parents=True, exist_ok=True)  # under --keep, a second run embeds nothing new
     ids = write_vault(cards, root)
     (root / "hql.toml").write_text(
         '[semantics]\nindex = ".hql/index.sqlite"\n\n'
@@ -200,10 +201,21 @@ def scifact_hybrid() -> None:
         )
 
 
+KEEP: Path | None = None  # --keep: the built vault stays there for the next run
+SPLIT = (
+    "test"  # --split: SciFact's claims to score (train: for tuning, never reported as the figure)
+)
+
+
 def main() -> None:
+    global KEEP, SPLIT
     options = argparse.ArgumentParser(description=__doc__)
     options.add_argument("--only", default="scifact,pira")
-    wanted = options.parse_args().only.split(",")
+    options.add_argument("--keep", type=Path, help="keep the built scifact-hybrid vault here")
+    options.add_argument("--split", default="test", choices=("test", "train"))
+    args = options.parse_args()
+    KEEP, SPLIT = args.keep, args.split
+    wanted = args.only.split(",")
     sections = (
         ("scifact", scifact),
         ("pira", pira),

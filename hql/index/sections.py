@@ -73,6 +73,7 @@ def split_card(
     """
     body_lines = body.split("\n")
     last_line = body_line + max(len(body_lines) - 1, 0)
+    count = _remembering(count)
     if count([text])[0] <= max_tokens:
         return [Section(0, (), body_line, last_line, text)]
     preamble = text[: len(text) - len(body)].strip() if text.endswith(body) else title
@@ -91,6 +92,19 @@ def split_card(
                 )
             )
     return sections or [Section(0, (), body_line, last_line, text)]
+
+
+def _remembering(count: TokenCounter) -> TokenCounter:
+    """`count` that tokenises each distinct text once (a one-line block is also its only line)."""
+    known: dict[str, int] = {}
+
+    def counted(texts: Sequence[str]) -> list[int]:
+        new = [text for text in dict.fromkeys(texts) if text not in known]
+        if new:
+            known.update(zip(new, count(new), strict=True))
+        return [known[text] for text in texts]
+
+    return counted
 
 
 def _context(title: str, heading: tuple[str, ...], preamble: str) -> str:
@@ -181,16 +195,42 @@ def _units(block: _Block, count: TokenCounter, budget: int) -> list[tuple[int, s
         if size <= budget:
             units.append((number, line, size))
             continue
-        words = line.split()
-        per_word = size / max(len(words), 1)
-        length = max(int(budget / per_word) - 1, 1)
-        stride = max(length - int(min(OVERLAP_TOKENS, budget // 8) / per_word), 1)
-        for first in range(0, len(words), stride):
-            run = words[first : first + length]
-            units.append((number, " ".join(run), max(int(len(run) * per_word), 1)))
-            if first + length >= len(words):
-                break
+        units.extend((number, run, tokens) for run, tokens in _word_runs(line, size, budget, count))
     return units
+
+
+def _word_runs(line: str, size: int, budget: int, count: TokenCounter) -> list[tuple[str, int]]:
+    """A line too long for the budget as runs of words of like length that fit it, overlapping a little.
+
+    Each word is counted once (the model's tokens for it alone, less what an
+    empty text costs), and the line is cut into as few runs as fit, of about
+    the same number of tokens, so the last run is not a scrap.
+    """
+    words = line.split()
+    if not words:
+        return [(line, size)]
+    blank = count([""])[0]
+    sizes = [max(tokens - blank, 1) for tokens in count(words)]
+    overlap = min(OVERLAP_TOKENS, budget // 8)
+    total = sum(sizes)
+    pieces = max(-(-(total - overlap) // max(budget - overlap, 1)), 1)
+    target = -(-(total - overlap) // pieces) + overlap
+    runs: list[tuple[str, int]] = []
+    first = 0
+    while first < len(words):
+        last, used = first, 0
+        while last < len(words) and (last == first or used + sizes[last] <= min(target, budget)):
+            used += sizes[last]
+            last += 1
+        runs.append((" ".join(words[first:last]), used))
+        if last >= len(words):
+            break
+        back, kept = last, 0
+        while back - 1 > first and kept + sizes[back - 1] <= overlap:
+            back -= 1
+            kept += sizes[back]
+        first = back
+    return runs
 
 
 def _overlap(units: list[tuple[int, str, int]], limit: int) -> list[tuple[int, str, int]]:
