@@ -1,7 +1,8 @@
 """In-process approximate search (HNSW) against the exact scan, in one run.
 
     .venv/bin/python bench/ann.py [--n 100000] [--queries 200] [--k 10]
-        [--libraries hnswlib,usearch,faiss] [--ef 32,64,128] [--hql]
+        [--libraries hnswlib,usearch,faiss] [--ef 32,64,128]
+        [--hql [--hql-ef default,1024] [--keep FOLDER]]
 
 Vectors of realistic structure: the first `--bases` SciFact abstracts
 embedded with the ONNX all-MiniLM-L6-v2 HQL ships (cached under
@@ -183,76 +184,130 @@ class Faiss:
 LIBRARIES = {"hnswlib": Hnswlib, "usearch": Usearch, "faiss": Faiss}
 
 
-def hql_store(data: np.ndarray, queries: np.ndarray, k: int, exact: float) -> None:
-    """HQL's own path: an index file, `hql index build`'s graph step, and the store's search."""
+def _write_hql_index(path: Path, data: np.ndarray, names: list[str]) -> None:
+    from hql.index import schema
+
+    rows = (
+        schema.CardRow(name, name + ".md", f"{i:064x}", v.tobytes())
+        for i, (name, v) in enumerate(zip(names, data, strict=True))
+    )
+    connection = sqlite3.connect(path)
+    schema.write_index(
+        connection,
+        schema.ModelRow("bench", "1", data.shape[1], "cosine", 1),
+        schema.MetaRow(1, "vault", "", ""),
+        rows,
+        [],
+    )
+    connection.close()
+
+
+def hql_store(
+    data: np.ndarray,
+    queries: np.ndarray,
+    k: int,
+    exact: float,
+    efs: list[int | None],
+    keep: Path | None,
+) -> None:
+    """HQL's own path: an index file, `hql index build`'s graph step, and the store's search.
+
+    `keep`: a folder where the index file and its graph stay between runs (built
+    when absent, reused when present: a million-vector graph takes a quarter of
+    an hour to build on two cores).
+    """
     from dataclasses import dataclass
 
-    from hql.index import schema
     from hql.index.config import load_semantics_config
     from hql.index.reader import clear_cache
     from hql.index.stores import SearchFilter
-    from hql.index.stores.hnsw import HnswStore, refresh_graph
+    from hql.index.stores.hnsw import HnswStore, graph_paths, refresh_graph
 
     @dataclass(frozen=True)
     class Card:
         name: str
         digest: str
 
-    with tempfile.TemporaryDirectory() as folder:
-        root = Path(folder) / "vault"
-        root.mkdir()
+    with tempfile.TemporaryDirectory() as temporary:
+        folder = keep if keep is not None else Path(temporary)
+        root = folder / "vault"
+        root.mkdir(parents=True, exist_ok=True)
         path = root / "index.sqlite"
         cards = [Card(f"card-{i:07d}", f"{i:064x}") for i in range(len(data))]
-        rows = (
-            schema.CardRow(c.name, c.name + ".md", c.digest, v.tobytes())
-            for c, v in zip(cards, data, strict=True)
+        graph_file, meta_file = graph_paths(path)
+        reused = path.is_file() and graph_file.is_file() and meta_file.is_file()
+        before = rss()
+        if reused:
+            print(f"HQL store: reusing the index and graph in {folder}", flush=True)
+        else:
+            start = time.perf_counter()
+            _write_hql_index(path, data, [c.name for c in cards])
+            print(f"HQL store: index file written in {time.perf_counter() - start:.1f} s")
+            config = load_semantics_config({"semantics": {"index": "index.sqlite", "ann": "hnsw"}})
+            start = time.perf_counter()
+            notes = refresh_graph(path, root, config)
+            built = time.perf_counter() - start
+            print(
+                f"HQL store, {notes[0]} in {built:.1f} s (RSS +{(rss() - before) / 2**20:.0f} MB)",
+                flush=True,
+            )
+        print(
+            f"HQL store: index file {path.stat().st_size / 2**20:.0f} MB, graph "
+            f"{graph_file.stat().st_size / 2**20:.0f} MB, sidecar "
+            f"{meta_file.stat().st_size / 2**20:.1f} MB"
         )
-        connection = sqlite3.connect(path)
-        schema.write_index(
-            connection,
-            schema.ModelRow("bench", "1", data.shape[1], "cosine", 1),
-            schema.MetaRow(1, "vault", "", ""),
-            rows,
-            [],
-        )
-        connection.close()
-        config = load_semantics_config({"semantics": {"index": "index.sqlite", "ann": "hnsw"}})
-        start = time.perf_counter()
-        notes = refresh_graph(path, root, config)
-        built = time.perf_counter() - start
         clear_cache()
+        before = rss()
+        config = load_semantics_config({"semantics": {"index": "index.sqlite", "ann": "hnsw"}})
         start = time.perf_counter()
         store = HnswStore(path, root, config)
         loaded = time.perf_counter() - start
+        if len(store.index.card_names) != len(data):
+            raise SystemExit(f"{path} holds {len(store.index.card_names)} cards, not {len(data)}")
         among = SearchFilter(cards)
         start = time.perf_counter()
         store.search(queries[0], k, among, exact=True)
         first_scan = time.perf_counter() - start
+        opened = rss()
         start = time.perf_counter()
         store.search(queries[0], k, among)
         first_graph = time.perf_counter() - start
         print(
-            f"HQL store: opening the index {loaded:.2f} s; first exact search {first_scan:.3f} s, "
-            f"first HNSW search (opens the graph) {first_graph:.3f} s"
+            f"HQL store: opening the index {loaded:.2f} s (RSS +{(opened - before) / 2**20:.0f} MB); "
+            f"first exact search {first_scan:.3f} s, first HNSW search (opens the graph) "
+            f"{first_graph:.3f} s (RSS +{(rss() - opened) / 2**20:.0f} MB)",
+            flush=True,
         )
         scan = per_query(queries, lambda q: store.search(q, k, among, exact=True))
-        graph = per_query(queries, lambda q: store.search(q, k, among))
-        result = store.search(queries[0], k, among)
-        assert result.method.approximate, result.method
         truth = [
             np.asarray([int(n[5:]) for n, _ in store.search(q, k, among, exact=True).hits])
             for q in queries
         ]
-        found = [
-            np.asarray([int(n[5:]) for n, _ in store.search(q, k, among).hits]) for q in queries
-        ]
-        print(f"HQL store, {notes[0]} in {built:.1f} s")
         print(
-            f"HQL store: exact scan {scan * 1000:.3f} ms/query, HNSW {graph * 1000:.3f} ms/query, "
-            f"{scan / graph:.1f}x; recall@{k} {recall(found, truth, k):.3f} "
-            f"(numpy anchor {exact * 1000:.3f} ms)",
+            f"HQL store: exact scan {scan * 1000:.3f} ms/query (numpy anchor {exact * 1000:.3f} ms)",
             flush=True,
         )
+        for ef in efs:
+            settings: dict[str, object] = {"index": "index.sqlite", "ann": "hnsw"}
+            if ef is not None:
+                settings["hnsw"] = {"ef_search": ef}
+            searcher = HnswStore(path, root, load_semantics_config({"semantics": settings}))
+            result = searcher.search(queries[0], k, among)
+            assert result.method.approximate, result.method
+            graph = per_query(queries, lambda q, s=searcher: s.search(q, k, among))
+            found = [
+                np.asarray([int(n[5:]) for n, _ in searcher.search(q, k, among).hits])
+                for q in queries
+            ]
+            used = result.method.parameters["ef_search"]
+            label = f"ef_search {used}" + (" (default)" if ef is None else "")
+            print(
+                f"HQL store, {label}: HNSW {graph * 1000:.3f} ms/query, "
+                f"{scan / graph:.1f}x the store's scan, {exact / graph:.1f}x the numpy anchor; "
+                f"recall@{k} {recall(found, truth, k):.3f}",
+                flush=True,
+            )
+        print(f"HQL store: RSS {rss() / 2**20:.0f} MB at the end")
 
 
 def main() -> None:
@@ -266,6 +321,14 @@ def main() -> None:
     parser.add_argument("--ef", default="32,64,128")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="build threads")
     parser.add_argument("--hql", action="store_true", help="also time HQL's HNSW store")
+    parser.add_argument(
+        "--hql-ef",
+        default="default",
+        help="ef_search values for HQL's store ('default': what HQL picks for the graph's size)",
+    )
+    parser.add_argument(
+        "--keep", type=Path, help="keep HQL's index and graph in this folder (reused when there)"
+    )
     parser.add_argument("--bases", type=int, default=1024, help="abstracts to embed and mix")
     parser.add_argument("--embed-only", action="store_true")
     args = parser.parse_args()
@@ -285,7 +348,7 @@ def main() -> None:
     print(f"exact scan (anchor): {exact * 1000:.3f} ms/query", flush=True)
     efs = [int(v) for v in args.ef.split(",")]
     print(f"library   build s  index MB  file MB  ef   ms/query  exact/ann  recall@{args.k}")
-    for name in args.libraries.split(","):
+    for name in filter(None, args.libraries.split(",")):
         library = LIBRARIES[name]()
         before = rss()
         start = time.perf_counter()
@@ -307,7 +370,8 @@ def main() -> None:
             )
         del library
     if args.hql:
-        hql_store(data, queries, args.k, exact)
+        hql_efs = [None if v == "default" else int(v) for v in args.hql_ef.split(",")]
+        hql_store(data, queries, args.k, exact, hql_efs, args.keep)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from standin_embedder import BASE_CARDS, http_toml, standin_server, standin_vector, write_vault
+from store_parity import StoreVaults, on_every_store
 
 from hql.index import EmbedderError, EmbedderUnavailable, SemanticIndexError
 from hql.index.commands import build_command, inspect_command, verify_command
@@ -119,27 +120,36 @@ def test_verify_and_inspect(vault_root: Path) -> None:
     assert text.endswith("queries     2\n  q one\n  q two")
 
 
-def test_live_query_is_embedded_and_kept(tmp_path: Path, server) -> None:
+@on_every_store
+def test_live_query_is_embedded_and_kept(tmp_path: Path, server, store: str) -> None:
     endpoint, state = server
-    root = tmp_path / "zoo"
-    write_vault(root, BASE_CARDS, http_toml(endpoint, extra="embed_queries = true\n"))
-    build_command(open_vault(root))
-    vault = open_vault(root)
-    ranking = semantic_ranking(vault, "penguins catch fish underwater")
-    assert ranking.hits[0][0] == "penguin"
-    assert ranking.retrieval.query_embedded_now is True
-    assert ranking.warnings == []
-    requests = len(state.requests)
-    again = semantic_ranking(vault, "penguins catch fish underwater", k=2)
-    assert len(state.requests) == requests  # kept in the query table
-    assert again.retrieval.query_embedded_now is False
-    assert again.hits == ranking.hits[:2]
-    assert (
-        SemanticIndex.open(root / ".hql/index.sqlite", root).query_vector(
-            "penguins catch fish underwater"
+    with standin_server() as (twin_endpoint, _):  # the twin's requests are not counted
+        vaults = StoreVaults.make(
+            store,
+            tmp_path,
+            lambda root, toml: write_vault(root, BASE_CARDS, toml),
+            http_toml(endpoint, extra="embed_queries = true\n"),
+            twin_toml=http_toml(twin_endpoint, extra="embed_queries = true\n"),
+            name="zoo",
         )
-        is not None
-    )
+        vaults.build()
+        ranking = vaults.ranking("penguins catch fish underwater")
+        assert ranking.hits[0][0] == "penguin"
+        assert ranking.retrieval.query_embedded_now is True
+        assert ranking.warnings == []
+        requests = len(state.requests)
+        again = vaults.ranking("penguins catch fish underwater", k=2)
+        assert len(state.requests) == requests  # kept with the index
+        assert again.retrieval.query_embedded_now is False
+        assert again.hits == ranking.hits[:2]
+        vaults.close()
+    if store == "sqlite":  # where the SQLite store keeps it: its query table
+        assert (
+            SemanticIndex.open(vaults.root / ".hql/index.sqlite", vaults.root).query_vector(
+                "penguins catch fish underwater"
+            )
+            is not None
+        )
 
 
 def test_query_not_in_index_names_the_build_command(vault_root: Path) -> None:

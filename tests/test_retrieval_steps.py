@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from standin_embedder import BASE_CARDS, http_toml, standin_server, write_vault
+from store_parity import StoreVaults, exact, on_every_store
 
 import hql
-from hql.index.commands import build_command
 from hql.values import Ranking
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -199,44 +201,75 @@ def test_explain_shows_plan_terms_and_times(shop_vault: hql.Vault) -> None:
 
 
 # --- semantic, through the stand-in embedder on loopback ----------------------------------
+# Each test marked `on_every_store` runs on the SQLite file and on Qdrant's local mode,
+# where every answer is checked against a SQLite twin of the vault (store_parity).
+
+
+@contextmanager
+def _zoo(folder: Path, store: str):
+    with standin_server() as (endpoint, state), standin_server() as (twin_endpoint, _):
+        extra = "embed_queries = true\n"
+        vaults = StoreVaults.make(
+            store,
+            folder,
+            lambda root, toml: write_vault(root, BASE_CARDS, toml),
+            http_toml(endpoint, extra=extra),
+            twin_toml=http_toml(twin_endpoint, extra=extra),  # its requests are not counted
+        )
+        try:
+            vaults.build(queries=["penguins catch fish"])
+            yield vaults, state
+        finally:
+            vaults.close()
 
 
 @pytest.fixture
-def semantic_vault(tmp_path: Path):
-    with standin_server() as (endpoint, state):
-        root = tmp_path / "zoo"
-        write_vault(root, BASE_CARDS, http_toml(endpoint, extra="embed_queries = true\n"))
-        code, text = build_command(hql.open_vault(root), queries=["penguins catch fish"])
-        assert code == 0, text
-        yield root, endpoint, state
+def semantic_vault(tmp_path: Path, store: str):
+    """A zoo of its own, for a test that changes it."""
+    with _zoo(tmp_path, store) as made:
+        yield made
 
 
-def test_semantic_step_ranks_every_card(semantic_vault) -> None:
-    root, _, _ = semantic_vault
-    outcome = run('import semantic\ncards | semantic("penguins catch fish")', hql.open_vault(root))
-    ranking = outcome.value
+@pytest.fixture(scope="module")
+def shared_vault(tmp_path_factory: pytest.TempPathFactory, store: str):
+    """One zoo per store for the tests that only read it."""
+    with _zoo(tmp_path_factory.mktemp("zoo"), store) as made:
+        yield made
+
+
+@pytest.fixture
+def store() -> str:
+    """The store a test not marked `on_every_store` runs on."""
+    return "sqlite"
+
+
+@on_every_store
+def test_semantic_step_ranks_every_card(shared_vault) -> None:
+    vaults, _ = shared_vault
+    ranking = vaults.run('import semantic\ncards | semantic("penguins catch fish")').value
     assert ranking.hits[0].card.name == "penguin" and len(ranking) == len(BASE_CARDS)
     assert ranking.retrieval.model == "standin-bow" and ranking.retrieval.approximate is False
-    assert ranking.retrieval.index.endswith("index.sqlite")
+    if vaults.store == "sqlite":
+        assert ranking.retrieval.index.endswith("index.sqlite")
+    else:
+        assert ranking.retrieval.index.startswith("qdrant:")
 
 
+@on_every_store
 def test_semantic_live_query_is_embedded_and_said(semantic_vault) -> None:
-    root, _, state = semantic_vault
+    vaults, state = semantic_vault
     before = len(state.requests)
-    outcome = run('import semantic\ncards | semantic("ducks on ponds")', hql.open_vault(root))
+    outcome = vaults.run('import semantic\ncards | semantic("ducks on ponds")')
     assert outcome.value.hits[0].card.name == "duck"
     assert outcome.value.retrieval.extra.get("query_embedded_now") is True
     assert len(state.requests) == before + 1
 
 
+@on_every_store
 def test_semantic_stale_card_is_ranked_with_a_warning(semantic_vault) -> None:
-    root, _, _ = semantic_vault
-    (root / "owl.md").write_text(
-        "---\ntitle: Owl\n---\nOwls changed their habits.\n", encoding="utf-8"
-    )
-    outcome = hql.run(
-        'import semantic\ncards | semantic("penguins catch fish")', vault=hql.open_vault(root)
-    )
+    vaults, _ = semantic_vault
+    vaults.write("owl.md", "---\ntitle: Owl\n---\nOwls changed their habits.\n")
+    outcome = vaults.outcome('import semantic\ncards | semantic("penguins catch fish")')
     assert not outcome.failed
     assert any("owl" in r.message and "stale" in r.message for r in outcome.reports)
 
@@ -247,25 +280,21 @@ def _dead_endpoint() -> str:
         return f"http://127.0.0.1:{probe.getsockname()[1]}/v1/embeddings"
 
 
+@on_every_store
 def test_unreachable_embedder_fails_with_a_report(semantic_vault) -> None:
-    root, _, _ = semantic_vault
-    (root / "hql.toml").write_text(
-        http_toml(_dead_endpoint(), extra="embed_queries = true\n"), encoding="utf-8"
-    )
-    outcome = hql.run(
-        'import semantic\ncards | semantic("something new")', vault=hql.open_vault(root)
-    )
+    vaults, _ = semantic_vault
+    vaults.configure(http_toml(_dead_endpoint(), extra="embed_queries = true\n"))
+    outcome = vaults.outcome('import semantic\ncards | semantic("something new")')
     assert outcome.failed and "cannot be reached" in outcome.reports[-1].message
     assert outcome.reports[-1].span.start > 0  # points at the step
 
 
+@on_every_store
 def test_unreachable_embedder_falls_back_when_asked(semantic_vault) -> None:
-    root, _, _ = semantic_vault
+    vaults, _ = semantic_vault
     toml = http_toml(_dead_endpoint(), extra='embed_queries = true\non_unavailable = "lexical"\n')
-    (root / "hql.toml").write_text(toml, encoding="utf-8")
-    outcome = run(
-        'import semantic\ncards | semantic("penguins swim underwater")', hql.open_vault(root)
-    )
+    vaults.configure(toml)
+    outcome = vaults.run('import semantic\ncards | semantic("penguins swim underwater")')
     retrieval = outcome.value.retrieval
     assert (
         retrieval.model == "hql.bm25.v1"
@@ -281,9 +310,10 @@ def test_semantic_without_an_index_is_a_name_error(fixture_vault: hql.Vault) -> 
     assert "hql index build" in outcome.reports[0].message
 
 
-def test_hybrid_fuses_words_and_meaning(semantic_vault) -> None:
-    root, _, _ = semantic_vault
-    outcome = run('import hybrid\ncards | hybrid("penguins catch fish")', hql.open_vault(root))
+@on_every_store
+def test_hybrid_fuses_words_and_meaning(shared_vault) -> None:
+    vaults, _ = shared_vault
+    outcome = vaults.run('import hybrid\ncards | hybrid("penguins catch fish")')
     ranking = outcome.value
     assert ranking.retrieval.metric == "rrf"
     models = [item["model"] for item in ranking.retrieval.extra["inputs"]]
@@ -293,11 +323,78 @@ def test_hybrid_fuses_words_and_meaning(semantic_vault) -> None:
     json.dumps(outcome.to_json())
 
 
+@on_every_store
+@pytest.mark.parametrize(
+    ("program", "names"),
+    [
+        ('cards | semantic("penguins catch fish") | take(2)', ["penguin", "duck"]),
+        ('cards | semantic("penguins catch fish") | relevant', ["penguin"]),
+        (
+            'cards | filter(c => c.name != "penguin") | semantic("penguins catch fish")',
+            ["duck", "owl", "weaver"],
+        ),
+        ('cards | hybrid("penguins catch fish") | relevant', ["penguin"]),
+        (
+            'fuse(cards | semantic("penguins catch fish"), cards | bm25("fish")) | take(3)',
+            ["penguin", "duck", "owl"],
+        ),
+        ('cards | semantic("penguins catch fish") | table', "penguin"),
+    ],
+)
+def test_semantic_rankings_through_other_steps(
+    shared_vault, program: str, names: list[str] | str
+) -> None:
+    vaults, _ = shared_vault
+    outcome = vaults.run("import semantic\nimport hybrid\nimport bm25\n" + program)
+    if isinstance(names, str):  # a table: its first row names the best card
+        assert outcome.text().split("\n")[2].split()[:3] == ["1", "0.6547", names]
+    else:
+        assert [hit.card.name for hit in outcome.value] == names
+
+
+@on_every_store
+def test_explain_of_a_semantic_program_differs_only_in_how_it_searched(shared_vault) -> None:
+    from hql.explain import explain
+
+    vaults, _ = shared_vault
+    program = 'import semantic\ncards | semantic("penguins catch fish") | take(2)'
+
+    def explained(root: Path, source: str) -> str:
+        text, reports, failed = explain(hql.Session(vaults.open(root)), source, "<t>")
+        assert not failed and not reports
+        return _without_timings(text)
+
+    if vaults.twin is None:
+        text = explained(vaults.root, program)
+        assert "penguin" in text and "search: exact scan (sqlite)" in text
+        return
+    # The Qdrant side says where and how it searched; the rest is the twin's.
+    found = explained(vaults.root, exact(program))
+    assert "search: exact" in found and "qdrant" in found
+    assert _without_store_lines(found) == _without_store_lines(explained(vaults.twin, program))
+
+
+def _without_timings(text: str) -> str:
+    return re.sub(r"\d+(\.\d+)? ?ms", "_ ms", text)
+
+
+def _without_store_lines(text: str) -> str:
+    """Explain's text without the lines naming the store and `exact = true` (re-spaced)."""
+    text = text.replace(", exact = true)", ")")
+    lines = [
+        re.sub(r" {2,}", "  ", line.rstrip())
+        for line in text.split("\n")
+        if not line.strip().startswith(("search:", "index ")) and line.strip(" -")
+    ]
+    return "\n".join(lines)
+
+
 def test_tampered_index_is_refused_without_traceback(semantic_vault) -> None:
-    root, _, _ = semantic_vault
-    (root / ".hql" / "index.sqlite").write_bytes(b"not a database at all")
+    # SQLite only: it overwrites the index file, which the Qdrant store does not have.
+    vaults, _ = semantic_vault
+    (vaults.root / ".hql" / "index.sqlite").write_bytes(b"not a database at all")
     outcome = hql.run(
-        'import semantic\ncards | semantic("penguins catch fish")', vault=hql.open_vault(root)
+        'import semantic\ncards | semantic("penguins catch fish")', vault=vaults.open()
     )
     assert outcome.failed and outcome.reports[-1].stage.value == "evaluation"
 
