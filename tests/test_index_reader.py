@@ -310,3 +310,64 @@ def test_any_truncation_is_refused_by_reader_verify_and_inspect(
     assert verify_command(vault)[0] == 1
     code, _ = inspect_command(vault)
     assert code in (0, 1)  # a stump that still holds the small tables may be inspected
+
+
+def test_a_score_does_not_depend_on_the_rows_it_was_computed_with() -> None:
+    from hql.index.reader import exact_scores
+
+    rng = np.random.default_rng(7)
+    matrix = rng.standard_normal((1001, 384)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    query = matrix[3] + matrix[500]
+    query /= np.linalg.norm(query)
+    whole = exact_scores(matrix, query)
+    assert whole.dtype == np.float32
+    assert np.allclose(whole, matrix.astype(np.float64) @ query.astype(np.float64), atol=1e-7)
+    for size in (1, 3, 5, 7, 64, 333):
+        for _ in range(20):
+            picked = rng.choice(len(matrix), size, replace=False)
+            assert np.array_equal(exact_scores(matrix[picked], query), whole[picked])
+
+
+class DenseEmbedder:
+    """Dense pseudo-random unit vectors (seeded by the text): every bit of a sum counts."""
+
+    model_id, revision = "dense", "1"
+
+    def embed_passages(self, texts):
+        import hashlib
+
+        rows = []
+        for text in texts:
+            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+            rows.append(np.random.default_rng(seed).standard_normal(384))
+        vectors = np.asarray(rows, dtype=np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    embed_queries = embed_passages
+
+
+@on_every_store
+def test_every_way_of_ranking_gives_a_card_the_same_score(tmp_path: Path, store: str) -> None:
+    cards = {f"card-{n:03d}": f"Card number {n} about topic {n % 7}." for n in range(61)}
+    questions = [f"topic {n}" for n in range(4)]
+    vaults = StoreVaults.make(
+        store,
+        tmp_path,
+        lambda root, toml: write_vault(root, cards, toml),
+        TOML,
+        collection="dense",
+        name="dense",
+    )
+    try:
+        vaults.build(queries=questions, embedder=DenseEmbedder)
+        for question in questions:
+            full = dict(vaults.ranking(question).hits)
+            for k in (1, 2, 5, 13):
+                top = vaults.ranking(question, k=k).hits
+                assert top == sorted(full.items(), key=lambda hit: (-hit[1], hit[0]))[:k]
+            subset = [f"card-{n:03d}" for n in range(0, 61, 3)]
+            for name, score in vaults.ranking(question, cards=subset, k=5).hits:
+                assert score == full[name]
+    finally:
+        vaults.close()

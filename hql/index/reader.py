@@ -4,6 +4,12 @@ The vectors of one index revision (file identity, mtime, size) are read once
 into a float32 matrix and kept in a process-wide cache, so a question costs
 one matrix-vector product and a top-k, not a database read.
 
+A score is `exact_scores`' dot product (summed in float64, rounded once to
+float32), whichever rows it was computed with: the float32 scan only picks the
+candidates. So every store and search path (the scan, an HNSW graph's
+candidates, a Qdrant collection) reports the same score, to the last bit, for
+the same card and question, and orders near-ties alike.
+
 When the index has sections, a card scores as its best section, and each hit
 says which section that was (heading path and line span). An index without
 them (the reference's layout) scores each card's own vector.
@@ -184,8 +190,7 @@ class SemanticIndex:
 
     def search(self, vector: np.ndarray, k: int | None = None) -> list[tuple[str, float]]:
         """Every indexed card (or the best `k`) against a unit vector, best first."""
-        scores, _ = self._card_scores(vector)
-        return self._hits(scores, None, k)
+        return self.rank_rows(vector, self._candidates(vector, None, k), k)[0]
 
     def rank(
         self, vector: np.ndarray, cards: Sequence[CardLike], k: int | None = None
@@ -201,13 +206,32 @@ class SemanticIndex:
 
         `cards` None ranks every indexed card, with no staleness check.
         """
-        scores, section_scores = self._card_scores(vector)
         warnings = self.input_warnings(cards) if cards is not None else []
         rows = self._align(cards).rows if cards is not None else None
+        hits, sections = self.rank_rows(vector, self._candidates(vector, rows, k), k)
+        return hits, warnings, sections
+
+    def _candidates(
+        self, vector: np.ndarray, rows: np.ndarray | None, k: int | None
+    ) -> np.ndarray | None:
+        """The card rows (of `rows`; None: all) that can be among the best `k` (None: all).
+
+        The float32 scan's scores can differ from `exact_scores` in their last bits,
+        by less than `float32_slack`: every card within that of the k-th is kept.
+        """
+        import numpy as np
+
+        count = len(self._loaded.names) if rows is None else len(rows)
+        if k is None or k >= count:
+            return rows
+        if k <= 0:
+            return np.zeros(0, dtype=np.intp)
+        scores, _ = self._card_scores(vector)
         if rows is not None:
             scores = scores[rows]
-        hits = self._hits(scores, rows, k)
-        return hits, warnings, self._best_sections(hits, section_scores)
+        kth = -np.partition(-scores, k - 1)[k - 1]
+        positions = np.flatnonzero(scores >= kth - float32_slack(self.dimensions))
+        return positions if rows is None else rows[positions]
 
     @property
     def vectors(self) -> np.ndarray:
@@ -243,22 +267,31 @@ class SemanticIndex:
         return self._align(cards).rows is None
 
     def rank_rows(
-        self, vector: np.ndarray, rows: np.ndarray, k: int | None
+        self, vector: np.ndarray, rows: np.ndarray | None, k: int | None
     ) -> tuple[list[tuple[str, float]], list[SectionHit | None]]:
-        """The best `k` of these card rows, scored exactly (best section), with their sections."""
+        """The best `k` of these card rows (None: every row), scored by `exact_scores`
+        (best section), with their sections."""
         import numpy as np
 
-        rows = np.unique(np.asarray(rows, dtype=np.intp))  # sorted: ties fall to name order
         starts, counts = self.vector_spans()
-        picked_counts = counts[rows]
-        firsts = np.repeat(starts[rows] - np.cumsum(picked_counts) + picked_counts, picked_counts)
-        picked = firsts + np.arange(int(picked_counts.sum()))
-        part = self.vectors[picked] @ vector
-        offsets = np.cumsum(picked_counts) - picked_counts
-        scores = np.maximum.reduceat(part, offsets) if len(rows) else part[:0]
+        if rows is None:
+            part = exact_scores(self.vectors, vector)
+            offsets = starts
+            picked: Any = slice(None)
+        else:
+            rows = np.unique(np.asarray(rows, dtype=np.intp))  # sorted: ties fall to name order
+            picked_counts = counts[rows]
+            offsets = np.cumsum(picked_counts) - picked_counts
+            picked = np.repeat(starts[rows] - offsets, picked_counts) + np.arange(
+                int(picked_counts.sum())
+            )
+            part = exact_scores(self.vectors[picked], vector)
+        scores = np.maximum.reduceat(part, offsets) if len(offsets) else part[:0]
         hits = self._hits(scores, rows, k)
         if self._loaded.sections is None:
             return hits, [None] * len(hits)
+        if rows is None:
+            return hits, self._best_sections(hits, part)
         section_scores = np.full(len(self.vectors), -np.inf, dtype=np.float32)
         section_scores[picked] = part
         return hits, self._best_sections(hits, section_scores)
@@ -340,6 +373,33 @@ class SemanticIndex:
         picked = positions if rows is None else rows[positions]
         values = scores[positions].tolist()
         return [(names[row], value) for row, value in zip(picked.tolist(), values, strict=True)]
+
+
+_EXACT_BLOCK = 16384  # rows converted to float64 at a time (~50 MB at 384 dimensions)
+
+
+def exact_scores(rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """Each row's dot product with `vector`, summed in float64 and rounded once to float32.
+
+    A float32 matrix-vector product sums a row in an order that depends on where the
+    row falls in the matrix (BLAS treats the rows left over at a block's end apart),
+    so the same two vectors could score differently in the last bit in a full scan,
+    among a graph's candidates or among a Qdrant fetch. Summed in float64, the
+    orders agree far below float32's last bit, and the rounded score is the same.
+    """
+    import numpy as np
+
+    query = np.asarray(vector, dtype=np.float64)
+    out = np.empty(len(rows), dtype=np.float32)
+    for first in range(0, len(rows), _EXACT_BLOCK):
+        block = rows[first : first + _EXACT_BLOCK]
+        out[first : first + len(block)] = block.astype(np.float64) @ query
+    return out
+
+
+def float32_slack(dimensions: int) -> float:
+    """A bound on how far a float32 dot product of two unit vectors is from the exact one."""
+    return dimensions * 2.0**-22 + 1e-6
 
 
 def _top_positions(scores: np.ndarray, k: int | None) -> np.ndarray:

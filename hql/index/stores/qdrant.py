@@ -43,7 +43,14 @@ from hql import messages
 from hql.index import schema
 from hql.index.config import EmbedderConfig, QdrantConfig, SemanticsConfig, resolve_index_path
 from hql.index.errors import SemanticIndexError, StoreUnavailable
-from hql.index.reader import CardLike, SectionHit, VaultLike, check_vault
+from hql.index.reader import (
+    CardLike,
+    SectionHit,
+    VaultLike,
+    check_vault,
+    exact_scores,
+    float32_slack,
+)
 from hql.index.stores import CardVectors, SearchFilter, SearchMethod, SearchResult
 
 if TYPE_CHECKING:
@@ -57,7 +64,7 @@ FILTER_FIELDS = ("folder", "folder_tree", "tag_tree", "metadata")
 QUERIES_SUFFIX = "-queries"
 _POINTS = uuid.UUID("6f0c5a7e-4b8e-4a51-9a8e-2d1c0b7f3e11")  # namespace of point ids
 _SCROLL_PAGE = 2048
-# How far Qdrant's score of a unit-vector dot product may be from HQL's float32 one.
+# How far Qdrant's score of a unit-vector dot product may be from HQL's (at least).
 _SCORE_SLACK = 1e-4
 _UPSERT_BATCH = 256
 
@@ -674,8 +681,9 @@ class QdrantStore:
         """The best `wanted` cards, each by its best section.
 
         Qdrant picks the candidate points; HQL scores them again as the SQLite store
-        does (float32 dot products: Qdrant's local mode computes in float64, a server
-        in its own SIMD order), so both stores rank near-ties alike. A card's score is
+        does (`exact_scores`: Qdrant's local mode computes in float64 without the
+        final rounding, a server in float32 in its own SIMD order), so both stores
+        give the same scores and rank near-ties alike. A card's score is
         its best point's. Once the k-th card beats the last point fetched by more than
         the two computations can differ, no card not yet seen can reach it, ties
         included; until then the fetch doubles. Grouping happens here rather than in
@@ -684,6 +692,7 @@ class QdrantStore:
         import numpy as np
 
         query = np.ascontiguousarray(vector, dtype=np.float32)
+        slack = max(_SCORE_SLACK, float32_slack(len(query)))
         limit = max(1, min(total, wanted * 2 + 16))
         while True:
             with _calls(self.where, self.collection):
@@ -699,7 +708,7 @@ class QdrantStore:
             if not points:
                 return []
             block = np.asarray([point.vector for point in points], dtype=np.float32)
-            scores = (block @ query).tolist()
+            scores = exact_scores(block, query).tolist()
             best: dict[str, tuple[float, SectionHit | None]] = {}
             for point, score in zip(points, scores, strict=True):
                 name, _, section = _hit(point)
@@ -710,7 +719,7 @@ class QdrantStore:
                 key=lambda hit: (-hit[1], hit[0]),
             )
             exhausted = len(points) < limit or limit >= total
-            floor = float(points[-1].score) + _SCORE_SLACK
+            floor = float(points[-1].score) + slack
             if exhausted or (len(hits) >= wanted and hits[wanted - 1][1] > floor):
                 return hits[:wanted]
             limit = min(total, limit * 2)
