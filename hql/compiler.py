@@ -1,0 +1,507 @@
+"""Closure compilation: each checked expression becomes a Python function, made once per run.
+
+Walking the syntax tree pays, at every visit of a node, for finding the node's rule,
+the plan's entries for it and the test whether its value needs measuring. A lambda's
+body is visited once per element (once per comparison of a sort), so the interpreter
+compiles each expression once into a closure that holds its children's closures and
+everything the plan decided about the node (its step or function, its input type,
+whether its value can be large). Running it reads only the values and the lambda
+scopes current at that moment (`Interpreter.locals`), exactly as the tree walk did:
+same order of evaluation, same reports at the same spans, same budget checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from hql import messages
+from hql import operators as ops
+from hql import types as ty
+from hql.diagnostics import HqlError, evaluation
+from hql.printing import as_data, to_json, values_equal
+from hql.source import Span
+from hql.syntax import tree as t
+from hql.values import (
+    ABSENT,
+    Card,
+    Data,
+    Date,
+    Edge,
+    Group,
+    Hit,
+    ListValue,
+    MapValue,
+    Ranking,
+    SetValue,
+)
+
+if TYPE_CHECKING:
+    from hql.interpreter import Interpreter
+
+Compiled = Callable[[], Any]  # an expression ready to evaluate in the current scopes
+
+# Expressions whose value can be larger than their operands: checked against the budget.
+_MAKERS = frozenset({t.ListLit, t.SetLit, t.DataLit, t.Add, t.Pipe, t.Call, t.TypeCall})
+# Types whose values the budget never measures (no text, no elements): not checked at all.
+_UNMEASURED = frozenset({"Int", "Float", "Bool", "Ordering", "Date", "Unit"})
+_LITERALS = (t.IntLit, t.FloatLit, t.BoolLit, t.StringLit)
+
+
+class Compiler:
+    """Compiles the expressions of one checked plan for one interpreter, each node once."""
+
+    def __init__(self, interpreter: Interpreter) -> None:
+        self.interpreter = interpreter
+        self.plan = interpreter.plan
+        self._compiled: dict[t.Node, Compiled] = {}
+        self._arguments: dict[t.Node, list[tuple[str, Compiled]]] = {}
+
+    def expression(self, expr: t.Expr) -> Compiled:
+        compiled = self._compiled.get(expr)
+        if compiled is None:
+            compiled = _RULES[type(expr)](self, expr)
+            if type(expr) in _MAKERS and self._measured(expr):
+                compiled = self._within_budget(compiled, expr.span)
+            self._compiled[expr] = compiled
+        return compiled
+
+    def _measured(self, expr: t.Expr) -> bool:
+        """Whether a value of this expression's checked type can hold text or elements."""
+        found = self.plan.types.get(expr)
+        return found is None or ty.strip_option(found).name not in _UNMEASURED
+
+    def _within_budget(self, compiled: Compiled, span: Span) -> Compiled:
+        check = self.interpreter.within_budget
+
+        def measured() -> Any:
+            value = compiled()
+            check(value, span)
+            return value
+
+        return measured
+
+    def _operator_failure(self, failure: ops.OperatorFailure, span: Span) -> HqlError:
+        return HqlError(evaluation(messages.operator_failure(str(failure)), span))
+
+    # --- values ------------------------------------------------------------------
+
+    def _literal(self, expr: t.IntLit | t.FloatLit | t.BoolLit | t.StringLit) -> Compiled:
+        value = expr.value
+        return lambda: value
+
+    def _param(self, expr: t.Param) -> Compiled:
+        params, name = self.interpreter.params, expr.name
+        return lambda: params[name]
+
+    def _docref(self, expr: t.DocRef) -> Compiled:
+        interpreter, name, span = self.interpreter, expr.name, expr.span
+
+        def docref() -> Any:
+            card = interpreter.vault.resolve(name) if interpreter.vault is not None else None
+            if card is None:
+                interpreter.warn(messages.unresolved_reference(name), span)
+                return ABSENT
+            return card
+
+        return docref
+
+    def _name(self, expr: t.Name) -> Compiled:
+        """The innermost lambda parameter of that name, else the program's binding, else the
+        vault's cards (the checker has resolved it to one of these)."""
+        interpreter, name, names = self.interpreter, expr.name, self.interpreter.names
+        lazy = bool(self.plan.hints.get(expr, {}).get("lazy_cards"))  # planner: `lazy-cards`
+
+        def lookup() -> Any:
+            scopes = interpreter.locals
+            if scopes:
+                innermost = scopes[-1]
+                if name in innermost:
+                    return innermost[name]
+                for scope in reversed(scopes):
+                    if name in scope:
+                        return scope[name]
+            if name in names:
+                return names[name]
+            vault = interpreter.vault
+            assert vault is not None, "the checker lets `cards` through only with a vault"
+            if lazy:  # built when first read
+                return SetValue(vault.lazy_cards())  # type: ignore[arg-type]
+            return SetValue(vault.cards)
+
+        return lookup
+
+    def _data(self, expr: t.DataLit) -> Compiled:
+        entries = [(entry.key.split("."), self.expression(entry.value)) for entry in expr.entries]
+
+        def data() -> Data:
+            tree: dict[str, Any] = {}
+            for path, value in entries:
+                *parents, last = path
+                node = tree
+                for part in parents:
+                    child = node.get(part)
+                    if not isinstance(child, dict):
+                        child = node[part] = {}
+                    node = child
+                node[last] = to_tree(value())
+            return Data(tree)
+
+        return data
+
+    def _list(self, expr: t.ListLit) -> Compiled:
+        if all(isinstance(item, _LITERALS) for item in expr.items):
+            constants = tuple(item.value for item in expr.items)  # type: ignore[attr-defined]
+            return lambda: ListValue(constants)
+        items = [self.expression(item) for item in expr.items]
+        return lambda: ListValue(tuple(item() for item in items))
+
+    def _set(self, expr: t.SetLit) -> Compiled:
+        items = [self.expression(item) for item in expr.items]
+        return lambda: SetValue(distinct(item() for item in items))
+
+    def _edge(self, expr: t.EdgeLit) -> Compiled:
+        data = self._data(expr.data) if expr.data is not None else None
+        source, target = self._endpoint(expr.source), self._endpoint(expr.target)
+
+        def edge() -> Edge:
+            tree = data().tree if data is not None else {}
+            return Edge(source(), target(), tree)
+
+        return edge
+
+    def _endpoint(self, expr: t.Expr) -> Callable[[], str]:
+        if isinstance(expr, t.DocRef):  # the name as written: no resolution, no warning
+            name = expr.name
+            return lambda: name
+        compiled = self.expression(expr)
+
+        def endpoint() -> str:
+            value = compiled()
+            if isinstance(value, Card):
+                return value.name
+            return "" if value is ABSENT else str(value)
+
+        return endpoint
+
+    def _field(self, expr: t.Field) -> Compiled:
+        receiver, name = self.expression(expr.receiver), expr.name
+        return lambda: get_field(receiver(), name)
+
+    # --- operators ---------------------------------------------------------------
+
+    def _add(self, expr: t.Add) -> Compiled:
+        left, right, span = self.expression(expr.left), self.expression(expr.right), expr.span
+
+        def add() -> Any:
+            a = left()
+            b = right()
+            try:
+                return ops.add(a, b)
+            except ops.OperatorFailure as failure:
+                raise self._operator_failure(failure, span) from None
+
+        return add
+
+    def _arithmetic(self, expr: t.Arithmetic) -> Compiled:
+        op, span = expr.op, expr.span
+        left, right = self.expression(expr.left), self.expression(expr.right)
+
+        def arithmetic() -> Any:
+            a = left()
+            b = right()
+            try:
+                return ops.arithmetic(op, a, b)
+            except ops.OperatorFailure as failure:
+                raise self._operator_failure(failure, span) from None
+
+        return arithmetic
+
+    def _negative(self, expr: t.Negative) -> Compiled:
+        operand, span = self.expression(expr.operand), expr.span
+
+        def negative() -> Any:
+            try:
+                return ops.negative(operand())
+            except ops.OperatorFailure as failure:
+                raise self._operator_failure(failure, span) from None
+
+        return negative
+
+    def _compare(self, expr: t.Compare) -> Compiled:
+        op, note_messy = expr.op, self.interpreter.note_messy
+        left, right = self.expression(expr.left), self.expression(expr.right)
+
+        def compare() -> Any:
+            a = left()
+            b = right()
+            try:
+                return ops.order(op, a, b)
+            except ops.WrongKind:
+                note_messy(expr)
+                return False
+
+        return compare
+
+    def _equality(self, expr: t.Equality) -> Compiled:
+        negated = expr.negated
+        left, right = self.expression(expr.left), self.expression(expr.right)
+
+        def equality() -> bool:
+            equal = values_equal(left(), right())
+            return not equal if negated else equal
+
+        return equality
+
+    def _logic(self, expr: t.Logic) -> Compiled:
+        """Short-circuit; with one side absent the other decides when it can (`false and x`)."""
+        decisive = expr.op == "or"  # `true or …` is true, `false and …` is false
+        left, right = self.expression(expr.left), self.expression(expr.right)
+
+        def logic() -> Any:
+            first = left()
+            if first is decisive:
+                return decisive
+            second = right()
+            if second is decisive:
+                return decisive
+            return ABSENT if ABSENT in (first, second) else second
+
+        return logic
+
+    def _not(self, expr: t.Not) -> Compiled:
+        operand = self.expression(expr.operand)
+        return lambda: ops.logical_not(operand())
+
+    def _otherwise(self, expr: t.Otherwise) -> Compiled:
+        left, right = self.expression(expr.left), self.expression(expr.right)
+        as_data_value = self.plan.types[expr] == ty.DATA
+
+        def otherwise() -> Any:
+            value = left()
+            if ops.is_absent(value):
+                value = right()
+            if as_data_value and not isinstance(value, Data) and value is not ABSENT:
+                return Data(to_tree(value))  # `c.metadata.owner ?? "nobody"` is Data either way
+            return value
+
+        return otherwise
+
+    # --- steps, functions, lambdas -------------------------------------------------
+
+    def _pipe(self, expr: t.Pipe) -> Compiled:
+        if self.plan.hints.get(expr, {}).get("card_count"):
+            return self.interpreter.card_count
+        return self._step(expr, expr.input, expr.stage.span)
+
+    def _call(self, expr: t.Call) -> Compiled:
+        function = self.plan.functions.get(expr)
+        if function is None:
+            first = self.plan.inputs[expr]
+            assert first is not None
+            if self.plan.hints.get(expr, {}).get("card_count"):
+                return self.interpreter.card_count
+            return self._step(expr, first, expr.span)
+        interpreter, run = self.interpreter, function.run
+        if function.lazy:  # `if(c, a, b)` evaluates one branch
+            expressions = [argument.value for argument in expr.args]
+            return lambda: run(interpreter, expr, list(expressions))
+        arguments = [self.expression(argument.value) for argument in expr.args]
+        if len(arguments) == 2:  # `compare(a, b)`: the comparator's usual body
+            first_argument, second_argument = arguments
+            return lambda: run(interpreter, expr, [first_argument(), second_argument()])
+        return lambda: run(interpreter, expr, [argument() for argument in arguments])
+
+    def _type_call(self, expr: t.TypeCall) -> Compiled:
+        interpreter, run = self.interpreter, self.plan.functions[expr].run
+        arguments = [self.expression(argument.value) for argument in expr.args]
+        return lambda: run(interpreter, expr, [argument() for argument in arguments])
+
+    def _step(self, node: t.Node, input_expr: t.Expr, span: Span) -> Compiled:
+        """A step run on its input: through `Interpreter.run_step`, which `explain` times."""
+        interpreter, input_value = self.interpreter, self.expression(input_expr)
+        input_type = self.plan.types[input_expr]
+        return lambda: interpreter.run_step(node, input_value(), input_type, span)
+
+    def arguments(self, node: t.Node) -> list[tuple[str, Compiled]]:
+        """A step's arguments by name, each ready to evaluate: a lambda becomes a closure
+        over the scopes current when the step runs; a type argument is read from the plan."""
+        known = self._arguments.get(node)
+        if known is not None:
+            return known
+        compiled = self._arguments[node] = []
+        for name, argument in self.plan.arguments[node].items():
+            value = argument.value
+            if isinstance(value, t.Lambda):
+                compiled.append((name, self._closure_maker(value)))
+            elif value in self.plan.types:
+                compiled.append((name, self.expression(value)))
+            else:
+                compiled.append((name, _nothing))
+        return compiled
+
+    def _closure_maker(self, function: t.Lambda) -> Compiled:
+        interpreter, params = self.interpreter, function.params
+        body = self.expression(function.body)
+
+        def closure() -> Callable[..., Any]:
+            # A scope is never changed once made, so capturing the list of them is enough.
+            captured = list(interpreter.locals)
+            if len(params) == 1:
+                (param,) = params
+
+                def call_one(value: Any) -> Any:
+                    saved = interpreter.locals
+                    interpreter.locals = [*captured, {param: value}]
+                    try:
+                        return body()
+                    finally:
+                        interpreter.locals = saved
+
+                return call_one
+            if len(params) == 2:
+                first, second = params
+
+                def call_two(a: Any, b: Any) -> Any:
+                    saved = interpreter.locals
+                    interpreter.locals = [*captured, {first: a, second: b}]
+                    try:
+                        return body()
+                    finally:
+                        interpreter.locals = saved
+
+                return call_two
+
+            def call(*values: Any) -> Any:
+                saved = interpreter.locals
+                interpreter.locals = [*captured, dict(zip(params, values, strict=True))]
+                try:
+                    return body()
+                finally:
+                    interpreter.locals = saved
+
+            return call
+
+        return closure
+
+    def _lambda(self, expr: t.Lambda) -> Compiled:
+        span = expr.span
+
+        def not_a_value() -> Any:  # pragma: no cover - rejected by the checker
+            raise HqlError(evaluation(messages.lambda_not_a_value(), span))
+
+        return not_a_value
+
+
+def _nothing() -> None:
+    return None
+
+
+_RULES: dict[type, Callable[[Compiler, Any], Compiled]] = {
+    t.IntLit: Compiler._literal,
+    t.FloatLit: Compiler._literal,
+    t.BoolLit: Compiler._literal,
+    t.StringLit: Compiler._literal,
+    t.DocRef: Compiler._docref,
+    t.Name: Compiler._name,
+    t.DataLit: Compiler._data,
+    t.ListLit: Compiler._list,
+    t.SetLit: Compiler._set,
+    t.Add: Compiler._add,
+    t.Equality: Compiler._equality,
+    t.EdgeLit: Compiler._edge,
+    t.Field: Compiler._field,
+    t.Pipe: Compiler._pipe,
+    t.Call: Compiler._call,
+    t.TypeCall: Compiler._type_call,
+    t.Lambda: Compiler._lambda,
+    t.Arithmetic: Compiler._arithmetic,
+    t.Compare: Compiler._compare,
+    t.Logic: Compiler._logic,
+    t.Not: Compiler._not,
+    t.Negative: Compiler._negative,
+    t.Otherwise: Compiler._otherwise,
+    t.Param: Compiler._param,
+}
+
+
+# --- value helpers (steps use them too) -----------------------------------------------
+
+
+def distinct(values: Any) -> tuple[Any, ...]:
+    seen: set[Any] = set()
+    kept = []
+    for value in values:
+        key = as_data(value)
+        if key not in seen:
+            seen.add(key)
+            kept.append(value)
+    return tuple(kept)
+
+
+def to_tree(value: Any) -> Any:
+    """A value converted to Data (its JSON projection, for the kinds Data can hold)."""
+    if isinstance(value, Data):
+        return value.tree
+    return to_json(value)
+
+
+def get_field(receiver: Any, name: str) -> Any:
+    """`receiver.name` at run time; absence propagates, a missing Data key is absent."""
+    if receiver is ABSENT:
+        return ABSENT
+    if isinstance(receiver, Data):
+        tree = receiver.tree
+        if isinstance(tree, dict) and name in tree:
+            return Data(tree[name])
+        return ABSENT
+    if isinstance(receiver, Card):
+        if name in ("header", "metadata"):
+            return Data(getattr(receiver, name))
+        if name in _NOTE_LISTS:
+            return _note_list(receiver, name)
+        if name == "created":
+            created = receiver.created
+            return ABSENT if created is None else Date(created)
+        if name == "modified":
+            return Date(receiver.modified)
+        return getattr(receiver, name)
+    if isinstance(receiver, Edge):
+        return Data(receiver.data) if name == "data" else getattr(receiver, name)
+    if isinstance(receiver, Hit):
+        if name == "retrieval":
+            return Data(receiver.retrieval.as_tree())
+        if name == "query":
+            return receiver.retrieval.query
+        return getattr(receiver, name)
+    if isinstance(receiver, Ranking):
+        if name == "hits":
+            return ListValue(receiver.hits)
+        if name == "retrieval":
+            return Data(receiver.retrieval.as_tree())
+        return receiver.retrieval.query
+    if isinstance(receiver, Group):
+        return getattr(receiver, name)
+    if isinstance(receiver, MapValue):
+        return SetValue(receiver.keys) if receiver.kind == "Map" else ListValue(receiver.keys)
+    if isinstance(receiver, Date):
+        from hql.dates import field
+
+        return field(receiver, name)
+    if name == "nodes":
+        return ListValue(tuple(receiver.nodes))
+    if name == "edges":
+        return ListValue(tuple(receiver.induced_edges))
+    raise AssertionError(f"no field {name} on {type(receiver).__name__}")  # pragma: no cover
+
+
+_NOTE_LISTS = frozenset(
+    {"tags", "aliases", "tasks", "headings", "outlinks", "inlinks", "unresolved"}
+)
+
+
+def _note_list(card: Card, name: str) -> ListValue:
+    items = getattr(card, name)
+    if name == "tasks":
+        return ListValue(tuple(Data(item) for item in items))
+    return ListValue(tuple(items))

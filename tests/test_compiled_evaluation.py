@@ -1,0 +1,188 @@
+"""Expressions are compiled once per run (hql/compiler.py): lambdas still see the scopes the
+language promises, reports keep their spans, and the value budget trips where it did."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hql
+from hql import compiler
+from hql.syntax import tree as t
+
+
+def value(text: str, vault: hql.Vault | None = None) -> str:
+    outcome = hql.run(text, vault=vault)
+    assert not outcome.failed, outcome.render_reports()
+    return outcome.text()
+
+
+def failure_at(text: str, quoted: str, words: str, vault: hql.Vault | None = None) -> None:
+    """The run fails with one report whose span is exactly `quoted` in `text`."""
+    outcome = hql.run(text, vault=vault)
+    assert outcome.failed
+    (report,) = outcome.reports
+    start = text.encode().index(quoted.encode())
+    assert (report.span.start, report.span.end) == (start, start + len(quoted.encode()))
+    assert words in report.message, report.message
+
+
+# --- scopes ------------------------------------------------------------------------
+
+
+def test_a_parameter_shadows_a_binding_and_an_outer_parameter() -> None:
+    assert value("n = 10\n[1, 2] | map(n => n + 1)") == "[2, 3]"
+    assert value("n = 10\n[1, 2] | map(x => x + n)") == "[11, 12]"
+    assert value("[1, 2] | map(x => [10, 20] | map(x => x + 1))") == "[[11, 21], [11, 21]]"
+
+
+def test_an_inner_lambda_sees_the_outer_parameter_of_its_own_call() -> None:
+    text = "[1, 2] | map(x => [10, 20] | filter(y => y > x * 10) | map(y => y + x))"
+    assert value(text) == "[[21], []]"
+    # A comparator closing over the element being mapped, called for every comparison.
+    text = "[1, -1] | map(k => [3, 1, 2] | sort(by = (a, b) => compare(a * k, b * k)))"
+    assert value(text) == "[[1, 2, 3], [3, 2, 1]]"
+
+
+def test_a_comparator_that_must_be_called_orders_as_compare_does() -> None:
+    items = "[5, 3, 9, 3, 1, 12, 0, 7]"
+    plain = value(f"{items} | sort")
+    assert value(f"{items} | sort(by = (a, b) => compare(a + 0, b))") == plain
+    assert value(f"{items} | sort(by = (a, b) => compare(b * 1, a))") == value(
+        f"{items} | sort(descending = true)"
+    )
+    descending = value(f"{items} | sort(by = (a, b) => compare(a + 0, b), descending = true)")
+    assert descending == value(f"{items} | sort(descending = true)")
+    # Ties keep their input order: by the last digit, 12 stays before 2, 31 before 1.
+    tied = value("[12, 31, 2, 1, 40] | sort(by = (a, b) => compare(a % 10, b % 10))")
+    assert tied == "[40, 31, 1, 12, 2]"
+
+
+def test_lazy_if_inside_a_lambda_evaluates_in_that_call() -> None:
+    assert value("[1, 0, 4] | map(x => if(x > 0, 8 / x, 0.0))") == "[8.0, 0.0, 2.0]"
+
+
+def test_cards_of_a_lambda_and_of_the_vault() -> None:
+    vault = hql.open_vault(Path(__file__).parent / "fixtures" / "vault")
+    everyone = value("cards | count", vault)
+    text = "[1, 2] | map(n => cards | count)"
+    assert value(text, vault) == f"[{everyone}, {everyone}]"
+    names = value("cards | map(c => c.name) | sort", vault)
+    sorted_by_name = "cards | sort(by = (a, b) => compare(b.name, a.name)) | map(c => c.name)"
+    assert value(sorted_by_name, vault) == value(
+        "cards | map(c => c.name) | sort(descending = true)", vault
+    )
+    assert names.startswith("[")
+
+
+# --- reports ------------------------------------------------------------------------
+
+
+def test_a_failure_inside_a_lambda_points_at_its_expression() -> None:
+    text = "[1, 2] | map(x => x + 9223372036854775807)"
+    failure_at(text, "x + 9223372036854775807", "overflow")
+    text = "[3, 0] | filter(x => 10 / x > 1.0)"
+    failure_at(text, "10 / x", "division by zero")
+    text = "[ [1], [2] ] | map(xs => xs | map(x => x % 0))"
+    failure_at(text, "x % 0", "remainder by zero")
+
+
+def test_a_comparator_that_fails_points_at_its_expression() -> None:
+    text = "[1, 2, 3] | sort(by = (a, b) => compare(a + 9223372036854775807, b))"
+    failure_at(text, "a + 9223372036854775807", "overflow")
+    text = "[2, 0] | map(k => [3, 1] | sort(by = (a, b) => compare(a % k, b + 0)))"
+    failure_at(text, "a % k", "remainder by zero")
+
+
+def test_a_messy_comparison_in_a_lambda_still_counts_its_cards(tmp_path: Path) -> None:
+    for name, rating in (("a", "3"), ("b", "high"), ("c", "low"), ("d", "5")):
+        (tmp_path / f"{name}.md").write_text(f"---\nrating: {rating}\n---\n# {name}\n")
+    vault = hql.open_vault(tmp_path, use_cache=False)
+    outcome = hql.run("cards | filter(c => c.metadata.rating > 2) | count", vault)
+    assert outcome.value == 2
+    (warning,) = outcome.reports
+    assert warning.severity.word == "warning" and "2 cards" in warning.message, warning.message
+
+
+# --- the value budget ------------------------------------------------------------------
+
+
+def _budget_vault(tmp_path: Path, line: str) -> hql.Vault:
+    (tmp_path / "hql.toml").write_text(f"[limits]\n{line}\n")
+    return hql.open_vault(tmp_path, use_cache=False)
+
+
+def test_the_element_budget_trips_in_a_lambda_exactly_where_it_did(tmp_path: Path) -> None:
+    vault = _budget_vault(tmp_path, "elements = 1000")
+
+    def mapped(width: int) -> str:
+        return "[7] | map(x => [" + ", ".join(["x"] * width) + "])"
+
+    # A list of k elements counts 1 + k; the map's list of one such list, 2 + k.
+    assert hql.run(mapped(998) + " | count", vault).value == 1
+    over_map = hql.run(mapped(999), vault)
+    assert over_map.failed and "more than 1,000 elements" in over_map.render_reports()
+    (report,) = over_map.reports
+    assert report.span.start == 0  # the map's value: the pipe from its input on
+    over_body = hql.run(mapped(1000), vault)
+    assert over_body.failed
+    (report,) = over_body.reports
+    text = mapped(1000)
+    assert (report.span.start, report.span.end) == (text.index("[x"), len(text) - 1)
+    assert "`[x, x, x" in over_body.render_reports()
+
+
+def test_the_byte_budget_trips_on_text_made_in_a_lambda(tmp_path: Path) -> None:
+    vault = _budget_vault(tmp_path, "bytes = 1000")
+    small = '["a"] | map(s => s + "' + "y" * 998 + '") | count'
+    assert hql.run(small, vault).value == 1
+    text = '["ab"] | map(s => s + "' + "y" * 999 + '")'
+    outcome = hql.run(text, vault)
+    assert outcome.failed and "more than 1,000 bytes" in outcome.render_reports()
+    (report,) = outcome.reports
+    assert text[report.span.start : report.span.end].startswith('s + "yyy')
+
+
+# --- compiled once -------------------------------------------------------------------------
+
+
+_RULES = dict(compiler._RULES)
+
+
+def _compilations(text: str, monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    counted: Counter[str] = Counter()
+
+    def counting(kind: type, rule: Any) -> Any:
+        def compile_counted(self: compiler.Compiler, expr: t.Expr) -> Any:
+            counted[kind.__name__] += 1
+            return rule(self, expr)
+
+        return compile_counted
+
+    rules = {kind: counting(kind, rule) for kind, rule in _RULES.items()}
+    monkeypatch.setattr(compiler, "_RULES", rules)
+    outcome = hql.run(text)
+    assert not outcome.failed, outcome.render_reports()
+    return counted
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "map(x => x + 1) | filter(y => y > 5) | count",
+        "sort(by = (a, b) => compare(a + 0, b)) | count",
+        "map(x => [x, x * 2] | map(y => y - x)) | count",
+    ],
+)
+def test_every_expression_is_compiled_once_whatever_the_number_of_elements(
+    tail: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    few = _compilations("[3, 1, 2] | " + tail, monkeypatch)
+    many = _compilations(
+        "[" + ", ".join(str(i % 97) for i in range(3000)) + "] | " + tail, monkeypatch
+    )
+    assert few == many
+    assert few["Name"] >= 1 and few["ListLit"] >= 1
