@@ -8,6 +8,7 @@ absent result (absence lifting), except where a rule below says otherwise.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from hql import types as ty
@@ -113,6 +114,8 @@ def _number(value: int | float) -> int | float:
 
 
 def add(left: Any, right: Any) -> Any:
+    if type(left) is int and type(right) is int:  # the common case, as `_number` decides it
+        return checked_int(left + right)
     if left is ABSENT or right is ABSENT:
         return ABSENT
     if isinstance(left, Date):
@@ -187,6 +190,8 @@ def _kind(value: Any) -> str:
 
 def order(op: str, left: Any, right: Any) -> Any:
     """`< <= > >=`; absent when either side is; WrongKind when a Data side does not fit."""
+    if type(left) is int and type(right) is int:  # the common case, as below decides it
+        return _INTEGER_TESTS[op](left, right)
     if is_absent(left) or is_absent(right):
         return ABSENT
     a, b = _plain(left), _plain(right)
@@ -204,6 +209,9 @@ def order(op: str, left: Any, right: Any) -> Any:
     else:
         sign = (a > b) - (a < b)
     return {"<": sign < 0, "<=": sign <= 0, ">": sign > 0, ">=": sign >= 0}[op]
+
+
+_INTEGER_TESTS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
 def _date_text(text: str) -> Date:

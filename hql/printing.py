@@ -349,8 +349,19 @@ def order_key(value: Any) -> tuple[int, float, str] | None:
     return None
 
 
+# Integers in this range are exact as floats (their order keys order as the integers do).
+_EXACT_LOW, _EXACT_HIGH = -(2**53), 2**53
+
+
 def compare_values(a: Any, b: Any) -> int:
     """-1, 0 or 1; values without a key compare equal, so sorting stays stable."""
+    if (
+        type(a) is int
+        and type(b) is int
+        and _EXACT_LOW <= a <= _EXACT_HIGH
+        and _EXACT_LOW <= b <= _EXACT_HIGH
+    ):  # their floats are exact: the keys below order as the integers do
+        return (a > b) - (a < b)
     ka, kb = order_key(a), order_key(b)
     if ka is None or kb is None:
         return 0

@@ -276,10 +276,11 @@ def _comparator_sort(items: list[Any], comparator: Any, limit: int | None) -> li
     sort does (both are stable: ties keep their input order), in O(n log n)
     comparisons instead of O(n²).
     """
-    steps = {Ordering.LESS: -1, Ordering.EQUAL: 0, Ordering.GREATER: 1}
+    less, greater = Ordering.LESS, Ordering.GREATER
 
     def compare(a: Any, b: Any) -> int:
-        return steps.get(comparator(a, b), 0)
+        order = comparator(a, b)  # an Ordering (absent only from a comparator gone wrong: 0)
+        return -1 if order is less else 1 if order is greater else 0
 
     return _leading(items, functools.cmp_to_key(compare), limit)
 
