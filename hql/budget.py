@@ -81,6 +81,8 @@ class Budget:
             parts = (*value.keys(), *value.values())
         else:
             parts = value.items if isinstance(value, ListValue | SetValue) else value
+            if getattr(parts, "only_cards", False):  # cards built when first read: count them
+                return 1 + len(parts), 0  # as a card measures (1, 0)
         elements, size = 1, 0
         for part in parts:
             count, length = self.measure(part)

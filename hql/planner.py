@@ -17,6 +17,11 @@ Rules:
 * `lazy-cards`: `cards | step | take(k)`, where the step absorbs `lazy-cards`
   and `limit`, gets the vault's own `cards` as a sequence that builds each
   card when first read: a ranker with a stored index builds only its hits.
+* `folder-mask`: `cards | filter(c => …) | step | take(k)`, where the filter
+  absorbs `folder-mask`, the step `lazy-cards` and `limit`, and the lambda
+  is a conjunction of `c.folder == "x"` and `in_folder(c, "x")`: the filter
+  keeps the cards whose paths lie there without building any, and the step
+  builds only the cards it hands on.
 * `store-filter`: `filter(c => …) | step` where the step absorbs a
   `store_filter` and the lambda is a conjunction of conditions a vector store
   can test on its own payload (`c.folder == "x"`, `in_folder(c, "x")`,
@@ -93,6 +98,33 @@ def lazy_cards(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list[s
         rewrites.append(f"lazy-cards: {spec.name} builds only the cards it hands on")
 
 
+def folder_mask(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list[str]) -> None:
+    for node, spec in plan.steps.items():
+        if "lazy-cards" not in spec.absorbs or not isinstance(node, t.Pipe):
+            continue
+        inner = node.input
+        inner_spec = plan.steps.get(inner)
+        if hints.get(node, {}).get("limit") is None or inner_spec is None:
+            continue
+        if "folder-mask" not in inner_spec.absorbs or not isinstance(inner, t.Pipe):
+            continue
+        if inner.input not in plan.vault_cards:
+            continue
+        argument = plan.arguments.get(inner, {}).get("by")
+        lambda_ = argument.value if argument is not None else None
+        if not isinstance(lambda_, t.Lambda) or len(lambda_.params) != 1:
+            continue
+        conditions = _store_conditions(plan, lambda_.body, lambda_.params[0])
+        if not conditions or any(field not in ("folder", "folder_tree") for field, _ in conditions):
+            continue
+        hints.setdefault(inner.input, {})["lazy_cards"] = True
+        hints.setdefault(inner, {})["folder_mask"] = tuple(conditions)
+        rewrites.append(
+            f"folder-mask: {inner_spec.name} keeps cards by their paths and {spec.name}"
+            " builds only the cards it hands on"
+        )
+
+
 def store_filter(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list[str]) -> None:
     for node, spec in plan.steps.items():
         if "store_filter" not in spec.absorbs or not isinstance(node, t.Pipe):
@@ -165,4 +197,4 @@ def _card_field(expr: t.Expr, card: str) -> str | None:
     return None
 
 
-RULES: tuple[Rule, ...] = (top_k, card_count, lazy_cards, store_filter)
+RULES: tuple[Rule, ...] = (top_k, card_count, lazy_cards, folder_mask, store_filter)

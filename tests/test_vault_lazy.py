@@ -45,6 +45,18 @@ PROGRAMS = [
     "import bm25\ncards | bm25($q) | take(3) | map(h => [h.card.outlinks, h.card.inlinks])",
     "import bm25\n[cards | bm25($q) | take(2), cards | bm25($q) | take(4)]",
     "import bm25\nr = cards | bm25($q) | take(6)\n[r | count, cards | count, r | map(h => h.retrieval)]",
+    'import bm25\ncards | filter(c => c.folder == "Ocean/Papers") | bm25($q) | take(5)',
+    'import bm25\ncards | filter(c => in_folder(c, "/web-auth/")) | bm25($q) | take(4)',
+    'import bm25\ncards | filter(c => in_folder(c, "Reading") and c.folder == "Reading") '
+    "| bm25($q) | take(3) | explain",
+    'import bm25\ncards | filter(c => c.folder == "nowhere") | bm25($q) | take(3)',
+]
+# Filters the catalogue cannot answer: every card is built, the answers agree all the same.
+FILTERED = [
+    'import bm25\ncards | filter(c => c.folder != "Reading") | bm25($q) | take(5)',
+    'import bm25\ncards | filter(c => has_tag(c, "ocean")) | bm25($q) | take(5)',
+    'import bm25\ncards | filter(c => in_folder(c, "Ocean") or c.folder == "") | bm25($q) | take(5)',
+    'import bm25\ncards | filter(c => in_folder(c, "Ocean")) | bm25($q) | relevant',
 ]
 
 
@@ -115,6 +127,16 @@ def test_a_catalogued_vault_answers_as_a_full_load(
             assert len(built) <= 12 and lazy._cards is None, (q, len(built))
         full = Vault.open(mixed, use_cache=False)
         _assert_same(answer, _run(full, text, q))
+        _assert_same(answer, _run(Vault.open(mixed), text, q, optimize=False))
+
+
+@pytest.mark.parametrize("text", FILTERED)
+def test_other_filters_before_a_ranker_answer_as_a_full_load(mixed: Path, text: str) -> None:
+    _catalogued(mixed)
+    for q in QUESTIONS:
+        answer = _run(Vault.open(mixed), text, q)
+        assert not answer.failed, answer.render_reports()
+        _assert_same(answer, _run(Vault.open(mixed, use_cache=False), text, q))
         _assert_same(answer, _run(Vault.open(mixed), text, q, optimize=False))
 
 
@@ -223,3 +245,49 @@ def test_explain_names_the_rewrite(mixed: Path) -> None:
     )
     assert not failed
     assert "lazy-cards: bm25 builds only the cards it hands on" in text
+
+
+def test_threads_sharing_a_catalogued_vault_agree(mixed: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    _catalogued(mixed)
+    text = (
+        "import bm25\ncards | bm25($q) | take(4) | map(h => [h.card.name, h.score, h.card.title])"
+    )
+    expected = {q: _run(Vault.open(mixed, use_cache=False), text, q).text() for q in QUESTIONS}
+    vault = Vault.open(mixed)
+
+    def ask(q: str) -> str:
+        return _run(vault, text, q).text()
+
+    def names(_: str) -> int:
+        return len(vault.cards)  # one thread makes the vault build every card meanwhile
+
+    with ThreadPoolExecutor(6) as pool:
+        asked = [pool.submit(ask, q) for q in QUESTIONS * 4]
+        pool.submit(names, "")
+        answers = [future.result() for future in asked]
+    assert answers == [expected[q] for q in QUESTIONS * 4]
+    hits = _run(vault, "import bm25\ncards | bm25($q) | take(4)", QUESTIONS[0]).value
+    assert all(hit.card is vault.card(hit.card.name) for hit in hits)
+
+
+def test_folder_mask_fires_only_on_folder_conditions_before_a_cut_ranker(mixed: Path) -> None:
+    session = Session(Vault.open(mixed))
+    mask = (
+        "folder-mask: filter keeps cards by their paths and bm25 builds only the cards it hands on"
+    )
+    for text, fires in (
+        ('cards | filter(c => c.folder == "x") | bm25("q") | take(2)', True),
+        (
+            'cards | filter(c => in_folder(c, "x") and c.folder == "x/y") | bm25("q") | take(2)',
+            True,
+        ),
+        ('cards | filter(c => in_folder(c, "x")) | bm25("q")', False),  # no take: every hit
+        ('cards | filter(c => has_tag(c, "x")) | bm25("q") | take(2)', False),
+        ('cards | filter(c => c.folder != "x") | bm25("q") | take(2)', False),
+        ('[[oauth]] | filter(c => c.folder == "x") | bm25("q") | take(2)', False),
+        ('cards | filter(c => c.folder == "x") | take(2)', False),
+    ):
+        _, plan, _ = session.check("import bm25\n" + text)
+        assert plan is not None and (mask in plan.rewrites) == fires, text

@@ -560,7 +560,13 @@ class Bm25Index(Generic[CardT]):
         ]
 
     def _slot_mask(self, among: Sequence[CardT]) -> npt.NDArray[np.bool_]:
-        """True at the slot of each given card (by identity, else by equality)."""
+        """True at the slot of each given card (by identity, else by equality); a subset of
+        the index's own cards given by position (`positions`, `base`) builds none."""
+        positions = getattr(among, "positions", None)
+        if positions is not None and getattr(among, "base", None) is self.cards:
+            mask = np.zeros(len(self.cards), dtype=bool)
+            mask[self._slot_of_card()[np.asarray(positions, dtype=np.int64)]] = True
+            return mask
         if self._position is None:
             self._position = {id(card): index for index, card in enumerate(self.cards)}
         positions, by_value = self._position, None

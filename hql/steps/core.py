@@ -335,6 +335,13 @@ def _same_shape(input_type: Type, element: Type) -> Type:
 def run_filter(call: StepCall) -> Any:
     keep = call.args["by"]
     value = call.input
+    conditions = call.hint("folder_mask")
+    if conditions and isinstance(value, SetValue):
+        # The planner's `folder-mask`: the lambda tests only folders, the input is the
+        # vault's cards built when first read; their paths say which it keeps.
+        in_folders = getattr(value.items, "in_folders", None)
+        if in_folders is not None:
+            return SetValue(in_folders(conditions))
     kept = tuple(item for item in elements(value) if keep(item) is True)
     if isinstance(value, Ranking):
         return Ranking(kept, value.retrieval)
@@ -496,6 +503,7 @@ for spec in (
         'cards | filter(c => c.metadata.status == "todo")',
         check_filter,
         run_filter,
+        absorbs=("folder-mask",),
     ),
     StepSpec(
         "map",

@@ -96,6 +96,8 @@ class CardSequence(Sequence[Card]):
     `names` and `search_keys` come from the catalogue without building any card.
     """
 
+    only_cards = True  # every element is a card: a size budget counts them unbuilt
+
     def __init__(
         self,
         columns: SearchColumns,
@@ -139,6 +141,15 @@ class CardSequence(Sequence[Card]):
                 card.name == name for card, name in zip(cards, self.names, strict=True)
             )
         return cards if self._agrees else None
+
+    def in_folders(self, conditions: Sequence[tuple[str, str]]) -> CardSubset:
+        """The cards whose folder meets every condition, found from their paths alone:
+        ("folder", f) is `c.folder == f`, ("folder_tree", f) is `in_folder(c, f)`."""
+        relpaths = self._columns.relpaths
+        positions = [
+            at for at, relpath in enumerate(relpaths) if _folder_meets(relpath, conditions)
+        ]
+        return CardSubset(self, positions)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -196,6 +207,45 @@ class CardSequence(Sequence[Card]):
 
     def __repr__(self) -> str:
         return f"CardSequence({len(self)} cards, {len(self._made)} built)"
+
+
+def _folder_meets(relpath: str, conditions: Sequence[tuple[str, str]]) -> bool:
+    folder = relpath.rsplit("/", 1)[0] if "/" in relpath else ""  # as `Card.folder`
+    for field, value in conditions:
+        if field == "folder" and folder != value:
+            return False
+        if field == "folder_tree" and not (folder == value or folder.startswith(value + "/")):
+            return False
+    return True
+
+
+class CardSubset(Sequence[Card]):
+    """Some of a `CardSequence`'s cards, by position, in its order; built when first read."""
+
+    only_cards = True
+
+    def __init__(self, base: CardSequence, positions: list[int]) -> None:
+        self.base = base
+        self.positions = positions
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @overload
+    def __getitem__(self, index: int) -> Card: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Card]: ...
+    def __getitem__(self, index: int | slice) -> Card | Sequence[Card]:
+        if isinstance(index, slice):
+            return [self.base[at] for at in self.positions[index]]
+        return self.base[self.positions[index]]
+
+    def __iter__(self) -> Iterator[Card]:
+        self.base.prefetch(self.positions)
+        return (self.base[at] for at in self.positions)
+
+    def __repr__(self) -> str:
+        return f"CardSubset({len(self)} of {len(self.base)} cards)"
 
 
 class DeferredTable:

@@ -90,7 +90,7 @@ class Vault:
         """The cards in name order, as `cards`; a vault opened from its catalogue that has
         not built them yet gives a `CardSequence` that builds each card when first read."""
         cards = self._cards
-        if cards is not None and self._lazy is None:
+        if cards is not None and (self._lazy is None or self._lazy.stale):
             return cards
         with self._lazy_lock:
             source, self._lazy_source = self._lazy_source, None
