@@ -21,6 +21,7 @@ from hql.values import Data, ListValue, MapValue, SetValue
 MAX_ELEMENTS = 10_000_000
 MAX_BYTES = 256 * 1024 * 1024
 _MEMO_LIMIT = 1_000_000
+_COLLECTIONS = frozenset({ListValue, SetValue, MapValue, Data, dict, list})  # measured by parts
 
 
 class OverBudget(Exception):
@@ -60,7 +61,7 @@ class Budget:
         kind = type(value)
         if kind is str:
             return 1, len(value)
-        if kind in (ListValue, SetValue, MapValue, Data, dict, list):
+        if kind in _COLLECTIONS:
             key = id(value)
             known = self._memo.get(key)
             if known is not None and known[0] is value:
@@ -84,11 +85,18 @@ class Budget:
             if getattr(parts, "only_cards", False):  # cards built when first read: count them
                 return 1 + len(parts), 0  # as a card measures (1, 0)
         elements, size = 1, 0
+        most_elements, most_bytes = self.max_elements, self.max_bytes
         for part in parts:
-            count, length = self.measure(part)
-            elements += count
-            size += length
-            if elements > self.max_elements or size > self.max_bytes:
+            kind = type(part)  # `measure` inline for the parts that are not collections
+            if kind in _COLLECTIONS:
+                count, length = self.measure(part)
+                elements += count
+                size += length
+            else:
+                elements += 1
+                if kind is str:
+                    size += len(part)
+            if elements > most_elements or size > most_bytes:
                 break  # already over: the exact size does not matter
         return elements, size
 

@@ -186,3 +186,20 @@ def test_every_expression_is_compiled_once_whatever_the_number_of_elements(
     )
     assert few == many
     assert few["Name"] >= 1 and few["ListLit"] >= 1
+
+
+def test_measuring_counts_every_part_once_and_stops_when_over() -> None:
+    from hql.budget import Budget, OverBudget
+    from hql.values import Data, ListValue
+
+    nested = ListValue((1, "abc", ListValue((2, "de")), Data({"k": "v"})))
+    # The list 1, its int 1, "abc" 1 (3 bytes), the inner list 3 (2 bytes), the Data 1 +
+    # its dict 3 (key and value, 1 byte each).
+    assert Budget().measure(nested) == (10, 7)
+    Budget(max_elements=10, max_bytes=7).check(nested)
+    for over in (Budget(max_elements=9), Budget(max_bytes=6)):
+        with pytest.raises(OverBudget):
+            over.check(nested)
+    with pytest.raises(OverBudget) as raised:
+        Budget(max_elements=5).check(ListValue(tuple(range(1000))))
+    assert raised.value.elements == 6  # counting stopped at the first element over
