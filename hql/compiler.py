@@ -56,6 +56,8 @@ class Compiler:
         self.plan = interpreter.plan
         self._compiled: dict[t.Node, Compiled] = {}
         self._arguments: dict[t.Node, list[tuple[str, Compiled]]] = {}
+        # The parameters of the lambda whose body is being compiled (none outside a body).
+        self._parameters: tuple[str, ...] = ()
 
     def expression(self, expr: t.Expr) -> Compiled:
         compiled = self._compiled.get(expr)
@@ -110,6 +112,8 @@ class Compiler:
         """The innermost lambda parameter of that name, else the program's binding, else the
         vault's cards (the checker has resolved it to one of these)."""
         interpreter, name, names = self.interpreter, expr.name, self.interpreter.names
+        if name in self._parameters:  # its own lambda's: always the innermost scope
+            return lambda: interpreter.locals[-1][name]
         lazy = bool(self.plan.hints.get(expr, {}).get("lazy_cards"))  # planner: `lazy-cards`
 
         def lookup() -> Any:
@@ -342,7 +346,11 @@ class Compiler:
 
     def _closure_maker(self, function: t.Lambda) -> Compiled:
         interpreter, params = self.interpreter, function.params
-        body = self.expression(function.body)
+        outer, self._parameters = self._parameters, params
+        try:
+            body = self.expression(function.body)
+        finally:
+            self._parameters = outer
 
         def closure() -> Callable[..., Any]:
             # A scope is never changed once made, so capturing the list of them is enough.
