@@ -27,6 +27,14 @@ SEEDS = [
     "cards | flat_map(a => cards | map(b => a.name)) | count",
     "[[oauth]] | expand(depth = 2)",
     "1 + 2 * 3",
+    # Comparators sort must call for every comparison; records by a field; ones that fail.
+    "[5, 3, 9, 3] | sort(by = (a, b) => compare(a + 0, b))",
+    "cards | sort(by = (a, b) => compare(b.name, a.name)) | map(c => c.name)",
+    "cards | sort(by = (a, b) => compare(size(a.outlinks), size(b.outlinks))) | take(2)",
+    "cards | sort(by = (a, b) => compare(b.modified, a.modified), descending = true)",
+    '[1, 2] | sort(by = (a, b) => compare(a, "x"))',
+    "[3, 9223372036854775807] | sort(by = (a, b) => compare(a + 1, b))",
+    "[1, 2, 3] | map(x => x * 2) | filter(y => y > 2)",
 ]
 PIECES = [
     "[",
@@ -59,7 +67,16 @@ PIECES = [
 def _big_literal(rng: random.Random) -> str:
     n = rng.choice([10_000, 30_000, 100_000])
     items = ", ".join(str(rng.randrange(1000)) for _ in range(n))
-    tail = rng.choice(["| count", "| sort(by = (a, b) => compare(b, a)) | count", "| sort | count"])
+    tail = rng.choice(
+        [
+            "| count",
+            "| sort(by = (a, b) => compare(b, a)) | count",
+            "| sort | count",
+            "| sort(by = (a, b) => compare(a + 0, b)) | count",
+            "| sort(by = (a, b) => compare(b % 10, a % 10)) | count",
+            "| map(x => x + 1) | filter(x => x > 5) | count",
+        ]
+    )
     return f"[{items}] {tail}"
 
 
