@@ -1847,7 +1847,11 @@ def hnsw_exact_every_card() -> str:
 
 
 def hnsw_exact_subset() -> str:
-    return "the input is a subset of the indexed cards, so its vectors are scanned"
+    return "the input is a small part of the indexed cards, so its vectors are scanned"
+
+
+def hnsw_exact_unreached() -> str:
+    return "the graph reached too few of the input's cards, so their vectors are scanned"
 
 
 def hnsw_too_many_removed(count: int) -> str:

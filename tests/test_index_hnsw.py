@@ -6,6 +6,7 @@ built by `hql index build` and read by `semantic`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import sys
@@ -16,6 +17,7 @@ import pytest
 from standin_embedder import standin_vector
 
 import hql
+from hql.explain import explain
 from hql.index import config
 from hql.index.commands import build_command
 from hql.index.semantic import semantic_ranking
@@ -157,10 +159,34 @@ def test_exact_and_unlimited_searches_scan_and_say_why(root: Path) -> None:
     assert unlimited.retrieval.approximate is False and len(unlimited.hits) == 300
     assert "no limit" in unlimited.retrieval.search["reason"] and not unlimited.warnings
     vault = Vault.open(root, use_cache=False)
-    subset = [card for card in vault.cards if card.name < "card-0100"]
-    part = semantic_ranking(vault, QUESTIONS[0], cards=subset, k=5)
-    assert part.retrieval.approximate is False and "subset" in part.retrieval.search["reason"]
-    assert all(name < "card-0100" for name, _ in part.hits)
+    few = [card for card in vault.cards if card.name < "card-0010"]  # a thirtieth: scanned
+    part = semantic_ranking(vault, QUESTIONS[0], cards=few, k=5)
+    assert part.retrieval.approximate is False and "small part" in part.retrieval.search["reason"]
+    assert all(name < "card-0010" for name, _ in part.hits)
+
+
+def test_a_filtered_input_is_searched_in_the_graph_among_its_own_cards(root: Path) -> None:
+    vault = Vault.open(root, use_cache=False)
+    third = [card for card in vault.cards if card.name < "card-0100"]
+    found = 0
+    for question in QUESTIONS:
+        part = semantic_ranking(vault, question, cards=third, k=10)
+        assert part.retrieval.approximate is True
+        assert part.retrieval.search["filter"] == "the input's cards"
+        assert all(name < "card-0100" for name, _ in part.hits) and len(part.hits) == 10
+        exact = semantic_ranking(vault, question, cards=third, k=10, exact=True)
+        every = dict(semantic_ranking(vault, question, cards=third, exact=True).hits)
+        for name, score in part.hits:
+            assert score == every[name]  # scored from the index, as the scan scores it
+        found += len({name for name, _ in part.hits} & {name for name, _ in exact.hits})
+    assert found / (10 * len(QUESTIONS)) >= 0.9
+    program = (
+        f'import semantic\ncards | filter(c => c.name < "card-0100") '
+        f'| semantic("{QUESTIONS[0]}") | take(5)'
+    )
+    text, reports, failed = explain(hql.Session(vault), program, "<t>")
+    assert not failed, reports
+    assert "filter the input's cards" in text
 
 
 def test_the_language_step_declares_the_approximation(root: Path) -> None:
@@ -328,8 +354,44 @@ def test_inspect_says_whether_the_graph_is_used(root: Path) -> None:
     assert "m 16, ef_construction 200" in text
     (root / "hql.toml").write_text(toml('ann = "off"\n'), encoding="utf-8")
     code, text = inspect_command(Vault.open(root, use_cache=False))
-    assert "hnsw graph  none (ann = \"off\"" in text
+    assert 'hnsw graph  none (ann = "off"' in text
     (root / "hql.toml").write_text(toml(), encoding="utf-8")
     graph_paths(root / ".hql/index.sqlite")[1].unlink()
     code, text = inspect_command(Vault.open(root, use_cache=False))
     assert code == 0 and "hnsw graph  not used: the HNSW graph" in text
+
+
+def test_an_input_the_graph_cannot_reach_is_scanned_and_says_so(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hql.index.stores import hnsw
+
+    class Unreaching:
+        """The graph, but a filtered search finds fewer vectors than asked (hnswlib raises)."""
+
+        def __init__(self, index: object) -> None:
+            self.index = index
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.index, name)
+
+        def knn_query(self, *args: object, filter: object = None, **options: object) -> object:
+            if filter is not None:
+                raise RuntimeError("Cannot return the results in a contiguous 2D array")
+            return self.index.knn_query(*args, **options)
+
+    opened = hnsw.open_graph
+
+    def open_unreaching(index: object, settings: object) -> object:
+        graph = opened(index, settings)  # type: ignore[arg-type]
+        return dataclasses.replace(graph, index=Unreaching(graph.index))
+
+    monkeypatch.setattr(hnsw, "open_graph", open_unreaching)
+    vault = Vault.open(root, use_cache=False)
+    third = [card for card in vault.cards if card.name < "card-0100"]
+    part = semantic_ranking(vault, QUESTIONS[0], cards=third, k=5)
+    exact = semantic_ranking(vault, QUESTIONS[0], cards=third, k=5, exact=True)
+    assert part.retrieval.approximate is False and not part.warnings
+    assert "reached too few" in part.retrieval.search["reason"]
+    assert part.hits == exact.hits
+    assert semantic_ranking(vault, QUESTIONS[0], k=5).retrieval.approximate is True

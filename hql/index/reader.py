@@ -218,11 +218,13 @@ class SemanticIndex:
 
         The float32 scan's scores can differ from `exact_scores` in their last bits,
         by less than `float32_slack`: every card within that of the k-th is kept.
+        A few rows (a filtered input) are all candidates: scoring them alone costs
+        less than scanning every vector.
         """
         import numpy as np
 
         count = len(self._loaded.names) if rows is None else len(rows)
-        if k is None or k >= count:
+        if k is None or k >= count or count <= len(self._loaded.names) // _SUBSET_SHARE:
             return rows
         if k <= 0:
             return np.zeros(0, dtype=np.intp)
@@ -261,6 +263,10 @@ class SemanticIndex:
     def stamp(self) -> tuple[int, int, int]:
         """The file revision these vectors were read from."""
         return self._loaded.stamp
+
+    def input_rows(self, cards: Sequence[CardLike]) -> np.ndarray | None:
+        """The card rows `cards` use, sorted (None: every row)."""
+        return self._align(cards).rows
 
     def covers_every_card(self, cards: Sequence[CardLike]) -> bool:
         """Whether `cards` include every indexed card (then no row needs filtering out)."""
@@ -376,6 +382,8 @@ class SemanticIndex:
 
 
 _EXACT_BLOCK = 16384  # rows converted to float64 at a time (~50 MB at 384 dimensions)
+# An input of at most 1/_SUBSET_SHARE of the cards is scored alone, not picked from a scan.
+_SUBSET_SHARE = 16
 
 
 def exact_scores(rows: np.ndarray, vector: np.ndarray) -> np.ndarray:

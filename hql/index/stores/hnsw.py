@@ -19,6 +19,7 @@ graph, only which cards are found does.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -43,6 +44,9 @@ FORMAT = 1
 DIGEST_CHARS = 16  # of a card's sha256: enough to notice that it changed
 REBUILD_WHEN_REMOVED = 0.25  # of the labels ever added: past this, a build starts the graph anew
 _OVERFETCH = 2  # vectors asked per card wanted, doubled until k distinct cards are found
+# An input of at most 1/_SUBSET_SHARE of the vectors is scanned (that costs little); a
+# larger one is searched in the graph, which returns only the input's vectors.
+_SUBSET_SHARE = 16
 
 
 class GraphUnusable(Exception):
@@ -90,6 +94,24 @@ class _Graph:
     owners: np.ndarray  # label → card row of the index (-1: removed)
     live: int
     lock: threading.Lock
+    # The last input searched: (its rows, each label's admission, how many are admitted).
+    admitted: list[tuple[np.ndarray, list[bool], int]] = dataclasses.field(default_factory=list)
+
+    def admit(self, rows: np.ndarray) -> tuple[list[bool], int]:
+        """Which labels belong to these card rows, as a list the graph's filter reads."""
+        import numpy as np
+
+        with self.lock:
+            if self.admitted and self.admitted[0][0] is rows:
+                return self.admitted[0][1], self.admitted[0][2]
+        size = max(int(self.owners.max(initial=-1)), int(rows.max(initial=-1))) + 2
+        wanted = np.zeros(size, dtype=bool)
+        wanted[rows] = True
+        flags = wanted[self.owners]  # a removed label's owner, -1, reads the last entry: False
+        admitted = (flags.tolist(), int(flags.sum()))
+        with self.lock:
+            self.admitted[:] = [(rows, *admitted)]
+        return admitted
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -268,11 +290,16 @@ class HnswStore(SqliteStore):
         warnings: list[str] = []
         if k is None:
             reason = messages.hnsw_exact_every_card()
-        elif cards is not None and not self.index.covers_every_card(cards):
+        elif cards is not None and self._scanned_subset(cards):
             reason = messages.hnsw_exact_subset()
         else:
+            rows = self.index.input_rows(cards) if cards is not None else None
             try:
-                return self._approximate(open_graph(self.index, self.config.hnsw), vector, k, cards)
+                graph = open_graph(self.index, self.config.hnsw)
+                found = self._approximate(graph, vector, k, cards, rows)
+                if found is not None:
+                    return found
+                reason = messages.hnsw_exact_unreached()
             except GraphUnusable as problem:
                 reason = problem.reason
                 warnings.append(messages.hnsw_searched_exactly(problem.reason, problem.rebuild))
@@ -292,35 +319,61 @@ class HnswStore(SqliteStore):
         hits, warnings, sections = self.index.rank_sections(vector, cards, k)
         return SearchResult(hits, sections, warnings, method)
 
+    def _scanned_subset(self, cards: Sequence[Any]) -> bool:
+        """Is the input a subset of the cards small enough to scan rather than search?"""
+        rows = self.index.input_rows(cards)
+        if rows is None:
+            return False
+        _, counts = self.index.vector_spans()
+        return int(counts[rows].sum()) * _SUBSET_SHARE <= len(self.index.vectors)
+
     def _approximate(
-        self, graph: _Graph, vector: np.ndarray, k: int, cards: Sequence[Any] | None
-    ) -> SearchResult:
+        self,
+        graph: _Graph,
+        vector: np.ndarray,
+        k: int,
+        cards: Sequence[Any] | None,
+        rows: np.ndarray | None = None,
+    ) -> SearchResult | None:
+        """The graph's best `k` cards (of the input `rows`, when it is a subset).
+
+        None: the graph could not reach enough of the input's vectors (they are scanned).
+        """
         import numpy as np
 
         ef_search = self.config.hnsw.ef_search or default_ef_search(graph.live)
-        asked = min(max(k * _OVERFETCH, 1), graph.live)
+        parameters = dict(graph.parameters)
+        admitted, available = None, graph.live
+        if rows is not None:
+            flags, available = graph.admit(rows)
+            admitted = flags.__getitem__
+            parameters["filter"] = "the input's cards"
+        asked = min(max(k * _OVERFETCH, 1), available)
         if asked == 0:
-            method = SearchMethod(STORE, True, {**graph.parameters, "ef_search": ef_search})
+            method = SearchMethod(STORE, True, {**parameters, "ef_search": ef_search})
             warnings = self.index.input_warnings(cards) if cards is not None else []
             return SearchResult([], [], warnings, method)
         while True:
             try:
                 with graph.lock:
                     graph.index.set_ef(max(ef_search, asked))
-                    keys, _ = graph.index.knn_query(vector, k=asked, num_threads=1)
-            except RuntimeError as error:  # fewer candidates than asked: a damaged graph
+                    keys, _ = graph.index.knn_query(vector, k=asked, num_threads=1, filter=admitted)
+            except RuntimeError as error:
+                if admitted is not None:  # the input's vectors lie beyond the search's reach
+                    return None
+                # Fewer candidates than asked without a filter: a damaged graph.
                 reason = messages.hnsw_corrupt(str(self.path) + ".hnsw", str(error))
                 raise GraphUnusable(reason) from None
             labels = np.asarray(keys[0], dtype=np.int64)
             labels = labels[(labels >= 0) & (labels < len(graph.owners))]
-            rows = np.unique(graph.owners[labels])
-            rows = rows[rows >= 0]
-            if len(rows) >= k or asked >= graph.live:
+            found = np.unique(graph.owners[labels])
+            found = found[found >= 0]
+            if len(found) >= k or asked >= available:
                 break
-            asked = min(asked * 2, graph.live)
-        hits, sections = self.index.rank_rows(vector, rows, k)
+            asked = min(asked * 2, available)
+        hits, sections = self.index.rank_rows(vector, found, k)
         warnings = self.index.input_warnings(cards) if cards is not None else []
-        parameters = {**graph.parameters, "ef_search": max(ef_search, asked)}
+        parameters["ef_search"] = max(ef_search, asked)
         return SearchResult(hits, sections, warnings, SearchMethod(STORE, True, parameters))
 
 
