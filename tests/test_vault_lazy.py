@@ -291,3 +291,19 @@ def test_folder_mask_fires_only_on_folder_conditions_before_a_cut_ranker(mixed: 
     ):
         _, plan, _ = session.check("import bm25\n" + text)
         assert plan is not None and (mask in plan.rewrites) == fires, text
+
+
+def test_a_file_changed_after_opening_is_read_as_it_is_then(mixed: Path) -> None:
+    _catalogued(mixed)
+    text = "import bm25\ncards | bm25($q) | take(3) | map(h => [h.card.name, h.card.body])"
+    before = _run(Vault.open(mixed), text, QUESTIONS[1]).to_json()["value"]
+    vault = Vault.open(mixed)  # opened from the catalogue, no card built yet
+    top = next(mixed.rglob(f"{before[0][0]}.md"))
+    top.write_text(top.read_text(encoding="utf-8") + "\nAn added line.\n", encoding="utf-8")
+    os.utime(top, ns=(top.stat().st_atime_ns, top.stat().st_mtime_ns + 5_000_000_000))
+    Vault.open(mixed)  # another reader refreshes the catalogue: the old row is gone
+    answer = _run(vault, text, QUESTIONS[1])
+    assert not answer.failed, answer.render_reports()
+    names = [name for name, _ in answer.to_json()["value"]]
+    assert names == [name for name, _ in before]  # ranked as the vault was opened
+    assert answer.to_json()["value"][0][1].endswith("An added line.\n")  # the file as it is now

@@ -171,9 +171,12 @@ class CardSequence(Sequence[Card]):
         if card is None:
             self.prefetch([position])
             card = self._made.get(position)
-        if card is None:  # cannot be built as listed: the vault's own card of that name
-            whole = self._whole() or self._build_all()
-            card = next((c for c in whole if c.name == self.names[position]), None)
+        if card is None:  # cannot be built as listed: the vault built them all instead
+            whole = self._whole()
+            if whole is not None:
+                return whole[position]
+            built = self._built() or self._build_all()  # changed since: the card of that name
+            card = next((c for c in built if c.name == self.names[position]), None)
             if card is None:
                 raise IndexError(index)
         return card
