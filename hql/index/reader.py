@@ -283,7 +283,6 @@ class SemanticIndex:
         if rows is None:
             part = exact_scores(self.vectors, vector)
             offsets = starts
-            picked: Any = slice(None)
         else:
             rows = np.unique(np.asarray(rows, dtype=np.intp))  # sorted: ties fall to name order
             picked_counts = counts[rows]
@@ -298,9 +297,9 @@ class SemanticIndex:
             return hits, [None] * len(hits)
         if rows is None:
             return hits, self._best_sections(hits, part)
-        section_scores = np.full(len(self.vectors), -np.inf, dtype=np.float32)
-        section_scores[picked] = part
-        return hits, self._best_sections(hits, section_scores)
+        # Where each hit's sections start in `part`: its place among the sorted rows.
+        places = np.searchsorted(rows, [self._loaded.row_of[name] for name, _ in hits])
+        return hits, self._best_sections(hits, part, offsets[places].tolist())
 
     def _card_scores(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Each card's score (its best section's, when there are sections) and the section scores."""
@@ -313,16 +312,22 @@ class SemanticIndex:
         return np.maximum.reduceat(section_scores, sections.starts), section_scores
 
     def _best_sections(
-        self, hits: list[tuple[str, float]], section_scores: np.ndarray | None
+        self,
+        hits: list[tuple[str, float]],
+        section_scores: np.ndarray | None,
+        firsts: list[int] | None = None,
     ) -> list[SectionHit | None]:
+        """Each hit's best section; `firsts`: where each hit's sections start in
+        `section_scores` (default: scores of every section, in index order)."""
         sections = self._loaded.sections
         if sections is None or section_scores is None:
             return [None] * len(hits)
         found: list[SectionHit | None] = []
-        for name, _ in hits:
+        for position, (name, _) in enumerate(hits):
             row = self._loaded.row_of[name]
             start, count = int(sections.starts[row]), int(sections.counts[row])
-            best = start + int(section_scores[start : start + count].argmax())
+            begin = start if firsts is None else firsts[position]
+            best = start + int(section_scores[begin : begin + count].argmax())
             heading, first, last, ordinal = sections.info[best]
             found.append(SectionHit(heading, first, last, ordinal, count) if ordinal >= 0 else None)
         return found

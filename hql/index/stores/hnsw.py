@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -135,11 +136,17 @@ def _file_stamp(path: Path) -> tuple[int, int, int] | None:
     return (status.st_ino, status.st_mtime_ns, status.st_size)
 
 
+@functools.lru_cache(maxsize=64)
+def _paths_beside(index_path: Path) -> tuple[Path, Path, Path]:
+    """The index's resolved path and its graph's two files (resolving costs a question time)."""
+    return (index_path.resolve(), *graph_paths(index_path))
+
+
 def open_graph(index: SemanticIndex, config: HnswConfig) -> _Graph:
     """The graph beside `index`, checked against it (cached per revision of both files)."""
-    graph_path, meta_path = graph_paths(index.path)
+    resolved, graph_path, meta_path = _paths_beside(index.path)
     stamps = (_file_stamp(graph_path), _file_stamp(meta_path), config.m, config.ef_construction)
-    key = (index.path.resolve(), index.stamp)
+    key = (resolved, index.stamp)
     with _GRAPHS_LOCK:
         cached = _GRAPHS.get(key)
         if cached is not None and cached[0] == stamps:
