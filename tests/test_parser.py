@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import hql
 from hql.diagnostics import HqlError, Severity, Stage
 from hql.source import Span
 from hql.syntax import tree as t
@@ -301,3 +302,27 @@ def test_every_node_has_a_byte_span() -> None:
     assert isinstance(binding, t.Binding)
     assert source_of(text, binding.value) == "[1, 2] | map(x => x + 1)"
     assert binding.value.span == Span(5, 29)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1 % (1 - 1)",
+        "(1 - 1) % 2",
+        "(a) == ((b))",
+        "(x) | count",
+        "not (a and b)",
+        "-(1)",
+        "(c).name",
+    ],
+)
+def test_an_expression_spans_its_brackets(text: str) -> None:
+    statement = parse(text).statements[0]
+    assert isinstance(statement, t.ExprStatement)
+    assert source_of(text, statement.expr) == text
+
+
+def test_a_report_on_a_bracketed_operand_underlines_the_brackets() -> None:
+    (report,) = hql.run("1 % (1 - 1)").reports
+    assert "remainder by zero" in report.message
+    assert report.span == Span(0, len("1 % (1 - 1)"))

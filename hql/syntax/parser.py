@@ -396,7 +396,10 @@ class _Builder:
         return t.Name(_span(items[0]), _text(items[0]))
 
     def paren(self, items: list[Any]) -> t.Expr:
-        return items[1]
+        """The inner expression, spanning its brackets: an operation on it ends where it was written."""
+        opener, inner, closer = items
+        parts = [getattr(inner, name) for name in inner._fields[1:]]
+        return type(inner)(Span(opener.span.start, closer.span.end), *parts)
 
     def type_call(self, items: list[Any]) -> t.TypeCall:
         name = items[0]
