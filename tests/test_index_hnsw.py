@@ -312,7 +312,7 @@ def test_the_default_search_list_grows_with_the_graph(
     """ef_search 128 keeps recall@10 near 0.99 at 100k vectors but not at a million (bench/ann.py)."""
     assert ranked(root, QUESTIONS[0]).retrieval.search["ef_search"] == 128
     monkeypatch.setattr(config, "LARGE_GRAPH", 300)  # the fixture's graph counts as large
-    assert ranked(root, QUESTIONS[0]).retrieval.search["ef_search"] == 512
+    assert ranked(root, QUESTIONS[0]).retrieval.search["ef_search"] == 1024
     with open(root / "hql.toml", "a", encoding="utf-8") as handle:
         handle.write("\n[semantics.hnsw]\nef_search = 64\n")
     assert ranked(root, QUESTIONS[0]).retrieval.search["ef_search"] == 64
