@@ -262,3 +262,21 @@ def test_a_hybrid_hit_names_the_section_its_meaning_matched(vaults: StoreVaults)
     assert hit.card.name == "sync"
     assert hit.detail["section"]["heading"] == ["Sync", "Storage", "Backups"]
     assert len(hit.detail["inputs"]) == 2
+
+
+def dense_counter(texts):
+    """Words with a digit take three tokens (numbers, units), others one; two specials."""
+    return [sum(3 if any(c.isdigit() for c in w) else 1 for w in t.split()) + 2 for t in texts]
+
+
+def test_a_line_denser_at_its_end_is_cut_in_even_runs_that_each_fit_the_window() -> None:
+    plain = [("ab", "cd", "ef", "gh", "ij")[n % 5] for n in range(60)]
+    words = plain + [f"n{n}" for n in range(40)]
+    body = " ".join(words) + "\n"
+    sections = split_card("T", "T\n" + body, body, 1, 100, dense_counter)
+    sizes = [dense_counter([section.text])[0] for section in sections]
+    assert len(sections) == 2  # 180 tokens; runs guessed by words ran over the window
+    assert all(size <= 100 for size in sizes)
+    assert min(sizes) * 2 > max(sizes)  # like lengths, not a full run and a scrap
+    runs = [section.text.split("\n", 1)[1].split() for section in sections]
+    assert set().union(*runs) == set(words)
