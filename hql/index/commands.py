@@ -165,7 +165,7 @@ def add_index_commands(subparsers: Any) -> argparse.ArgumentParser:
         "--workers",
         type=int,
         metavar="N",
-        help="worker processes for a local model (default: [semantics.embedder] workers, else none)",
+        help="worker processes for a local model (default: [semantics.embedder] workers, else the cores)",
     )
     actions.add_parser(
         "verify", help="exit 1 when cards are stale, missing, extra or of the wrong length"

