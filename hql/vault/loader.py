@@ -103,7 +103,11 @@ def _read_and_parse(item: FoundFile, dialect: str) -> tuple[int, int, int, Paylo
             status = os.fstat(handle.fileno())
             if not stat.S_ISREG(status.st_mode):
                 return messages.file_not_regular()
-            data = handle.read(MAX_CARD_BYTES + 1)
+            # As much as `stat` says, plus one byte to notice growth: a read of the cap
+            # itself would allocate 8 MB per file.
+            data = handle.read(min(status.st_size, MAX_CARD_BYTES) + 1)
+            if len(data) > status.st_size:  # it grew while being read: up to the cap
+                data += handle.read(MAX_CARD_BYTES + 1 - len(data))
     except FileNotFoundError:
         return messages.file_vanished()
     except OSError as error:
