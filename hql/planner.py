@@ -110,11 +110,7 @@ def folder_mask(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list[
             continue
         if inner.input not in plan.vault_cards:
             continue
-        argument = plan.arguments.get(inner, {}).get("by")
-        lambda_ = argument.value if argument is not None else None
-        if not isinstance(lambda_, t.Lambda) or len(lambda_.params) != 1:
-            continue
-        conditions = _store_conditions(plan, lambda_.body, lambda_.params[0])
+        conditions = _filter_conditions(plan, inner)
         if not conditions or any(field not in ("folder", "folder_tree") for field, _ in conditions):
             continue
         hints.setdefault(inner.input, {})["lazy_cards"] = True
@@ -133,11 +129,7 @@ def store_filter(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list
         inner_spec = plan.steps.get(inner)
         if inner_spec is None or (inner_spec.name, inner_spec.extension) != ("filter", "core"):
             continue
-        argument = plan.arguments.get(inner, {}).get("by")
-        lambda_ = argument.value if argument is not None else None
-        if not isinstance(lambda_, t.Lambda) or len(lambda_.params) != 1:
-            continue
-        conditions = _store_conditions(plan, lambda_.body, lambda_.params[0])
+        conditions = _filter_conditions(plan, inner)
         if not conditions:
             continue
         hints.setdefault(node, {})["store_filter"] = tuple(conditions)
@@ -146,6 +138,15 @@ def store_filter(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _filter_conditions(plan: Plan, filter_step: t.Node) -> list[tuple[str, str]] | None:
+    """A filter step's `by` lambda as the conditions `_store_conditions` reads, or None."""
+    argument = plan.arguments.get(filter_step, {}).get("by")
+    lambda_ = argument.value if argument is not None else None
+    if not isinstance(lambda_, t.Lambda) or len(lambda_.params) != 1:
+        return None
+    return _store_conditions(plan, lambda_.body, lambda_.params[0])
 
 
 def _store_conditions(plan: Plan, body: t.Expr, card: str) -> list[tuple[str, str]] | None:
