@@ -25,7 +25,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -176,11 +176,7 @@ def _load_graph(
             )
         )
     model = index.model_row
-    if (meta.get("model"), meta.get("revision"), meta.get("dimensions")) != (
-        model.id,
-        model.revision,
-        model.dimensions,
-    ):
+    if not _built_for(meta, model):
         raise GraphUnusable(messages.hnsw_stale())
     owners, live = _owners(index, meta)
     found = _restore(graph_path, meta, checksum=False)
@@ -448,12 +444,7 @@ def _previous(
                     meta["m"], meta["ef_construction"], config.m, config.ef_construction
                 )
             )
-        model = index.model_row
-        if (meta.get("model"), meta.get("revision"), meta.get("dimensions")) != (
-            model.id,
-            model.revision,
-            model.dimensions,
-        ):
+        if not _built_for(meta, index.model_row):
             raise _Rebuild(messages.hnsw_other_model())
         graph = _restore(graph_path, meta)
     except GraphUnusable as problem:
@@ -573,3 +564,12 @@ def _write(graph: Any, meta: dict[str, Any], graph_path: Path, meta_path: Path) 
         raise SemanticIndexError(messages.index_unwritable(str(graph_path), str(error))) from None
     with _GRAPHS_LOCK:
         _GRAPHS.clear()
+
+
+def _built_for(meta: Mapping[str, Any], model: Any) -> bool:
+    """Whether a graph's sidecar names the index's model, revision and width."""
+    return (meta.get("model"), meta.get("revision"), meta.get("dimensions")) == (
+        model.id,
+        model.revision,
+        model.dimensions,
+    )
