@@ -9,6 +9,7 @@ symlink loop terminates.
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from dataclasses import dataclass
@@ -99,22 +100,45 @@ def _read_one(item: FoundFile, catalog: Catalog, dialect: str) -> ReadDocument |
 def _read_and_parse(item: FoundFile, dialect: str) -> tuple[int, int, int, Payload] | str:
     """Read (size and mtime from the open file, so they describe what was read) and parse."""
     try:
-        with open(item.path, "rb") as handle:
-            status = os.fstat(handle.fileno())
-            if not stat.S_ISREG(status.st_mode):
-                return messages.file_not_regular()
-            # As much as `stat` says, plus one byte to notice growth: a read of the cap
-            # itself would allocate 8 MB per file.
-            data = handle.read(min(status.st_size, MAX_CARD_BYTES) + 1)
-            if len(data) > status.st_size:  # it grew while being read: up to the cap
-                data += handle.read(MAX_CARD_BYTES + 1 - len(data))
+        data, status = _read_file(item.path)
     except FileNotFoundError:
         return messages.file_vanished()
     except OSError as error:
         return messages.file_unreadable(_reason(error))
+    if data is None:
+        return messages.file_not_regular()
     if len(data) > MAX_CARD_BYTES:
         return messages.file_too_large(len(data), MAX_CARD_BYTES)
     return status.st_size, status.st_mtime_ns, status.st_ino, _parse(data, dialect)
+
+
+def _read_file(path: str) -> tuple[bytes | None, os.stat_result]:
+    """The file's bytes (None: not a regular file) and its `fstat`; up to the cap plus a byte.
+
+    Unbuffered: a buffered reader costs a third more per file, for nothing here.
+    """
+    with open(path, "rb", buffering=0) as handle:
+        status = os.fstat(handle.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            return None, status
+        # As much as `stat` says, plus one byte to notice growth: a read of the cap
+        # itself would allocate 8 MB per file.
+        data = _read_up_to(handle, min(status.st_size, MAX_CARD_BYTES) + 1)
+        if len(data) > status.st_size:  # it grew while being read: up to the cap
+            data += _read_up_to(handle, MAX_CARD_BYTES + 1 - len(data))
+        return data, status
+
+
+def _read_up_to(handle: io.FileIO, wanted: int) -> bytes:
+    """`wanted` bytes, fewer only at the end of the file (one read may return fewer)."""
+    data = handle.read(wanted)
+    if len(data) == wanted or not data:
+        return data
+    parts, got = [data], len(data)
+    while got < wanted and (chunk := handle.read(wanted - got)):
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
 
 
 def _parse(data: bytes, dialect: str = links.REFERENCE) -> Payload:
