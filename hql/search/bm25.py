@@ -15,6 +15,7 @@ cannot be read, is ignored and rebuilt (with a warning for the unreadable case).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import json
@@ -49,6 +50,9 @@ _MAGIC = b"HQL-BM25"
 _SEALED = b"HQL-BM2S"
 # A store larger than this is not read (and is rebuilt).
 MAX_STORE_BYTES = 2 * 1024 * 1024 * 1024
+# Beside the store: which cards its slots were last matched to (see `_Match`).
+MATCH_NAME = "bm25.v1.match"
+_MATCH_MAGIC = b"HQL-BM25-MATCH-1"
 
 
 class SearchCard(Protocol):
@@ -57,7 +61,9 @@ class SearchCard(Protocol):
     The index takes its cards as a sequence; one that builds its cards on first read
     may also offer `names` (a list), `search_keys()` ((digest, title) per card) and
     `prefetch(positions)`: the index then builds no card but the ones it hands out
-    or must analyse afresh.
+    or must analyse afresh. Such a sequence may also name its keys by `search_digest`
+    (bytes; equal digests, equal names and keys in the same order): the store's slots,
+    once matched to the cards of a digest, are matched again by reading the record.
     """
 
     @property
@@ -134,6 +140,7 @@ class _Postings:
     title_tf: npt.NDArray[np.uint16]
     text_tf: npt.NDArray[np.uint16]
     _term_ids: dict[str, int] | None = field(default=None, repr=False)
+    seal: bytes = field(default=b"", repr=False)  # of the store these were read from, as read
 
     @classmethod
     def empty(cls) -> _Postings:
@@ -256,7 +263,8 @@ class _Postings:
     # sha256 of the whole: opening the store is one read, one checksum and a few
     # zero-copy views, and `_check` refuses any store whose structure does not hold together.
 
-    def save(self, path: Path, fingerprint: str) -> None:
+    def save(self, path: Path, fingerprint: str) -> bytes:
+        """Write the store; returns its seal."""
         arrays: dict[str, npt.NDArray[Any]] = {
             "keys": _blob(self.keys),
             "vocabulary": _blob(self.vocabulary),
@@ -274,7 +282,9 @@ class _Postings:
         parts = [_MAGIC + len(header_bytes).to_bytes(8, "little") + header_bytes]
         parts += [np.ascontiguousarray(array).tobytes() for array in arrays.values()]
         files.clean_stale_temporaries(path.parent, path.name, also=(".bm25-",))
-        files.write_atomically(path, _SEALED + files.seal(b"".join(parts)))
+        sealed = files.seal(b"".join(parts))
+        files.write_atomically(path, _SEALED + sealed)
+        return sealed[: files.SEAL_BYTES]
 
     @classmethod
     def load(cls, path: Path, fingerprint: str) -> _Postings | None:
@@ -319,6 +329,7 @@ class _Postings:
             arrays["slot"].astype(np.int32, copy=False),  # read-only views: never
             arrays["title_tf"].astype(np.uint16, copy=False),  # changed in place
             arrays["text_tf"].astype(np.uint16, copy=False),
+            seal=bytes(sealed[len(_SEALED) : len(_SEALED) + files.SEAL_BYTES]),
         )
         postings._check()
         return postings
@@ -419,11 +430,14 @@ class Bm25Index(Generic[CardT]):
         self.analysed = analysed  # cards analysed by this build (the rest came from the store)
         self._card_of_slot = card_of_slot
         self._postings = postings
-        self._keys: list[str] = []
+        self._keys_known: list[str] | None = None
         self._position: dict[int, int] | None = None  # id(card) -> its index in `cards`
         self._slots_by_card: npt.NDArray[np.int64] | None = None
         all_names = _names_of(cards)
-        names = [all_names[index] for index in card_of_slot.tolist()]
+        if np.array_equal(card_of_slot, np.arange(len(card_of_slot))):
+            names = all_names
+        else:
+            names = [all_names[index] for index in card_of_slot.tolist()]
         self._name_rank = np.empty(len(names), dtype=np.int64)
         self._name_rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
         self._compute_impacts()
@@ -431,6 +445,17 @@ class Bm25Index(Generic[CardT]):
     @property
     def revision(self) -> str:
         return self.analyzer.fingerprint
+
+    @property
+    def _keys(self) -> list[str]:
+        """Each card's key, in card order (worked out when first needed)."""
+        if self._keys_known is None:
+            self._keys_known = _keys_of(self.cards)
+        return self._keys_known
+
+    @_keys.setter
+    def _keys(self, keys: list[str]) -> None:
+        self._keys_known = keys
 
     @classmethod
     def build(
@@ -450,11 +475,18 @@ class Bm25Index(Generic[CardT]):
         """
         warnings: list[str] = list(analyzer.config_warnings)
         store_path = state_dir / STORE_NAME if state_dir is not None else None
-        if previous is not None and previous.analyzer.fingerprint == analyzer.fingerprint:
+        fingerprint = analyzer.fingerprint
+        if previous is not None and previous.analyzer.fingerprint == fingerprint:
             postings = previous._postings
         else:
-            postings = _load_or_empty(store_path, analyzer.fingerprint, warnings)
+            postings = _load_or_empty(store_path, fingerprint, warnings)
+            match = _Match.of(cards, postings, fingerprint)
+            recorded = match.recalled(store_path) if match is not None else None
+            if recorded is not None and len(recorded) == len(postings.keys):
+                # the store's slots were matched to these very cards before
+                return cls(cards, recorded, postings, analyzer, warnings, 0)
         unchanged = len(postings.keys)
+        loaded = postings
         keys = _keys_of(cards)
         slot_of_card, postings = _reuse_stored_slots(keys, postings)
         fresh = [index for index, slot in enumerate(slot_of_card) if slot < 0]
@@ -468,17 +500,20 @@ class Bm25Index(Generic[CardT]):
             postings = postings.with_cards([keys[i] for i in fresh], analyses)
             for offset, index in enumerate(fresh):
                 slot_of_card[index] = first + offset
+        card_of_slot = np.empty(len(cards), dtype=np.int64)
+        card_of_slot[np.asarray(slot_of_card, dtype=np.int64)] = np.arange(len(cards))
+        match = _Match.of(cards, postings, fingerprint)
         if store_path is not None and (fresh or len(postings.keys) != unchanged):
             snapshot = replace(
                 postings, keys=list(postings.keys), vocabulary=list(postings.vocabulary)
             )
+            save = (snapshot, store_path, fingerprint, warnings, match, card_of_slot)
             if background_save:
-                save = (snapshot, store_path, analyzer.fingerprint, warnings)
                 threading.Thread(target=_save_quietly, args=save, name="hql-bm25-save").start()
             else:
-                _save_quietly(snapshot, store_path, analyzer.fingerprint, warnings)
-        card_of_slot = np.empty(len(cards), dtype=np.int64)
-        card_of_slot[np.asarray(slot_of_card, dtype=np.int64)] = np.arange(len(cards))
+                _save_quietly(*save)
+        elif store_path is not None and match is not None and postings is loaded and loaded.seal:
+            match.record(store_path, loaded.seal, card_of_slot)
         built = cls(cards, card_of_slot, postings, analyzer, warnings, len(fresh))
         built._keys = keys
         return built
@@ -745,13 +780,92 @@ def _load_or_empty(path: Path | None, fingerprint: str, warnings: list[str]) -> 
         return _Postings.empty()
 
 
-def _save_quietly(postings: _Postings, path: Path, fingerprint: str, warnings: list[str]) -> None:
+def _save_quietly(
+    postings: _Postings,
+    path: Path,
+    fingerprint: str,
+    warnings: list[str],
+    match: _Match | None = None,
+    card_of_slot: npt.NDArray[np.int64] | None = None,
+) -> None:
     if not files.state_dir_contained(path.parent):
         return  # a `.hql` that leads outside the vault is not written
     try:
-        postings.save(path, fingerprint)
+        seal = postings.save(path, fingerprint)
     except OSError as error:
         warnings.append(messages.search_index_unwritable(str(path), _reason(error)))
+        return
+    if match is not None and card_of_slot is not None:
+        match.record(path, seal, card_of_slot)
+
+
+class _Match:
+    """Which card each slot of a store holds, for cards named by a `search_digest`.
+
+    Matching a store's slots to the cards by key costs a string per card; the outcome
+    is recorded beside the store (`MATCH_NAME`) with the store's seal, the analyser
+    and the cards' digest, and recalled while all three are the same. The record is
+    sealed and checked (a permutation of the cards) before use; anything else about
+    it means "match by key".
+    """
+
+    def __init__(self, fingerprint: str, cards_digest: bytes, count: int, store_seal: bytes):
+        self._fingerprint = fingerprint.encode("utf-8", "surrogatepass")
+        self._cards_digest = cards_digest
+        self._count = count
+        self._store_seal = store_seal
+
+    @classmethod
+    def of(cls, cards: Sequence[Any], postings: _Postings, fingerprint: str) -> _Match | None:
+        digest = getattr(cards, "search_digest", b"")
+        if type(digest) is not bytes or not digest:
+            return None
+        return cls(fingerprint, digest, len(cards), postings.seal)
+
+    def _identity(self, store_seal: bytes) -> bytes:
+        parts = (self._fingerprint, self._cards_digest, store_seal)
+        return b"".join(len(part).to_bytes(8, "little") + part for part in parts) + (
+            self._count.to_bytes(8, "little")
+        )
+
+    def record(self, store_path: Path, store_seal: bytes, card_of_slot: Any) -> None:
+        """Record that the store of this seal holds card `card_of_slot[slot]` at each slot."""
+        if len(card_of_slot) != self._count:
+            return
+        identity = np.array_equal(card_of_slot, np.arange(self._count))
+        order = b"" if identity else np.asarray(card_of_slot, dtype="<i8").tobytes()
+        path = store_path.with_name(MATCH_NAME)
+        with contextlib.suppress(OSError):
+            if files.state_dir_contained(path.parent):
+                files.write_atomically(
+                    path, _MATCH_MAGIC + files.seal(self._identity(store_seal) + order)
+                )
+
+    def recalled(self, store_path: Path | None) -> npt.NDArray[np.int64] | None:
+        """The recorded card of each slot, if recorded for this store, analyser and cards."""
+        if store_path is None or not self._store_seal:
+            return None
+        try:
+            sealed = files.read_regular(store_path.with_name(MATCH_NAME), 16 * self._count + 4096)
+        except OSError:
+            return None
+        if not sealed.startswith(_MATCH_MAGIC):
+            return None
+        data = files.unseal(sealed, len(_MATCH_MAGIC))
+        identity = self._identity(self._store_seal)
+        if data is None or data[: len(identity)] != identity:
+            return None
+        order = data[len(identity) :]
+        if not order:
+            return np.arange(self._count, dtype=np.int64)
+        if len(order) != 8 * self._count:
+            return None
+        card_of_slot = np.frombuffer(order, dtype="<i8").astype(np.int64)
+        if card_of_slot.min() < 0 or card_of_slot.max() >= self._count:
+            return None
+        if not (np.bincount(card_of_slot, minlength=self._count) == 1).all():
+            return None  # not a permutation of the cards
+        return card_of_slot
 
 
 def _reason(error: BaseException) -> str:

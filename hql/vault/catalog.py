@@ -99,29 +99,93 @@ class Listing:
     warnings: tuple[tuple[str, str, str | None], ...]  # (path, message, subject)
 
 
-@dataclass(frozen=True)
 class SearchColumns:
-    """Per card of a load, in name order: what a ranker's stored index is matched by."""
+    """Per card of a load, in name order: what a ranker's stored index is matched by.
 
-    names: list[str]
-    relpaths: list[str]
-    digests: list[str]  # sha256 of the retrieval text, hex
-    titles: list[str]  # the title ranking reads (`Card.search_title`)
+    `names`, `relpaths`, `digests` (sha256 of the retrieval text, hex) and `titles` (the
+    title ranking reads, `Card.search_title`) are lists of str. Stored, each column is one
+    NUL-joined text (no item holds a NUL: paths cannot, and a column whose items do is
+    stored as a list instead), split only when first read: opening them makes no object
+    per card, and a text split apart holds nothing but str. `digest` names the stored
+    columns (their checked row digest), b"" for columns not read from a catalogue.
+    """
+
+    __slots__ = ("_columns", "digest")
+
+    def __init__(
+        self,
+        names: list[str] | str,
+        relpaths: list[str] | str,
+        digests: list[str] | str,
+        titles: list[str] | str,
+        digest: bytes = b"",
+    ) -> None:
+        self._columns: list[list[str] | str] = [names, relpaths, digests, titles]
+        self.digest = digest
+
+    def _column(self, at: int) -> list[str]:
+        column = self._columns[at]
+        if type(column) is str:
+            column = self._columns[at] = column.split(_SEPARATOR) if column else []
+        return cast(list[str], column)
+
+    @property
+    def names(self) -> list[str]:
+        return self._column(0)
+
+    @property
+    def relpaths(self) -> list[str]:
+        return self._column(1)
+
+    @property
+    def digests(self) -> list[str]:
+        return self._column(2)
+
+    @property
+    def titles(self) -> list[str]:
+        return self._column(3)
 
     def packed(self) -> bytes:
-        return marshal.dumps((self.names, self.relpaths, self.digests, self.titles))
+        return marshal.dumps((_SEARCH_PACKING, *map(_joined, self._columns)))
 
     @classmethod
-    def unpacked(cls, stored: object, cards: int) -> SearchColumns | None:
+    def unpacked(cls, stored: object, cards: int, digest: bytes = b"") -> SearchColumns | None:
         columns = _loads(stored)
-        if type(columns) is not tuple or len(columns) != 4:
+        if type(columns) is not tuple:
+            return None
+        if len(columns) == 5 and columns[0] == _SEARCH_PACKING:
+            columns = columns[1:]
+        elif len(columns) != 4:
             return None
         for column in columns:
-            if type(column) is not list or len(column) != cards:
+            if not _column_of(column, cards):
                 return None
-            if not all(type(item) is str for item in column):
-                return None
-        return cls(*columns)
+        return cls(*columns, digest=digest)
+
+
+# A column is joined by this; a column whose items hold it is stored as a list.
+_SEPARATOR = "\0"
+_SEARCH_PACKING = "joined"
+
+
+def _joined(column: list[str] | str) -> list[str] | str:
+    """The column as one text, unless an item holds the separator (or it is the one
+    column a text cannot tell from no items: a single empty str)."""
+    if type(column) is str:
+        return column
+    joined = _SEPARATOR.join(column)
+    if joined.count(_SEPARATOR) != len(column) - 1 or column == [""]:
+        return column
+    return joined
+
+
+def _column_of(column: object, cards: int) -> bool:
+    """Whether a stored column holds `cards` str (a joined text is checked by its count)."""
+    if type(column) is str:
+        return column.count(_SEPARATOR) + 1 == cards if column else cards == 0
+    if type(column) is not list or len(column) != cards:
+        return False
+    return all(type(item) is str for item in column)
 
 
 def listing_key(
@@ -203,7 +267,7 @@ class Catalog:
             return None
         if found[2] != _digest(key, found[1]):
             return None
-        return SearchColumns.unpacked(found[1], cards)
+        return SearchColumns.unpacked(found[1], cards, found[2])
 
     def has_search(self, key: bytes | None) -> bool:
         if key is None or self._connection is None or self._foreign:

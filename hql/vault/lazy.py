@@ -14,6 +14,7 @@ changed in between (then the vault holds the file as it is now).
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -49,32 +50,48 @@ class CardMaker:
         self._known: set[str] | None = None
         self._contributions: dict[str, dict[str, Any]] | None = None
 
+    def _walked_at(self, relpath: str) -> int | None:
+        """Where the walk found `relpath`: looked up in its order (by path component, see
+        `walk.walk`) for a few, through a map of every path for many."""
+        relpaths = self._walked.relpaths
+        if self._where is None:
+            at = bisect.bisect_left(relpaths, _components(relpath), key=_components)
+            if at < len(relpaths) and relpaths[at] == relpath:
+                return at
+            self._where = {path: at for at, path in enumerate(relpaths)}
+        return self._where.get(relpath)
+
     def make(self, positions: Sequence[int]) -> list[Card] | None:
         """The cards at these positions (name order), or None if any cannot be built as the
         listing describes it (its row is gone or stale, its file no longer as walked)."""
         from hql.vault import assembly, document, loader
 
         columns, walked = self._columns, self._walked
-        if self._where is None:
-            self._where = {relpath: at for at, relpath in enumerate(walked.relpaths)}
+        if self._known is None:
             self._known = set(columns.names)
             self._contributions = assembly.contributions_of(self._extension_metadata)
-        wanted = []
+        if self._where is None and len(positions) > _FEW:
+            self._where = {path: at for at, path in enumerate(walked.relpaths)}
+        wanted, walked_at = [], []
         for position in positions:
-            at = self._where.get(columns.relpaths[position])
-            status = walked.statuses[at] if at is not None else None
+            at = self._walked_at(columns.relpaths[position])
+            if at is None:
+                return None
+            status = walked.statuses[at]
             if type(status) is not os.stat_result:
                 return None
-            wanted.append((walked.relpaths[at], status.st_size, status.st_mtime_ns, status.st_ino))  # type: ignore[index]
+            walked_at.append(at)
+            wanted.append((walked.relpaths[at], status.st_size, status.st_mtime_ns, status.st_ino))
         payloads = self._catalog.payloads(wanted)
         assert self._known is not None and self._contributions is not None
         cards = []
         ignored: list[LoadWarning] = []  # the listing holds the load's warnings
-        for position, (relpath, size, mtime_ns, _) in zip(positions, wanted, strict=True):
+        for position, at, (relpath, size, mtime_ns, _) in zip(
+            positions, walked_at, wanted, strict=True
+        ):
             payload = payloads.get(relpath)
             if payload is None or payload[0] != "ok":
                 return None
-            at = self._where[relpath]
             found = loader.FoundFile(relpath, walked.paths[at], walked.formats[at], None)
             read = loader.ReadDocument(found, size, mtime_ns, document.ParsedDocument(*payload[1:]))
             name = columns.names[position]
@@ -107,6 +124,7 @@ class CardSequence(Sequence[Card]):
         table: Any,
     ) -> None:
         self.names = columns.names
+        self.search_digest = columns.digest  # names the names and search keys
         self._columns = columns
         self._maker = maker
         self._built = built  # the vault's cards if it has built them, else None
@@ -210,6 +228,10 @@ class CardSequence(Sequence[Card]):
 
     def __repr__(self) -> str:
         return f"CardSequence({len(self)} cards, {len(self._made)} built)"
+
+
+def _components(relpath: str) -> list[str]:
+    return relpath.split("/")
 
 
 def _folder_meets(relpath: str, conditions: Sequence[tuple[str, str]]) -> bool:
