@@ -187,8 +187,9 @@ SUBCOMMANDS["mcp"] = (
     _mcp_arguments,
 )
 SUBCOMMANDS["vault"] = (
-    "about the vault itself: `warnings` lists every load warning",
-    _one("action", choices=("warnings",), help="what to show"),
+    "about the vault itself: `warnings` lists every load warning; `watch` keeps watching it "
+    "so loads need not check every file",
+    _one("action", choices=("warnings", "watch"), help="what to do"),
 )
 VALUED_OPTIONS = {"--vault", "--format", "--report"}
 # A command prints this many load warnings, then a count; `hql vault warnings` lists them all.
@@ -462,6 +463,8 @@ def config_command(args: argparse.Namespace) -> int:
 def vault_command(args: argparse.Namespace) -> int:
     if not args.vault:
         raise HostError(messages.vault_command_needs_vault())
+    if args.action == "watch":
+        return watch_command(args.vault)
     vault = open_vault(args.vault)
     if args.format == "json":
         from hql.printing import dumps
@@ -472,6 +475,36 @@ def vault_command(args: argparse.Namespace) -> int:
         print(f"warning: {item}")
     if not vault.warnings:
         print(messages.no_load_warnings())
+    return 0
+
+
+def watch_command(vault: str) -> int:
+    """Watch the vault until interrupted (or terminated); loads meanwhile trust the catalogue."""
+    import signal
+    from pathlib import Path
+
+    from hql.vault import VaultError
+    from hql.vault.store import check_root
+    from hql.vault.watcher import Watcher, WatchError
+
+    try:
+        check_root(vault, Path(vault))
+    except VaultError as error:
+        raise HostError(str(error)) from None
+    watcher = Watcher(Path(vault))
+    try:
+        watcher.start()
+    except WatchError as error:
+        raise HostError(str(error)) from None
+    signal.signal(signal.SIGTERM, lambda *_: watcher.stop())
+    print(messages.watching(vault, len(watcher.folders)), file=sys.stderr, flush=True)
+    try:
+        watcher.serve()
+    except WatchError as error:
+        raise HostError(str(error)) from None
+    except KeyboardInterrupt:
+        pass
+    print(messages.watch_stopped(), file=sys.stderr)
     return 0
 
 

@@ -2047,3 +2047,44 @@ def qdrant_build_summary(
 
 def qdrant_inspect_points(points: int) -> str:
     return f"{points} (one per section)"
+
+
+# --- the vault watcher (hql vault watch) -------------------------------------------
+
+
+def watch_needs_linux() -> str:
+    return "`hql vault watch` needs Linux (inotify); without it every load checks every file"
+
+
+def watch_state_outside(state_dir: str) -> str:
+    return f"`{state_dir}` leads outside the vault, so the watcher has nowhere to listen"
+
+
+def watch_already(vault: str) -> str:
+    return f"the vault `{vault}` is already watched by another `hql vault watch`"
+
+
+def watch_limit(folder: str) -> str:
+    return (
+        f"cannot watch `{folder}`: the system's limit on inotify watches is reached "
+        "(raise fs.inotify.max_user_watches); loads check every file again"
+    )
+
+
+def watch_failed(folder: str, reason: str) -> str:
+    return f"cannot watch `{folder}` ({reason}); loads check every file again"
+
+
+def watch_root_gone(vault: str) -> str:
+    return f"the vault `{vault}` was moved or removed; the watcher stops"
+
+
+def watching(vault: str, folders: int) -> str:
+    return (
+        f"watching {plural(folders, 'folder')} of `{vault}`: loads trust the catalogue while "
+        "nothing changes (stop with Ctrl-C)"
+    )
+
+
+def watch_stopped() -> str:
+    return "the watcher stopped; loads check every file again"

@@ -20,6 +20,9 @@ three tables:
   name order, its name, path, retrieval-text digest and search title. A ranker
   opens its stored index from these columns and builds only the cards it hands
   out (each from its `files` row).
+* `walked`: the last walk made while a watcher served the vault
+  (hql/vault/watch.py), under the watcher's token: a load told the same token
+  takes its walk from here instead of walking.
 
 The catalogue is the user's file but still input. A row is believed only
 while its file has the same size, mtime_ns and inode and its digest matches
@@ -86,6 +89,15 @@ CREATE TABLE IF NOT EXISTS search (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     key BLOB NOT NULL,
     columns BLOB NOT NULL,
+    digest BLOB NOT NULL
+);
+"""
+# Written by the first load a watcher serves.
+_WALKED_SCHEMA = """
+CREATE TABLE IF NOT EXISTS walked (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    token TEXT NOT NULL,
+    walk BLOB NOT NULL,
     digest BLOB NOT NULL
 );
 """
@@ -277,6 +289,40 @@ class Catalog:
         except sqlite3.Error:
             return False
         return found is not None and found[0] == key
+
+    def recorded_walk(self, token: str) -> bytes | None:
+        """The walk recorded under the watcher's `token` (None: none, another, or damaged)."""
+        if self._connection is None or self._foreign:
+            return None
+        try:
+            found = self._connection.execute(
+                "SELECT token, walk, digest FROM walked WHERE id = 1"
+            ).fetchone()
+        except sqlite3.Error:  # no such table yet
+            return None
+        if found is None or found[0] != token or type(found[1]) is not bytes:
+            return None
+        if found[2] != _digest(token.encode(), found[1]):
+            return None
+        return cast(bytes, found[1])
+
+    def record_walk(self, token: str, walk: bytes) -> None:
+        """Keep `walk` under `token`, in a transaction of its own; a catalogue that cannot
+        take it (none yet, locked, read-only) keeps nothing, and the next load walks."""
+        connection = self._connection
+        if connection is None or self._foreign or self._replace:
+            return
+        with contextlib.suppress(sqlite3.Error):
+            connection.execute(_WALKED_SCHEMA)
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                connection.execute("DELETE FROM walked")
+                digest = _digest(token.encode(), walk)
+                connection.execute("INSERT INTO walked VALUES (1, ?, ?, ?)", (token, walk, digest))
+            except BaseException:
+                connection.rollback()
+                raise
+            connection.commit()
 
     def payloads(self, wanted: list[tuple[str, int, int, int]]) -> dict[str, Payload]:
         """The checked payloads of these (relpath, size, mtime_ns, inode), read in one query;

@@ -5,15 +5,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import marshal
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hql import files, messages
-from hql.vault import walk
+from hql.vault import walk, watch
 from hql.vault.catalog import Catalog, Listing, SearchColumns, listing_key
 from hql.vault.config import VaultConfig, load_config
 from hql.vault.lazy import CardMaker, CardSequence, DeferredTable
@@ -175,7 +176,7 @@ class Vault:
         """
         shown = os.fspath(path)
         root = Path(path)
-        _check_root(shown, root)
+        check_root(shown, root)
         with _collector_paused():
             return cls._load(shown, root, extension_metadata or {}, use_cache)
 
@@ -190,12 +191,6 @@ class Vault:
         warnings: list[LoadWarning] = []
         config, config_warnings = load_config(root)
         dialect = walk.dialect_of(root, config.dialect)
-        walked_files = walk.walk(shown, warnings, config.allow_outside)
-        if config.exclude:
-            from hql.vault import links
-
-            kept = links.without_excluded(walked_files.found(), config.exclude)
-            walked_files = walk.Walk.of(kept)
         fingerprint = walk.parser_fingerprint()
         if dialect != walk.REFERENCE:  # one dialect's parses are not another's
             fingerprint = f"{fingerprint}:{dialect}"
@@ -203,13 +198,27 @@ class Vault:
         # A `.hql` that leads outside the vault is neither read nor written.
         cached = use_cache and files.state_dir_contained(state_dir)
         catalog = Catalog(state_dir if cached else None, fingerprint)
+        metadata = sorted((name, dict(entries)) for name, entries in extension_metadata.items())
+        context = (fingerprint, walk.assembly_fingerprint(), dialect, shown, metadata)
+        token = watch.ask(state_dir) if cached else None
+        recorded = _recorded_walk(catalog, token, context, config) if token else None
+        if recorded is not None:
+            walked_files, key, walk_warnings = recorded
+            warnings.extend(walk_warnings)
+            unrecorded: list[Callable[[], None]] = []
+        else:
+            walked_files = walk.walk(shown, warnings, config.allow_outside)
+            if config.exclude:
+                from hql.vault import links
+
+                kept = links.without_excluded(walked_files.found(), config.exclude)
+                walked_files = walk.Walk.of(kept)
+            key = None
+            if cached:
+                key = listing_key(walked_files.relpaths, walked_files.signature_columns(), context)
+            unrecorded = _walk_record(catalog, token, context, config, walked_files, key, warnings)
         walked = tuple(config_warnings + warnings)
-        key = None
         relpaths = walked_files.relpaths
-        if cached:
-            metadata = sorted((name, dict(entries)) for name, entries in extension_metadata.items())
-            context = (fingerprint, walk.assembly_fingerprint(), dialect, shown, metadata)
-            key = listing_key(relpaths, walked_files.signature_columns(), context)
 
         def read_cards() -> tuple[tuple[Card, ...], tuple[LoadWarning, ...]]:
             """Everything after the walk: names, the documents (from the catalogue), cards."""
@@ -227,6 +236,8 @@ class Vault:
                     rest.append(LoadWarning("", messages.unresolved_links(missing, linking)))
             listing = Listing(len(cards), tuple((w.path, w.message, w.subject) for w in rest))
             catalog.save(relpaths, key, listing, stored, functools.partial(_search_columns, cards))
+            while unrecorded:
+                unrecorded.pop()()
             catalog.close()
             return tuple(cards), tuple(rest)
 
@@ -239,6 +250,8 @@ class Vault:
             vault = cls(root, (), None, walked + rest, config, root_text=shown)
             vault._cards, vault._count, vault._pending = None, stored.cards, read_cards
             vault._stored_warnings = len(rest)
+            while unrecorded:
+                unrecorded.pop()()
 
             def sequence() -> CardSequence | None:
                 columns = catalog.search_columns(key, stored.cards)
@@ -307,6 +320,58 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _recorded_walk(
+    catalog: Catalog, token: str, context: tuple[object, ...], config: VaultConfig
+) -> tuple[walk.Walk, bytes, list[LoadWarning]] | None:
+    """The walk the catalogue recorded under the watcher's `token`, for this very load
+    (the same parser, dialect, path, extensions and walk settings), with its key and
+    warnings; None means walk."""
+    stored = catalog.recorded_walk(token)
+    if stored is None:
+        return None
+    try:
+        recorded_context, key, warnings, packed = marshal.loads(stored)
+    except Exception:  # noqa: BLE001 - not a record: walk
+        return None
+    if recorded_context != _walk_context(context, config) or type(key) is not bytes:
+        return None
+    if type(warnings) is not list or type(packed) is not bytes:
+        return None
+    if not all(type(item) is tuple and len(item) == 3 for item in warnings):
+        return None
+    walked = walk.Walk.unpacked(packed, context[3])  # type: ignore[arg-type]
+    if walked is None:
+        return None
+    return walked, key, [LoadWarning(*item) for item in warnings]
+
+
+def _walk_record(
+    catalog: Catalog,
+    token: str | None,
+    context: tuple[object, ...],
+    config: VaultConfig,
+    walked: walk.Walk,
+    key: bytes | None,
+    warnings: list[LoadWarning],
+) -> list[Callable[[], None]]:
+    """What keeps this walk under the watcher's token: a call to make once the catalogue
+    is written (none when no watcher answered, or the walk cannot be kept)."""
+    if token is None or key is None:
+        return []
+    packed = walked.packed()
+    if packed is None:
+        return []
+    items = [(item.path, item.message, item.subject) for item in warnings]
+    record = marshal.dumps(cast(Any, (_walk_context(context, config), key, items, packed)))
+    return [functools.partial(catalog.record_walk, token, record)]
+
+
+def _walk_context(context: tuple[object, ...], config: VaultConfig) -> tuple[object, ...]:
+    """What a walk's result depends on besides the files: the load's context and how the
+    configuration shapes the walk."""
+    return (*context, tuple(config.exclude), tuple(config.allow_outside))
+
+
 def _search_columns(cards: list[Card]) -> SearchColumns:
     return SearchColumns(
         [card.name for card in cards],
@@ -342,7 +407,7 @@ def _same_card(one: Card, other: Card) -> bool:
     )
 
 
-def _check_root(shown: str, root: Path) -> None:
+def check_root(shown: str, root: Path) -> None:
     try:
         if root.is_dir():
             return

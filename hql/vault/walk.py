@@ -12,10 +12,13 @@ import array
 import contextlib
 import functools
 import hashlib
+import marshal
 import operator
 import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple, overload
 
 from hql import files, messages
 from hql.vault.model import LoadWarning
@@ -104,11 +107,17 @@ class Walk:
 
     __slots__ = ("relpaths", "paths", "formats", "statuses")
 
-    def __init__(self) -> None:
-        self.relpaths: list[str] = []
-        self.paths: list[str] = []
-        self.formats: list[str] = []
-        self.statuses: list[os.stat_result | OSError] = []
+    def __init__(
+        self,
+        relpaths: list[str] | None = None,
+        paths: Sequence[str] | None = None,
+        formats: list[str] | None = None,
+        statuses: Sequence[os.stat_result | OSError] | None = None,
+    ) -> None:
+        self.relpaths: list[str] = [] if relpaths is None else relpaths
+        self.paths: Sequence[str] = [] if paths is None else paths
+        self.formats: list[str] = [] if formats is None else formats
+        self.statuses: Sequence[os.stat_result | OSError] = [] if statuses is None else statuses
 
     def found(self) -> list[FoundFile]:
         return list(map(FoundFile, self.relpaths, self.paths, self.formats, self.statuses))
@@ -127,6 +136,8 @@ class Walk:
         without a Python object per file; a walk with a file `stat` failed on, as marshalled
         `signatures`."""
         statuses = self.statuses
+        if isinstance(statuses, _RecordedStatuses):
+            return statuses.columns
         if all(type(status) is os.stat_result for status in statuses):
             try:
                 return [
@@ -135,19 +146,109 @@ class Walk:
                 ]
             except OverflowError:
                 pass
-        import marshal
-
         return [marshal.dumps(self.signatures())]
+
+    def packed(self) -> bytes | None:
+        """The walk as bytes, to be `unpacked` while nothing below the vault changes; None
+        when a file's `stat` failed (such a walk is simply made again)."""
+        columns = self.signature_columns()
+        if len(columns) != len(_SIGNATURE_COLUMNS):
+            return None
+        # A path holds no NUL, so joined columns split back exactly (and only into text).
+        return marshal.dumps(("\0".join(self.relpaths), "\0".join(self.formats), *columns))
+
+    @classmethod
+    def unpacked(cls, stored: bytes, root: str) -> Walk | None:
+        """The walk `packed` gave, below `root` as given; None when `stored` is not one."""
+        try:
+            relpaths, formats, *columns = marshal.loads(stored)
+            statuses = _RecordedStatuses(columns)
+            relpaths, formats = relpaths.split("\0"), formats.split("\0")
+        except Exception:  # noqa: BLE001 - not a packed walk: walk again
+            return None
+        if relpaths == [""]:
+            relpaths, formats = [], []
+        if not len(relpaths) == len(formats) == len(statuses):
+            return None
+        if not _FORMAT_NAMES.issuperset(formats):
+            return None
+        return cls(relpaths, _Joined(root, relpaths), formats, statuses)
 
     @classmethod
     def of(cls, found: list[FoundFile]) -> Walk:
-        walk = cls()
+        walk = cls([], [], [], [])
         for item in found:
             walk.relpaths.append(item.relpath)
-            walk.paths.append(item.path)
+            walk.paths.append(item.path)  # type: ignore[attr-defined]
             walk.formats.append(item.format)
-            walk.statuses.append(item.status if item.status is not None else OSError())
+            walk.statuses.append(item.status if item.status is not None else OSError())  # type: ignore[attr-defined]
         return walk
+
+
+_FORMAT_NAMES = frozenset(FORMATS.values())
+
+
+class _Joined(Sequence[str]):
+    """`root` joined with each relative path, as the walk joins them, when first asked for."""
+
+    __slots__ = ("_root", "_relpaths")
+
+    def __init__(self, root: str, relpaths: list[str]) -> None:
+        self._root, self._relpaths = root, relpaths
+
+    def __len__(self) -> int:
+        return len(self._relpaths)
+
+    @overload
+    def __getitem__(self, at: int) -> str: ...
+    @overload
+    def __getitem__(self, at: slice) -> list[str]: ...
+    def __getitem__(self, at: int | slice) -> str | list[str]:
+        if isinstance(at, slice):
+            return [os.path.join(self._root, relpath) for relpath in self._relpaths[at]]
+        return os.path.join(self._root, self._relpaths[at])
+
+    def __iter__(self) -> Iterator[str]:
+        join, root = os.path.join, self._root
+        return (join(root, relpath) for relpath in self._relpaths)
+
+
+class _RecordedStatuses(Sequence[os.stat_result]):
+    """The `stat`s of a recorded walk, each made from the columns when first asked for
+    (size, mtime_ns, inode and mode are all a load reads of them)."""
+
+    __slots__ = ("columns", "_arrays")
+
+    def __init__(self, columns: list[bytes]) -> None:
+        if len(columns) != len(_SIGNATURE_COLUMNS) or not all(type(c) is bytes for c in columns):
+            raise ValueError("not the columns of a walk")
+        arrays = []
+        for (code, _), column in zip(_SIGNATURE_COLUMNS, columns, strict=True):
+            values = array.array(code)
+            values.frombytes(column)
+            arrays.append(values)
+        if len({len(values) for values in arrays}) != 1:
+            raise ValueError("columns of different lengths")
+        self.columns = columns
+        self._arrays = arrays
+
+    def __len__(self) -> int:
+        return len(self._arrays[0])
+
+    @overload
+    def __getitem__(self, at: int) -> os.stat_result: ...
+    @overload
+    def __getitem__(self, at: slice) -> list[os.stat_result]: ...
+    def __getitem__(self, at: int | slice) -> os.stat_result | list[os.stat_result]:
+        if isinstance(at, slice):
+            return [self[index] for index in range(len(self))[at]]
+        size, mtime_ns, inode, mode = (values[at] for values in self._arrays)
+        seconds = mtime_ns // 1_000_000_000
+        fields = (mode, inode, 0, 1, 0, 0, size, seconds, seconds, seconds)
+        return os.stat_result(fields, {"st_mtime_ns": mtime_ns, "st_mtime": mtime_ns / 1e9})
+
+    def __iter__(self) -> Iterator[os.stat_result]:
+        return map(self.__getitem__, range(len(self)))
 
 
 def discover(
@@ -166,11 +267,20 @@ def walk(root: str, warnings: list[LoadWarning], allow_outside: tuple[str, ...] 
     """
     containment = files.Containment(root, allow_outside)
     outside: list[str] = []
-    found = Walk()
+    found = _Columns([], [], [], [])
     _walk(root, "", set(), warnings, containment, outside, found)
     if outside:
         warnings.append(LoadWarning(outside[0], messages.symlinks_outside(len(outside))))
-    return found
+    return Walk(*found)
+
+
+class _Columns(NamedTuple):
+    """What `_walk` appends to, one list per column of the Walk it makes."""
+
+    relpaths: list[str]
+    paths: list[str]
+    formats: list[str]
+    statuses: list[os.stat_result | OSError]
 
 
 _BY_NAME = operator.attrgetter("name")
@@ -183,7 +293,7 @@ def _walk(
     warnings: list[LoadWarning],
     containment: files.Containment,
     outside: list[str],
-    found: Walk,
+    found: _Columns,
 ) -> None:
     """Add the documents below `directory` to `found`.
 

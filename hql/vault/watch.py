@@ -1,0 +1,68 @@
+"""Asking the vault's watcher whether anything changed, so a load need not `stat` every file.
+
+`hql --vault V vault watch` (hql/vault/watcher.py) holds an inotify watch on
+every folder of the vault and counts the changes it is told of. A load asks it
+for its token (the watcher's identity and that count) through the Unix socket
+`.hql/watch.sock`. When the catalogue recorded a walk made under the very same
+token, nothing below the vault has changed since, and the load takes that walk
+from the catalogue instead of walking again. No watcher, or no answer within
+ASK_SECONDS, and the load walks as always.
+
+This runs on every load, so it imports nothing beyond the socket module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+SOCKET = "watch.sock"
+# How long a load waits for a watcher's answer before walking as usual.
+ASK_SECONDS = 2.0
+_TOKEN = re.compile(r"[0-9a-f]{16} [0-9]{1,19}")
+
+
+def ask(state_dir: Path) -> str | None:
+    """The token of the watcher serving this state directory, or None (no watcher, or it
+    did not answer in time: the load walks)."""
+    path = state_dir / SOCKET
+    try:
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    except (OSError, AttributeError):  # no Unix sockets here
+        return None
+    try:
+        connection.settimeout(ASK_SECONDS)
+        with address(path) as where:
+            connection.connect(where)
+        connection.sendall(b"token\n")
+        answer = b""
+        while not answer.endswith(b"\n") and len(answer) < 64:
+            chunk = connection.recv(64)
+            if not chunk:
+                break
+            answer += chunk
+    except (OSError, ValueError):
+        return None
+    finally:
+        connection.close()
+    token = answer.decode("ascii", "replace").strip()
+    return token if _TOKEN.fullmatch(token) else None
+
+
+@contextlib.contextmanager
+def address(path: Path) -> Iterator[str]:
+    """A socket address for `path`: itself, or through /proc when it is longer than a
+    socket address may be (about 108 bytes)."""
+    text = os.fspath(path)
+    if len(os.fsencode(text)) < 100:
+        yield text
+        return
+    folder = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        yield f"/proc/self/fd/{folder}/{path.name}"
+    finally:
+        os.close(folder)

@@ -1,0 +1,511 @@
+"""A watched vault opens without walking while nothing changes, and sees every change.
+
+A real watcher (inotify, a Unix socket) serves real vaults in a temporary
+folder. Every answer of a load that took its walk from the catalogue is
+compared with a load that read every file (`use_cache=False`); every kind of
+change a user makes must make the next load walk and see it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hql import messages
+from hql.api import Session
+from hql.vault import Vault, walk, watch
+from hql.vault.catalog import CATALOG_FILE, _digest
+from hql.vault.watcher import IN_ISDIR, IN_MOVED_TO, IN_Q_OVERFLOW, Watcher, WatchError
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs inotify")
+
+ROOT = Path(__file__).resolve().parents[1]
+GARDEN = ROOT / "bench" / "data" / "garden"  # 440 notes in folders, with tags and links
+OBSIDIAN = Path(__file__).parent / "fixtures" / "obsidian"
+
+PROGRAMS = [
+    "cards | count",
+    "cards | map(c => [c.name, c.path, c.folder, c.kind, c.title, c.tags, c.metadata, c.size])",
+    "cards | map(c => [c.name, c.outlinks, c.inlinks])",
+    'import bm25\ncards | bm25("ocean temperature coral reef") | take(5)',
+    'cards | filter(c => c.folder == "Ocean") | count',
+]
+
+
+@pytest.fixture
+def walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The root of every walk a load makes."""
+    roots: list[str] = []
+    real = walk.walk
+
+    def counted(root: str, *rest: Any) -> walk.Walk:
+        roots.append(root)
+        return real(root, *rest)
+
+    monkeypatch.setattr(walk, "walk", counted)
+    return roots
+
+
+@contextlib.contextmanager
+def watching(root: Path) -> Iterator[Watcher]:
+    """A watcher serving `root` from a thread, stopped afterwards."""
+    watcher = Watcher(root)
+    watcher.start()
+    failure: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            watcher.serve()
+        except BaseException as error:  # noqa: BLE001 - handed to the test
+            failure.append(error)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield watcher
+    finally:
+        watcher.stop()
+        thread.join(10)
+        assert not thread.is_alive()
+    if failure and not isinstance(failure[0], WatchError):
+        raise failure[0]
+
+
+def _copy(tmp_path: Path, source: Path, name: str = "vault") -> Path:
+    target = tmp_path / name
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(".hql"))
+    return target
+
+
+def _answers(vault: Vault) -> list[tuple[object, ...]]:
+    session = Session(vault)
+    found = []
+    for text in PROGRAMS:
+        outcome = session.run(text)
+        found.append((outcome.text(), outcome.to_json(), outcome.render_reports()))
+    return found
+
+
+def _assert_as_read_afresh(vault: Vault, root: Path) -> None:
+    fresh = Vault.open(root, use_cache=False)
+    assert [str(w) for w in vault.warnings] == [str(w) for w in fresh.warnings]
+    assert _answers(vault) == _answers(fresh)
+
+
+@pytest.fixture
+def garden(tmp_path: Path) -> Path:
+    return _copy(tmp_path, GARDEN)
+
+
+@pytest.mark.parametrize("source", [GARDEN, OBSIDIAN], ids=["garden", "obsidian"])
+def test_an_unchanged_vault_opens_without_walking(
+    tmp_path: Path, walks: list[str], source: Path
+) -> None:
+    root = _copy(tmp_path, source)
+    Vault.open(root)  # the catalogue, before any watcher
+    with watching(root):
+        first = Vault.open(root)
+        assert len(walks) == 2  # no token recorded yet: this load walks, and records its walk
+        _assert_as_read_afresh(first, root)
+        walks.clear()
+        for _ in range(3):
+            again = Vault.open(root)
+            assert walks == []
+            _assert_as_read_afresh(again, root)
+            assert len(walks) == 1  # only the fresh load of the comparison walked
+            walks.clear()
+
+
+def _a_note(root: Path, folder: str) -> Path:
+    return sorted((root / folder).rglob("*.md"))[0]
+
+
+def _edit(root: Path) -> None:
+    note = _a_note(root, "Ocean")
+    note.write_text(note.read_text() + "\nEntirely new words: zyzzyva quokka.\n")
+
+
+def _same_size_edit(root: Path) -> None:
+    note = _a_note(root, "Ocean")
+    data = bytearray(note.read_bytes())
+    data[-2] = ord("Q") if data[-2] != ord("Q") else ord("R")
+    note.write_bytes(bytes(data))
+
+
+def _touch(root: Path) -> None:
+    note = _a_note(root, "Reading")
+    os.utime(note, ns=(0, 1_234_567_890_000_000_000))
+
+
+def _add(root: Path) -> None:
+    (root / "Ocean" / "New finding.md").write_text("# New finding\n\nA quokka at sea. #ocean\n")
+
+
+def _delete(root: Path) -> None:
+    _a_note(root, "Ocean").unlink()
+
+
+def _rename(root: Path) -> None:
+    note = _a_note(root, "Ocean")
+    note.rename(note.with_name("Renamed note.md"))
+
+
+def _atomic_save(root: Path) -> None:
+    """As editors save: a temporary beside the note, renamed over it."""
+    note = _a_note(root, "Reading")
+    temporary = note.with_name(".saving.tmp")
+    temporary.write_text("# Saved atomically\n\nquokka\n")
+    temporary.replace(note)
+
+
+def _new_folder(root: Path) -> None:
+    (root / "Fresh" / "Deeper").mkdir(parents=True)
+    (root / "Fresh" / "Deeper" / "Inside.md").write_text("# Inside\n\nquokka\n")
+
+
+def _move_folder(root: Path) -> None:
+    (root / "Ocean").rename(root / "Sea")
+
+
+def _chmod(root: Path) -> None:
+    note = _a_note(root, "Reading")
+    note.chmod(0o600)
+
+
+def _unreadable_folder(root: Path) -> None:
+    shutil.rmtree(root / "Reading")
+
+
+def _config(root: Path) -> None:
+    (root / "hql.toml").write_text('[vault]\nexclude = ["Ocean/**"]\n')
+
+
+CHANGES = [
+    _edit,
+    _same_size_edit,
+    _touch,
+    _add,
+    _delete,
+    _rename,
+    _atomic_save,
+    _new_folder,
+    _move_folder,
+    _chmod,
+    _unreadable_folder,
+    _config,
+]
+
+
+@pytest.mark.parametrize("change", CHANGES, ids=lambda change: change.__name__.strip("_"))
+def test_every_change_is_seen(
+    garden: Path, walks: list[str], change: Callable[[Path], None]
+) -> None:
+    Vault.open(garden)
+    with watching(garden):
+        Vault.open(garden)  # records its walk
+        walks.clear()
+        Vault.open(garden)
+        assert walks == []
+        change(garden)
+        changed = Vault.open(garden)
+        assert walks == [str(garden)]
+        _assert_as_read_afresh(changed, garden)
+        walks.clear()
+        assert Vault.open(garden) is not None and walks == []  # recorded again
+
+
+def test_changes_inside_new_and_moved_folders_are_seen(garden: Path, walks: list[str]) -> None:
+    """A folder made or moved while watched is watched where it now is."""
+    with watching(garden):
+        Vault.open(garden)
+        _new_folder(garden)
+        Vault.open(garden)
+        _move_folder(garden)
+        Vault.open(garden)
+        walks.clear()
+        for note in (garden / "Fresh" / "Deeper" / "Inside.md", _a_note(garden, "Sea")):
+            note.write_text(f"# Edited\n\n{note.name} edited: wombat\n")
+            edited = Vault.open(garden)
+            assert walks == [str(garden)]
+            walks.clear()
+            assert "wombat" in Session(edited).run('cards | map(c => c.body) | join(" ")').text()
+            _assert_as_read_afresh(edited, garden)
+            walks.clear()
+
+
+def test_names_a_load_never_reads_do_not_count(garden: Path, walks: list[str]) -> None:
+    with watching(garden) as watcher:
+        Vault.open(garden)
+        before = watcher.generation
+        (garden / "Ocean" / ".note.md.swp").write_bytes(b"editor state")
+        (garden / ".obsidian").mkdir()  # not read by this vault's walk, though it sets the dialect
+        shutil.rmtree(garden / ".obsidian")
+        (garden / ".trash").mkdir()
+        (garden / ".trash" / "old.md").write_text("# old\n")
+        walks.clear()
+        Vault.open(garden)
+        assert walks == []
+        assert watcher.generation == before
+
+
+def test_the_dialect_folder_changes_the_load(garden: Path, walks: list[str]) -> None:
+    """`.obsidian/` is not watched, but the load checks it each time: a new dialect walks."""
+    with watching(garden):
+        Vault.open(garden)
+        (garden / ".obsidian").mkdir()
+        walks.clear()
+        vault = Vault.open(garden)
+        assert walks == [str(garden)] and vault.dialect == walk.OBSIDIAN
+        _assert_as_read_afresh(vault, garden)
+
+
+def test_a_symlinked_note_is_watched_where_it_lives(tmp_path: Path, walks: list[str]) -> None:
+    root = _copy(tmp_path, GARDEN)
+    outside = tmp_path / "shared"
+    outside.mkdir()
+    (outside / "Glossary.md").write_text("# Glossary\n\nreef: a ridge\n")
+    (root / "hql.toml").write_text('[vault]\nallow_outside = ["../shared"]\n')
+    (root / "Glossary.md").symlink_to(outside / "Glossary.md")
+    with watching(root):
+        Vault.open(root)
+        walks.clear()
+        Vault.open(root)
+        assert walks == []
+        (outside / "Glossary.md").write_text("# Glossary\n\nreef: a ridge of coral, quokka\n")
+        vault = Vault.open(root)
+        assert walks == [str(root)]
+        assert "quokka" in vault.card("Glossary").body  # type: ignore[union-attr]
+        _assert_as_read_afresh(vault, root)
+
+
+def test_a_change_made_just_before_asking_is_counted(garden: Path) -> None:
+    """The kernel queues the event before the write returns; the watcher reads the queue
+    before answering. So no change is ever missed by a load that starts after it."""
+    note = _a_note(garden, "Ocean")
+    with watching(garden):
+        state = garden / ".hql"
+        seen = watch.ask(state)
+        for round_ in range(500):
+            note.write_text(f"# Reef survey\n\nround {round_}\n")
+            token = watch.ask(state)
+            assert token is not None and token != seen
+            seen = token
+
+
+def test_loads_walk_when_no_watcher_answers(
+    garden: Path, walks: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = garden / ".hql"
+    state.mkdir()
+    # A socket left behind by a watcher that was killed: refused at once.
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(os.fspath(state / watch.SOCKET))
+    stale.close()
+    started = time.monotonic()
+    assert watch.ask(state) is None
+    assert time.monotonic() - started < 1
+    os.unlink(state / watch.SOCKET)
+    # A listener that never answers: the load waits ASK_SECONDS, then walks.
+    monkeypatch.setattr(watch, "ASK_SECONDS", 0.2)
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.bind(os.fspath(state / watch.SOCKET))
+    silent.listen(1)
+    try:
+        vault = Vault.open(garden)
+        assert walks == [str(garden)]
+        _assert_as_read_afresh(vault, garden)
+    finally:
+        silent.close()
+        os.unlink(state / watch.SOCKET)
+
+
+@pytest.mark.parametrize("answer", [b"nonsense\n", b"", b"0123456789abcdef -1\n", b"x" * 500])
+def test_an_answer_that_is_not_a_token_is_none(tmp_path: Path, answer: bytes) -> None:
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(os.fspath(tmp_path / watch.SOCKET))
+    server.listen(1)
+
+    def reply() -> None:
+        connection, _ = server.accept()
+        with connection:
+            connection.recv(64)
+            connection.sendall(answer)
+
+    thread = threading.Thread(target=reply, daemon=True)
+    thread.start()
+    try:
+        assert watch.ask(tmp_path) is None
+    finally:
+        thread.join(5)
+        server.close()
+
+
+def _walked_row(root: Path) -> tuple[str, bytes]:
+    with contextlib.closing(sqlite3.connect(root / ".hql" / CATALOG_FILE)) as connection:
+        token, stored = connection.execute("SELECT token, walk FROM walked").fetchone()
+    return token, stored
+
+
+def _replace_walked(root: Path, token: str, stored: bytes, digest: bytes | None = None) -> None:
+    digest = _digest(token.encode(), stored) if digest is None else digest
+    with contextlib.closing(sqlite3.connect(root / ".hql" / CATALOG_FILE)) as connection:
+        connection.execute(
+            "UPDATE walked SET token = ?, walk = ?, digest = ?", (token, stored, digest)
+        )
+        connection.commit()
+
+
+DAMAGE: list[Callable[[str, bytes], tuple[str, bytes, bytes | None]]] = [
+    lambda token, stored: (token, stored[:-7], None),  # cut short, sealed again
+    lambda token, stored: (token, b"\x00garbage", None),
+    lambda token, stored: (token, stored, b"\x00" * 16),  # a digest that does not match
+    lambda token, stored: (token, __import__("marshal").dumps((1, 2, 3, 4)), None),
+    lambda token, stored: (token, __import__("marshal").dumps(("c", b"k", [], b"w")), None),
+]
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_a_damaged_record_means_walking(
+    garden: Path, walks: list[str], damage: Callable[[str, bytes], tuple[str, bytes, bytes | None]]
+) -> None:
+    with watching(garden):
+        Vault.open(garden)
+        Vault.open(garden)
+        _replace_walked(garden, *damage(*_walked_row(garden)))
+        walks.clear()
+        vault = Vault.open(garden)
+        assert walks == [str(garden)]
+        _assert_as_read_afresh(vault, garden)
+
+
+def test_a_record_of_another_load_is_not_taken(garden: Path, walks: list[str]) -> None:
+    """The same files opened by another path, or with other extensions, walk."""
+    with watching(garden):
+        Vault.open(garden)
+        walks.clear()
+        by_other_path = Vault.open(f"{garden}/")
+        assert walks == [f"{garden}/"]
+        _assert_as_read_afresh(by_other_path, garden)
+        walks.clear()
+        Vault.open(garden, extension_metadata={"extra": {"x": 1}})
+        assert walks == [str(garden)]
+
+
+def test_one_watcher_per_vault(garden: Path) -> None:
+    with watching(garden):
+        second = Watcher(garden)
+        with pytest.raises(WatchError, match="already watched"):
+            second.start()
+    assert not (garden / ".hql" / watch.SOCKET).exists()
+
+
+def test_lost_events_and_moved_folders_make_it_look_again(garden: Path) -> None:
+    watcher = Watcher(garden)
+    watcher.start()
+    try:
+        folders = sorted(watcher.folders.values())
+        (garden / "Ocean").rename(garden / "Sea")
+        watcher.handle([(-1, IN_Q_OVERFLOW, "")])
+        assert watcher.generation == 1
+        assert sorted(watcher.folders.values()) == sorted(
+            folder.replace("/Ocean", "/Sea") for folder in folders
+        )
+        root_wd = next(wd for wd, folder in watcher.folders.items() if folder == str(garden))
+        (garden / "Sea").rename(garden / "Ocean")
+        watcher.handle([(root_wd, IN_MOVED_TO | IN_ISDIR, "Ocean")])
+        assert sorted(watcher.folders.values()) == folders
+    finally:
+        watcher.close()
+
+
+def test_the_watcher_stops_when_the_vault_goes(tmp_path: Path) -> None:
+    root = _copy(tmp_path, GARDEN)
+    watcher = Watcher(root)
+    watcher.start()
+    outcome: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            watcher.serve()
+        except WatchError as error:
+            outcome.append(error)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    root.rename(tmp_path / "elsewhere")
+    thread.join(10)
+    assert not thread.is_alive()
+    assert outcome and "moved or removed" in str(outcome[0])
+    assert not (tmp_path / "elsewhere" / ".hql" / watch.SOCKET).exists()
+
+
+def test_a_long_vault_path(tmp_path: Path, walks: list[str]) -> None:
+    deep = tmp_path / ("folder-with-a-long-name-" * 3) / ("and-another-one-" * 3)
+    deep.mkdir(parents=True)
+    root = _copy(deep, GARDEN)
+    assert len(os.fsencode(root / ".hql" / watch.SOCKET)) > 108
+    with watching(root):
+        Vault.open(root)
+        walks.clear()
+        Vault.open(root)
+        assert walks == []
+
+
+def _hql(*args: str, **options: Any) -> subprocess.CompletedProcess[str]:
+    environment = {key: value for key, value in os.environ.items() if key != "HQL_REPORT"}
+    return subprocess.run(
+        [sys.executable, "-m", "hql", *args],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+        **options,
+    )
+
+
+def test_hql_vault_watch_from_the_command_line(garden: Path) -> None:
+    command = [sys.executable, "-m", "hql", "--vault", str(garden), "vault", "watch"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        assert process.stderr.readline().startswith("watching ")
+        counted = _hql("--vault", str(garden), "eval", "cards | count")
+        assert counted.returncode == 0
+        total = int(counted.stdout)
+        assert _hql("--vault", str(garden), "eval", "cards | count").stdout == counted.stdout
+        _add(garden)
+        assert int(_hql("--vault", str(garden), "eval", "cards | count").stdout) == total + 1
+        refused = _hql("--vault", str(garden), "vault", "watch")
+        assert refused.returncode == 1
+        assert refused.stderr == f"hql: {messages.watch_already(str(garden))}\n"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, rest = process.communicate(timeout=20)
+    assert process.returncode == 0
+    assert rest == f"{messages.watch_stopped()}\n"
+    assert not (garden / ".hql" / watch.SOCKET).exists()
+
+
+def test_hql_vault_watch_refuses_what_is_not_a_vault(tmp_path: Path) -> None:
+    missing = _hql("--vault", str(tmp_path / "nowhere"), "vault", "watch")
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("hql: ") and "Traceback" not in missing.stderr
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    (blocked / ".hql").write_text("a file where the state folder goes")
+    refused = _hql("--vault", str(blocked), "vault", "watch")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("hql: cannot watch") and "Traceback" not in refused.stderr
