@@ -176,13 +176,12 @@ class Walk:
 
     @classmethod
     def of(cls, found: list[FoundFile]) -> Walk:
-        walk = cls([], [], [], [])
-        for item in found:
-            walk.relpaths.append(item.relpath)
-            walk.paths.append(item.path)  # type: ignore[attr-defined]
-            walk.formats.append(item.format)
-            walk.statuses.append(item.status if item.status is not None else OSError())  # type: ignore[attr-defined]
-        return walk
+        return cls(
+            [item.relpath for item in found],
+            [item.path for item in found],
+            [item.format for item in found],
+            [item.status if item.status is not None else OSError() for item in found],
+        )
 
 
 _FORMAT_NAMES = frozenset(FORMATS.values())

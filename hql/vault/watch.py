@@ -8,7 +8,8 @@ token, nothing below the vault has changed since, and the load takes that walk
 from the catalogue instead of walking again. No watcher, or no answer within
 ASK_SECONDS, and the load walks as always.
 
-This runs on every load, so it imports nothing beyond the socket module.
+This runs on every load: without a socket file it costs one `lstat`, and the
+socket module is imported only when there is one.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import socket
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,8 +32,12 @@ def ask(state_dir: Path) -> str | None:
     did not answer in time: the load walks)."""
     path = state_dir / SOCKET
     try:
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            return None
+        import socket
+
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    except (OSError, AttributeError):  # no Unix sockets here
+    except (OSError, AttributeError):  # no watcher, or no Unix sockets here
         return None
     try:
         connection.settimeout(ASK_SECONDS)
