@@ -87,7 +87,8 @@ __all__ = [
     "retrieval",
 ]
 
-HINTS = {"limit", "lazy-cards"}  # what a planner may push into a step that declares it absorbs it
+# What a planner may push into a step that declares it absorbs it.
+HINTS = {"limit", "lazy-cards", "relevant"}
 GROUP = "hql.extensions"  # the entry-point group installed packages declare their extension in
 RESERVED_PARAMS = ("context",)
 
@@ -674,8 +675,12 @@ class Context:
         input_type: Type | None,
         output_type: Type,
         limit: int | None = None,
+        relevant: Mapping[str, Any] | None = None,
     ) -> None:
         self.limit = limit  # set by a planner for a step that absorbs `limit`
+        # Set by a planner for a step that absorbs `relevant` when `relevant` follows it:
+        # {"min": the literal floor, or None for the metric's own rule}.
+        self.relevant = relevant
         self.extension = extension
         self.name = name
         self.vault = vault
@@ -853,6 +858,8 @@ class Extension:
                 raise self._error(parsed.name, messages.ext_unknown_hint(hint, sorted(HINTS)))
         if "limit" in absorbs and parsed.output.name not in ("Ranking", "List", "Seq"):
             raise self._error(parsed.name, messages.ext_limit_output(parsed.output))
+        if "relevant" in absorbs and parsed.output.name != "Ranking":
+            raise self._error(parsed.name, messages.ext_relevant_output(parsed.output))
         wants = self._check_callable(parsed, run, step=True)
         self.declared[parsed.name] = _Declared(
             "step", parsed, run, summary, example, pure, direct, tuple(absorbs), wants
@@ -1033,6 +1040,7 @@ def _step_spec(extension: str, declared: _Declared) -> StepSpec:
                 call.input_type,
                 expected,
                 call.limit if "limit" in declared.absorbs else None,
+                call.hint("relevant") if "relevant" in declared.absorbs else None,
             )
         return _invoke(
             "step", extension, name, declared.run, [given], arguments, expected, call.span

@@ -1339,6 +1339,10 @@ def ext_limit_output(output: object) -> str:
     return f"a step that absorbs `limit` returns a Ranking or a List, not {output}"
 
 
+def ext_relevant_output(output: object) -> str:
+    return f"a step that absorbs `relevant` returns a Ranking, not {output}"
+
+
 def ext_step_twice(name: str) -> str:
     return f"`{name}` is declared twice"
 

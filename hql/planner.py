@@ -11,6 +11,11 @@ Rules:
   `limit`, lets the step produce only its first `k` elements (a ranker selects
   the best k without sorting or explaining every card it scored; `sort` keeps the
   first k by a heap selection).
+* `relevant-cut`: `step | relevant` (no `min`, or a literal one), where the
+  step absorbs `relevant`, tells the step which rule follows: it may hand on
+  only the hits that rule can keep, stating how many it left out (a bm25
+  ranking of 100k cards then builds a few hundred hits, not every card that
+  shares a word with the question).
 * `card-count`: `cards | count` (or `size`, or `count(cards)`), where the step
   absorbs `card-count`, is how many cards the vault holds: a vault opened from
   its catalogue answers without building a single card.
@@ -74,6 +79,28 @@ def _literal_count(plan: Plan, node: t.Node) -> int | None:
     if isinstance(value, t.IntLit) and value.value >= 0:
         return int(value.value)
     return None
+
+
+def relevant_cut(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list[str]) -> None:
+    for node, spec in plan.steps.items():
+        if (spec.name, spec.extension) != ("relevant", "core") or not isinstance(node, t.Pipe):
+            continue
+        inner = node.input
+        inner_spec = plan.steps.get(inner)
+        if inner_spec is None or "relevant" not in inner_spec.absorbs:
+            continue
+        argument = plan.arguments.get(node, {}).get("min")
+        minimum = argument.value if argument is not None else None
+        if minimum is None:
+            floor = None
+        elif isinstance(minimum, t.IntLit | t.FloatLit):
+            floor = float(minimum.value)
+        else:
+            continue
+        hints.setdefault(inner, {})["relevant"] = {"min": floor}
+        rewrites.append(
+            f"relevant-cut: {inner_spec.name} hands relevant only the hits its rule can keep"
+        )
 
 
 def card_count(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list[str]) -> None:
@@ -198,4 +225,4 @@ def _card_field(expr: t.Expr, card: str) -> str | None:
     return None
 
 
-RULES: tuple[Rule, ...] = (top_k, card_count, lazy_cards, folder_mask, store_filter)
+RULES: tuple[Rule, ...] = (top_k, relevant_cut, card_count, lazy_cards, folder_mask, store_filter)

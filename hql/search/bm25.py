@@ -21,7 +21,7 @@ import itertools
 import json
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
@@ -565,9 +565,52 @@ class Bm25Index(Generic[CardT]):
         `limit` keeps the best `limit` (selected, not sorted in full); `among` ranks only
         those of the index's cards (the whole index when None).
         """
-        term_ids = self._query_terms(query)
-        if not term_ids or not self.cards or (limit is not None and limit <= 0):
+        scored = self._scored(query, among)
+        if scored is None or (limit is not None and limit <= 0):
             return []
+        scores, term_ids = scored
+        found = np.flatnonzero(scores)
+        if limit is not None and len(found) > limit:
+            found = _best_with_ties(found, scores, limit)
+        return self._hits(found, scores, term_ids, limit)
+
+    def search_passing(
+        self,
+        query: str,
+        at_least: Callable[[float | None], float],
+        among: Sequence[CardT] | None = None,
+        evidence: Collection[str] = (),
+    ) -> tuple[list[Bm25Hit[CardT]], int, int]:
+        """The hits `search` gives that score at least `at_least(best)` (in its order), how
+        many cards `search` gives in all, and how many of those share a term in `evidence`;
+        `best` is the best score among those (None: there are none).
+
+        Only the passing hits are made: a rule that cannot keep the others need not see them.
+        """
+        scored = self._scored(query, among)
+        if scored is None:
+            return [], 0, 0
+        scores, term_ids = scored
+        found = np.flatnonzero(scores)
+        holding = np.zeros(len(scores), dtype=np.bool_)
+        ptr, slots, vocabulary = self._ptr, self._postings.slot, self._postings.vocabulary
+        for term_id, _ in term_ids:
+            if vocabulary[term_id] in evidence:
+                holding[slots[ptr[term_id] : ptr[term_id + 1]]] = True
+        held = found[holding[found]]
+        best = float(scores[held].max()) if len(held) else None
+        # Compared as the rule compares them: each float32 score as a Python float.
+        passing = found[scores[found].astype(np.float64) >= np.float64(at_least(best))]
+        with_evidence = len(held)
+        return self._hits(passing, scores, term_ids, None), len(found), with_evidence
+
+    def _scored(
+        self, query: str, among: Sequence[CardT] | None
+    ) -> tuple[npt.NDArray[np.float32], list[tuple[int, float]]] | None:
+        """Every slot's score for the query (0 where no term is shared), and its terms."""
+        term_ids = self._query_terms(query)
+        if not term_ids or not self.cards:
+            return None
         scores = np.zeros(len(self.cards), dtype=np.float32)
         ptr, slots = self._ptr, self._postings.slot
         for term_id, weight in term_ids:
@@ -579,9 +622,16 @@ class Bm25Index(Generic[CardT]):
                 scores[slots[start:end]] += np.float32(weight) * impact
         if among is not None:
             scores[~self._slot_mask(among)] = 0.0
-        found = np.flatnonzero(scores)
-        if limit is not None and len(found) > limit:
-            found = _best_with_ties(found, scores, limit)
+        return scores, term_ids
+
+    def _hits(
+        self,
+        found: npt.NDArray[np.intp],
+        scores: npt.NDArray[np.float32],
+        term_ids: list[tuple[int, float]],
+        limit: int | None,
+    ) -> list[Bm25Hit[CardT]]:
+        """The hits at these slots, best first, ties by card name (the first `limit`)."""
         order = np.lexsort((self._name_rank[found], -scores[found]))
         ranked = found[order][:limit] if limit is not None else found[order]
         cards, card_of_slot = self.cards, self._card_of_slot[ranked].tolist()

@@ -37,11 +37,12 @@ describe themselves in a `cutoff` record that the ranking's retrieval carries:
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from hql import messages
 
@@ -97,14 +98,33 @@ class Cutoff:
         }
 
 
+@dataclass(frozen=True)
+class Precut:
+    """What a ranker that handed on only the hits a rule can keep left out: how many
+    candidates it had, and how many of them carried evidence (bm25's rule)."""
+
+    candidates: int
+    evidence: int | None = None
+
+    @classmethod
+    def of(cls, recorded: object) -> Precut | None:
+        if not isinstance(recorded, dict):
+            return None
+        return cls(recorded["candidates"], recorded.get("evidence"))
+
+
 def floor(
-    items: Sequence[ItemT], score: Callable[[ItemT], float], minimum: float
+    items: Sequence[ItemT],
+    score: Callable[[ItemT], float],
+    minimum: float,
+    precut: Precut | None = None,
 ) -> tuple[list[ItemT], Cutoff]:
-    """Keep items scoring at least `minimum`."""
+    """Keep items scoring at least `minimum` (`precut`: the items are those already)."""
     if isinstance(minimum, bool) or not isinstance(minimum, int | float):
         raise RelevanceError(messages.search_bad_relevant_min(minimum))
     kept = [item for item in items if score(item) >= minimum]
-    return kept, Cutoff("min", {"min": float(minimum)}, len(kept), len(items))
+    candidates = len(items) if precut is None else precut.candidates
+    return kept, Cutoff("min", {"min": float(minimum)}, len(kept), candidates)
 
 
 def median_margin(
@@ -228,6 +248,16 @@ def corroboration(
     return corroborated, needed
 
 
+def coverage_threshold(
+    bound: float, best: float | None, share: float = BM25_COVERAGE, relative: float = BM25_RELATIVE
+) -> float:
+    """The score a hit needs to pass `coverage`, given the best score among the hits with
+    evidence (None: there are none, and no hit passes)."""
+    if best is None:
+        return math.inf
+    return max(share * bound, relative * best)
+
+
 def coverage(
     items: Sequence[ItemT],
     score: Callable[[ItemT], float],
@@ -236,23 +266,32 @@ def coverage(
     relative: float = BM25_RELATIVE,
     evidence: Callable[[Sequence[ItemT]], list[ItemT]] | None = None,
     corroborated: tuple[Callable[[ItemT], bool], int] | None = None,
+    precut: Precut | None = None,
 ) -> tuple[list[ItemT], Cutoff]:
     """The bm25 rule: keep hits answering `share` of the question and scoring `relative` of the best.
 
     `evidence`, when given, first drops the hits that carry no evidence of their own;
     `corroborated` (from `corroboration`) then drops kept hits sharing too few question
     words unless they answer CORROBORATED_SHARE of the question.
+
+    `precut`: the items are only those scoring at least `coverage_threshold`, and it says
+    how many there were in all. The answer is the same: only those can be kept, and the
+    best item, which sets the threshold whenever any item reaches it, is among them.
     """
     parameters: dict[str, Any] = {"coverage": share, "relative": relative, "bound": bound}
-    candidates = len(items)
+    candidates = len(items) if precut is None else precut.candidates
+    remaining = len(items) if precut is None else precut.candidates
     if evidence is not None:
         items = evidence(items)
+        remaining = len(items) if precut is None else cast(int, precut.evidence)
         parameters["evidence"] = "a whole word the question does not negate"
-        parameters["without_evidence"] = candidates - len(items)
-    if not items or bound <= 0.0:
+        parameters["without_evidence"] = candidates - remaining
+    if not remaining or bound <= 0.0:
         return [], Cutoff("coverage", parameters, 0, candidates)
-    best = max(score(item) for item in items)
-    threshold = max(share * bound, relative * best)
+    if items:
+        threshold = coverage_threshold(bound, max(score(item) for item in items), share, relative)
+    else:  # every candidate's score is below the floor, the best one's too
+        threshold = share * bound
     kept = [item for item in items if score(item) >= threshold]
     parameters["threshold"] = threshold
     if corroborated is not None:
@@ -274,6 +313,7 @@ def relevant(
     evidence: Callable[[Sequence[ItemT]], list[ItemT]] | None = None,
     corroborated: tuple[Callable[[ItemT], bool], int] | None = None,
     model: str | None = None,
+    precut: Precut | None = None,
 ) -> tuple[list[ItemT], Cutoff]:
     """`relevant(min = …)` when `minimum` is given, else the default rule of the metric.
 
@@ -283,11 +323,13 @@ def relevant(
     `model` (cosine) picks the model's calibrated floor when it has one.
     """
     if minimum is not None:
-        return floor(items, score, minimum)
+        return floor(items, score, minimum, precut)
     if metric == "cosine":
         return cosine_rule(items, score, model)
     if metric == "bm25":
         if bound is None:
             raise RelevanceError(messages.search_relevant_needs_bound())
-        return coverage(items, score, bound, evidence=evidence, corroborated=corroborated)
+        return coverage(
+            items, score, bound, evidence=evidence, corroborated=corroborated, precut=precut
+        )
     raise RelevanceError(messages.search_relevant_unknown_metric(metric))

@@ -70,10 +70,10 @@ BM25 = Extension(
     "Collection<T> | bm25(query: String) -> Ranking<T> where T: Doc",
     summary="rank cards by BM25 over analysed words in any language; cards sharing no term are left out",
     example='cards | bm25("token de acesso")',
-    absorbs=("limit", "lazy-cards"),
+    absorbs=("limit", "lazy-cards", "relevant"),
 )
 def _bm25(cards: Sequence[Card], query: str, context: Context) -> Ranking:
-    return bm25_ranking(context, query, cards, context.limit)
+    return bm25_ranking(context, query, cards, context.limit, context.relevant)
 
 
 register(BM25, REGISTRY)
@@ -188,21 +188,57 @@ def _matched(hit: Bm25Hit[Card]) -> dict[str, Any]:
 
 
 def bm25_ranking(
-    call: StepCall | Context, query: str, cards: Sequence[Card], limit: int | None = None
+    call: StepCall | Context,
+    query: str,
+    cards: Sequence[Card],
+    limit: int | None = None,
+    relevant: Mapping[str, Any] | None = None,
 ) -> Ranking:
+    """`cards | bm25(query)`; `relevant` (the planner's `relevant-cut`) says which rule
+    follows, and only the hits that rule can keep are made."""
     from hql.search.bm25 import METRIC, MODEL
 
     index, warnings = bm25_index(call.vault, cards)
     for message in warnings:
         call.warn(message)
     whole = call.vault is None or call.vault.holds_all(cards)
-    hits = index.search(query, limit, among=None if whole else cards)
-    analysis = index.analysis(query)
-    extra = {"analysis": analysis.to_json(), "score_bound": index.score_bound(query)}
+    among = None if whole else cards
+    bound = index.score_bound(query)
+    extra: dict[str, Any] = {"analysis": index.analysis(query).to_json(), "score_bound": bound}
+    if relevant is None or limit is not None:
+        hits = index.search(query, limit, among=among)
+    else:
+        hits, extra["precut"] = _passing(
+            index, query, among, bound, relevant.get("min"), call.vault
+        )
     where = str(call.vault.state_dir) if call.vault is not None else ""
     retrieval = Retrieval(query, where, MODEL, index.revision, METRIC, False, extra)
     details = [LazyDetail(functools.partial(_matched, hit)) for hit in hits]
     return _ranking([(hit.card, hit.score) for hit in hits], retrieval, details)
+
+
+def _passing(
+    index: Bm25Index[Card],
+    query: str,
+    among: Sequence[Card] | None,
+    bound: float,
+    minimum: float | None,
+    vault: Vault | None,
+) -> tuple[list[Bm25Hit[Card]], dict[str, int]]:
+    """The hits `relevant` can keep (at least `min`, or the share of the score bound its
+    default rule asks for), and the counts it records of all of them."""
+    from hql.search.relevance import PREFIX_MARK, affirmed_text, coverage_threshold
+
+    if minimum is not None:
+        floor = minimum
+        hits, candidates, _ = index.search_passing(query, lambda best: floor, among)
+        return hits, {"candidates": candidates}
+    affirmed = analyzer_for(vault).analyze(affirmed_text(query)).terms
+    evidence = {term for term in affirmed if not term.startswith(PREFIX_MARK)}
+    hits, candidates, with_evidence = index.search_passing(
+        query, functools.partial(coverage_threshold, bound), among, evidence
+    )
+    return hits, {"candidates": candidates, "evidence": with_evidence}
 
 
 # --- semantic ------------------------------------------------------------------------------
@@ -297,6 +333,7 @@ def apply_relevance(ranking: Ranking, minimum: float | None, vault: Vault | None
     """The hits that pass `relevant` (a floor, or the metric's default rule), the rule recorded."""
     from hql.search.relevance import (
         Cutoff,
+        Precut,
         affirmed_text,
         corroboration,
         evidence_filter,
@@ -329,6 +366,7 @@ def apply_relevance(ranking: Ranking, minimum: float | None, vault: Vault | None
             evidence,
             corroborated,
             retrieval.model,
+            Precut.of(retrieval.extra.get("precut")),
         )
     record = {
         "rule": cutoff.rule,
@@ -336,7 +374,8 @@ def apply_relevance(ranking: Ranking, minimum: float | None, vault: Vault | None
         "kept": cutoff.kept,
         "candidates": cutoff.candidates,
     }
-    return restated(kept, replace(retrieval, extra={**retrieval.extra, "cutoff": record}))
+    extra = {key: value for key, value in retrieval.extra.items() if key != "precut"}
+    return restated(kept, replace(retrieval, extra={**extra, "cutoff": record}))
 
 
 def _any_input_passes(ranking: Ranking) -> tuple[list[Hit], Any]:
