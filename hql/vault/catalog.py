@@ -357,10 +357,9 @@ class Catalog:
         Rows are checked here, one by one as they are used: a row whose digest
         or shape is wrong is simply a miss.
         """
+        if self._rows is None:
+            self._rows, self._stored = {}, self._stored_relpaths()
         rows = self._rows
-        if rows is None:
-            rows = self._rows = {}
-            self._stored = self._stored_relpaths()
         row = rows.pop(relpath, None)  # a load looks each file up once: free its row
         if row is None and relpath in self._stored and relpath not in self._fetched:
             self._read_ahead(relpath)
@@ -399,11 +398,24 @@ class Catalog:
             self._give_up(replace=True)
 
     def store(self, relpath: str, size: int, mtime_ns: int, inode: int, payload: Payload) -> None:
-        if self._path is None:
-            return
-        stored = marshal.dumps(payload)
-        digest = _row_digest(relpath, size, mtime_ns, inode, stored)
-        self._fresh[relpath] = (size, mtime_ns, inode, stored, digest)
+        if self._path is not None:
+            self._fresh[relpath] = row_of(relpath, size, mtime_ns, inode, payload)
+
+    def keep(self, relpath: str, row: Row) -> None:
+        """Store a row made by `row_of` (elsewhere, perhaps in another process)."""
+        if self._path is not None:
+            self._fresh[relpath] = row
+
+    @property
+    def keeps_rows(self) -> bool:
+        """Whether `store` and `keep` keep anything (not without a catalogue)."""
+        return self._path is not None
+
+    def holds(self, relpath: str) -> bool:
+        """Whether a row of `relpath` may be stored: if not, `lookup` certainly misses."""
+        if self._rows is None:
+            self._rows, self._stored = {}, self._stored_relpaths()
+        return relpath in self._stored
 
     # --- writing ------------------------------------------------------------------
 
@@ -593,6 +605,12 @@ def _digest(*parts: bytes) -> bytes:
         hasher.update(len(part).to_bytes(8, "little"))
         hasher.update(part)
     return hasher.digest()
+
+
+def row_of(relpath: str, size: int, mtime_ns: int, inode: int, payload: Payload) -> Row:
+    """The `files` row recording `payload` as parsed from this very file."""
+    stored = marshal.dumps(payload)
+    return size, mtime_ns, inode, stored, _row_digest(relpath, size, mtime_ns, inode, stored)
 
 
 def _row_digest(relpath: str, size: int, mtime_ns: int, inode: int, stored: bytes) -> bytes:

@@ -10,13 +10,15 @@ symlink loop terminates.
 from __future__ import annotations
 
 import io
+import marshal
 import os
 import stat
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 from hql import messages
 from hql.vault import document, links, yamldata
-from hql.vault.catalog import Catalog, Payload
+from hql.vault.catalog import Catalog, Payload, Row, row_of
 from hql.vault.model import LoadWarning
 from hql.vault.walk import (  # noqa: F401 - the walk's names, as the loader has always offered them
     FORMATS,
@@ -26,6 +28,9 @@ from hql.vault.walk import (  # noqa: F401 - the walk's names, as the loader has
     parser_fingerprint,
     walk,
 )
+
+if TYPE_CHECKING:
+    from hql.progress import Progress
 
 # A card larger than this is refused unread: one file must not cost the whole load.
 MAX_CARD_BYTES = 8 * 1024 * 1024
@@ -40,6 +45,11 @@ class ReadDocument:
 
 
 PROGRESS_FROM = 2000  # files
+# A load that must parse this many files or more shares them with a forked process.
+SHARED_FROM = 2000
+
+# A file read afresh: (size, mtime_ns, payload, its catalogue row or None), or a warning.
+_Fresh = tuple[int, int, Payload, Row | None]
 
 
 def read_all(
@@ -53,8 +63,14 @@ def read_all(
     documents = []
     # A large first load shows progress on a terminal; cached loads finish before it would draw.
     with Progress(len(found), messages.loading_cards(), minimum=PROGRESS_FROM) as bar:
-        for item in found:
-            result = _read_one(item, catalog, dialect)
+        early = _read_new_shared(found, catalog, dialect, bar)
+        for at, item in enumerate(found):
+            fresh = early[at] if early is not None else None
+            if fresh is None:
+                result = _read_one(item, catalog, dialect)
+                bar.advance(1)
+            else:
+                result = _kept(item, catalog, fresh)
             if isinstance(result, str):
                 warnings.append(LoadWarning(item.path, result))
             else:
@@ -62,12 +78,28 @@ def read_all(
                 extras = result.parsed.extras
                 if extras and "warning" in extras:  # read, but not as written
                     warnings.append(LoadWarning(item.path, extras["warning"]))
-            bar.advance(1)
     return documents
 
 
 def _read_one(item: FoundFile, catalog: Catalog, dialect: str) -> ReadDocument | str:
     """The parsed document, or the warning message that skips it."""
+    status = _status(item)
+    if isinstance(status, str):
+        return status
+    payload = catalog.lookup(item.relpath, status.st_size, status.st_mtime_ns, status.st_ino)
+    if payload is None:
+        loaded = _read_and_parse(item, dialect)
+        if isinstance(loaded, str):
+            return loaded
+        size, mtime_ns, inode, payload = loaded
+        catalog.store(item.relpath, size, mtime_ns, inode, payload)
+    else:
+        size, mtime_ns = status.st_size, status.st_mtime_ns
+    return _document(item, size, mtime_ns, payload)
+
+
+def _status(item: FoundFile) -> os.stat_result | str:
+    """What the walk's `stat` said of the file, or the warning message that skips it."""
     status = item.status
     if status is None:
         try:
@@ -82,19 +114,96 @@ def _read_one(item: FoundFile, catalog: Catalog, dialect: str) -> ReadDocument |
         return messages.file_not_regular()
     if status.st_size > MAX_CARD_BYTES:
         return messages.file_too_large(status.st_size, MAX_CARD_BYTES)
-    payload = catalog.lookup(item.relpath, status.st_size, status.st_mtime_ns, status.st_ino)
-    if payload is None:
-        loaded = _read_and_parse(item, dialect)
-        if isinstance(loaded, str):
-            return loaded
-        size, mtime_ns, inode, payload = loaded
-        catalog.store(item.relpath, size, mtime_ns, inode, payload)
-    else:
-        size, mtime_ns = status.st_size, status.st_mtime_ns
+    return status
+
+
+def _document(item: FoundFile, size: int, mtime_ns: int, payload: Payload) -> ReadDocument | str:
     if payload[0] == "refused":
         return str(payload[1])
-    parsed = document.ParsedDocument(*payload[1:])
-    return ReadDocument(item, size, mtime_ns, parsed)
+    return ReadDocument(item, size, mtime_ns, document.ParsedDocument(*payload[1:]))
+
+
+def _read_new_shared(
+    found: list[FoundFile], catalog: Catalog, dialect: str, bar: Progress
+) -> list[_Fresh | str | None] | None:
+    """The files the catalogue holds no row for, read and parsed by this process and a
+    forked one at once, when there are many (a first load); None: nothing was.
+
+    A file without a result (the other process failed) is left to `_read_one`.
+    """
+    new = [at for at, item in enumerate(found) if not catalog.holds(item.relpath)]
+    if len(new) < SHARED_FROM:
+        return None
+    from hql.vault import workers
+
+    if not workers.usable():
+        return None
+    early: list[_Fresh | str | None] = [None] * len(found)
+    keep_rows = catalog.keeps_rows
+
+    def here(task: int) -> None:
+        at = new[task]
+        if early[at] is None:
+            early[at] = _read_new(found[at], dialect, keep_rows)
+            bar.advance(1)
+
+    def there(task: int) -> Row | str:
+        item = found[new[task]]
+        result = _read_new(item, dialect, True)
+        return result if isinstance(result, str) else cast(Row, result[3])
+
+    def received(task: int, result: object) -> None:
+        at = new[task]
+        if early[at] is None:
+            early[at] = _from_row(result)
+            if early[at] is not None:
+                bar.advance(1)
+
+    workers.share(len(new), here, there, received)
+    return early
+
+
+def _read_new(item: FoundFile, dialect: str, with_row: bool) -> _Fresh | str:
+    """A file the catalogue holds no row for, and the row that records it if wanted."""
+    status = _status(item)
+    if isinstance(status, str):
+        return status
+    loaded = _read_and_parse(item, dialect)
+    if isinstance(loaded, str):
+        return loaded
+    size, mtime_ns, inode, payload = loaded
+    row = row_of(item.relpath, size, mtime_ns, inode, payload) if with_row else None
+    return size, mtime_ns, payload, row
+
+
+def _from_row(result: object) -> _Fresh | str | None:
+    """What the other process sent for a file: a warning or the file's row."""
+    if type(result) is str:
+        return result
+    if type(result) is not tuple or len(result) != 5:
+        return None
+    size, mtime_ns, inode, stored, digest = result
+    if not (type(size) is type(mtime_ns) is type(inode) is int):
+        return None
+    if type(stored) is not bytes or type(digest) is not bytes:
+        return None
+    try:
+        payload = marshal.loads(stored)
+    except (EOFError, ValueError, TypeError):
+        return None
+    if type(payload) is not tuple or not payload or payload[0] not in ("ok", "refused"):
+        return None
+    return size, mtime_ns, payload, result
+
+
+def _kept(item: FoundFile, catalog: Catalog, fresh: _Fresh | str) -> ReadDocument | str:
+    """A file read ahead: its row goes to the catalogue (in load order, as `_read_one`'s)."""
+    if isinstance(fresh, str):
+        return fresh
+    size, mtime_ns, payload, row = fresh
+    if row is not None:
+        catalog.keep(item.relpath, row)
+    return _document(item, size, mtime_ns, payload)
 
 
 def _read_and_parse(item: FoundFile, dialect: str) -> tuple[int, int, int, Payload] | str:
