@@ -86,10 +86,7 @@ def build_card(
     """One card, given its name and every name of the vault (a relation's endpoints)."""
     parsed = item.parsed
     authored = parsed.authored
-    authored_title = authored.get("title")
-    title = authored_title if isinstance(authored_title, str) else parsed.heading
-    if title is None and dialect == links.OBSIDIAN:  # Obsidian shows the file name
-        title = _stem(item.found.relpath)
+    title = title_of(authored, parsed.heading, item.found.relpath, dialect)
 
     header = dict(authored)
     header["name"] = name
@@ -143,7 +140,19 @@ def build_card(
         mtime_ns=item.mtime_ns,
         dialect=dialect,
         extras=parsed.extras,
+        digest=item.text_digest if title is not None else None,
     )
+
+
+def title_of(
+    authored: dict[str, Any], heading: str | None, relpath: str, dialect: str
+) -> str | None:
+    """The title a document gives its card; None: the card is titled by its name."""
+    authored_title = authored.get("title")
+    title = authored_title if isinstance(authored_title, str) else heading
+    if title is None and dialect == links.OBSIDIAN:  # Obsidian shows the file name
+        title = _stem(relpath)
+    return title
 
 
 # Header keys that are not metadata: the title has its own field, `metadata:` is the base.

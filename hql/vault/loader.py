@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, cast
 from hql import messages
 from hql.vault import document, links, yamldata
 from hql.vault.catalog import Catalog, Payload, Row, row_of
-from hql.vault.model import LoadWarning
+from hql.vault.model import LoadWarning, text_digest_of
 from hql.vault.walk import (  # noqa: F401 - the walk's names, as the loader has always offered them
     FORMATS,
     FoundFile,
@@ -42,14 +42,16 @@ class ReadDocument:
     size: int
     mtime_ns: int
     parsed: document.ParsedDocument
+    text_digest: str | None = None  # `Card.digest`, when worked out while reading
 
 
 PROGRESS_FROM = 2000  # files
 # A load that must parse this many files or more shares them with a forked process.
 SHARED_FROM = 2000
 
-# A file read afresh: (size, mtime_ns, payload, its catalogue row or None), or a warning.
-_Fresh = tuple[int, int, Payload, Row | None]
+# A file read afresh: (size, mtime_ns, payload, its catalogue row or None, the digest of
+# its card's retrieval text or None).
+_Fresh = tuple[int, int, Payload, Row | None, str | None]
 
 
 def read_all(
@@ -117,10 +119,12 @@ def _status(item: FoundFile) -> os.stat_result | str:
     return status
 
 
-def _document(item: FoundFile, size: int, mtime_ns: int, payload: Payload) -> ReadDocument | str:
+def _document(
+    item: FoundFile, size: int, mtime_ns: int, payload: Payload, text_digest: str | None = None
+) -> ReadDocument | str:
     if payload[0] == "refused":
         return str(payload[1])
-    return ReadDocument(item, size, mtime_ns, document.ParsedDocument(*payload[1:]))
+    return ReadDocument(item, size, mtime_ns, document.ParsedDocument(*payload[1:]), text_digest)
 
 
 def _read_new_shared(
@@ -139,18 +143,19 @@ def _read_new_shared(
     if not workers.usable():
         return None
     early: list[_Fresh | str | None] = [None] * len(found)
+    # A load that writes the catalogue writes every card's digest too: worked out here, on
+    # both cores, it costs the load nothing after the reading.
     keep_rows = catalog.keeps_rows
 
     def here(task: int) -> None:
         at = new[task]
         if early[at] is None:
-            early[at] = _read_new(found[at], dialect, keep_rows)
+            early[at] = _read_new(found[at], dialect, keep_rows, keep_rows)
             bar.advance(1)
 
-    def there(task: int) -> Row | str:
-        item = found[new[task]]
-        result = _read_new(item, dialect, True)
-        return result if isinstance(result, str) else cast(Row, result[3])
+    def there(task: int) -> tuple[Row, str | None] | str:
+        result = _read_new(found[new[task]], dialect, True, keep_rows)
+        return result if isinstance(result, str) else (cast(Row, result[3]), result[4])
 
     def received(task: int, result: object) -> None:
         at = new[task]
@@ -163,8 +168,9 @@ def _read_new_shared(
     return early
 
 
-def _read_new(item: FoundFile, dialect: str, with_row: bool) -> _Fresh | str:
-    """A file the catalogue holds no row for, and the row that records it if wanted."""
+def _read_new(item: FoundFile, dialect: str, with_row: bool, with_digest: bool) -> _Fresh | str:
+    """A file the catalogue holds no row for, the row that records it and the digest of
+    its card's retrieval text (when the document alone decides the card's title), if wanted."""
     status = _status(item)
     if isinstance(status, str):
         return status
@@ -173,16 +179,28 @@ def _read_new(item: FoundFile, dialect: str, with_row: bool) -> _Fresh | str:
         return loaded
     size, mtime_ns, inode, payload = loaded
     row = row_of(item.relpath, size, mtime_ns, inode, payload) if with_row else None
-    return size, mtime_ns, payload, row
+    text_digest = None
+    if with_digest and payload[0] == "ok":
+        from hql.vault import assembly
+
+        title = assembly.title_of(payload[1], payload[3], item.relpath, dialect)
+        if title is not None:  # else the card's name is its title, and names are the vault's
+            text_digest = text_digest_of(title, payload[1], payload[2])
+    return size, mtime_ns, payload, row, text_digest
 
 
 def _from_row(result: object) -> _Fresh | str | None:
-    """What the other process sent for a file: a warning or the file's row."""
+    """What the other process sent for a file: a warning, or the file's row and digest."""
     if type(result) is str:
         return result
-    if type(result) is not tuple or len(result) != 5:
+    if type(result) is not tuple or len(result) != 2:
         return None
-    size, mtime_ns, inode, stored, digest = result
+    row, text_digest = result
+    if type(row) is not tuple or len(row) != 5:
+        return None
+    if text_digest is not None and type(text_digest) is not str:
+        return None
+    size, mtime_ns, inode, stored, digest = row
     if not (type(size) is type(mtime_ns) is type(inode) is int):
         return None
     if type(stored) is not bytes or type(digest) is not bytes:
@@ -193,17 +211,17 @@ def _from_row(result: object) -> _Fresh | str | None:
         return None
     if type(payload) is not tuple or not payload or payload[0] not in ("ok", "refused"):
         return None
-    return size, mtime_ns, payload, result
+    return size, mtime_ns, payload, row, text_digest
 
 
 def _kept(item: FoundFile, catalog: Catalog, fresh: _Fresh | str) -> ReadDocument | str:
     """A file read ahead: its row goes to the catalogue (in load order, as `_read_one`'s)."""
     if isinstance(fresh, str):
         return fresh
-    size, mtime_ns, payload, row = fresh
+    size, mtime_ns, payload, row, text_digest = fresh
     if row is not None:
         catalog.keep(item.relpath, row)
-    return _document(item, size, mtime_ns, payload)
+    return _document(item, size, mtime_ns, payload, text_digest)
 
 
 def _read_and_parse(item: FoundFile, dialect: str) -> tuple[int, int, int, Payload] | str:

@@ -122,7 +122,9 @@ class Card:
         mtime_ns: int = 0,
         dialect: str = "reference",
         extras: dict[str, Any] | None = None,
+        digest: str | None = None,
     ) -> None:
+        """`digest`, when given, is `text_digest_of` this card's title, authored header and body."""
         setter = object.__setattr__
         setter(self, "name", name)
         setter(self, "path", path)
@@ -138,7 +140,7 @@ class Card:
         setter(self, "size", size)
         setter(self, "mtime_ns", mtime_ns)
         setter(self, "_text", None)
-        setter(self, "_digest", None)
+        setter(self, "_digest", digest)
         setter(self, "_links", None)
         setter(self, "dialect", dialect)
         setter(self, "extras", extras)
@@ -290,16 +292,24 @@ class Card:
         """sha256 of `text`, lowercase hex: what an index compares to find stale cards."""
         cached = self._digest
         if cached is None:
-            import hashlib  # only ranking needs digests; starting up should not pay for hashlib
-
-            # Not kept: most cards' digests are compared with a stored index and their
-            # text is never needed again.
             text = self._text
-            if text is None:
-                text = retrieval_text(self.title, self.authored, self.body)
-            cached = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            if text is None:  # not kept: most cards' text is never needed again
+                cached = text_digest_of(self.title, self.authored, self.body)
+            else:
+                cached = _sha256(text)
             object.__setattr__(self, "_digest", cached)
         return cached
+
+
+def text_digest_of(title: str, authored: dict[str, Any], body: str) -> str:
+    """`Card.digest` of a card with this title, authored header and body."""
+    return _sha256(retrieval_text(title, authored, body))
+
+
+def _sha256(text: str) -> str:
+    import hashlib  # only ranking needs digests; starting up should not pay for hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def retrieval_text(title: str, authored: dict[str, Any], body: str) -> str:
