@@ -22,11 +22,12 @@ Rules:
 * `lazy-cards`: `cards | step | take(k)`, where the step absorbs `lazy-cards`
   and `limit`, gets the vault's own `cards` as a sequence that builds each
   card when first read: a ranker with a stored index builds only its hits.
-* `folder-mask`: `cards | filter(c => …) | step | take(k)`, where the filter
-  absorbs `folder-mask`, the step `lazy-cards` and `limit`, and the lambda
-  is a conjunction of `c.folder == "x"` and `in_folder(c, "x")`: the filter
-  keeps the cards whose paths lie there without building any, and the step
-  builds only the cards it hands on.
+* `folder-mask` (`tag-mask`): `cards | filter(c => …) | step | take(k)`,
+  where the filter absorbs `card-mask`, the step `lazy-cards` and `limit`, and
+  the lambda is a conjunction of `c.folder == "x"`, `in_folder(c, "x")` (and
+  `has_tag(c, "x")`): the filter keeps the cards whose paths lie there (and
+  whose tags, kept in the catalogue, say so) without building any, and the
+  step builds only the cards it hands on.
 * `store-filter`: `filter(c => …) | step` where the step absorbs a
   `store_filter` and the lambda is a conjunction of conditions a vector store
   can test on its own payload (`c.folder == "x"`, `in_folder(c, "x")`,
@@ -133,18 +134,22 @@ def folder_mask(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list[
         inner_spec = plan.steps.get(inner)
         if hints.get(node, {}).get("limit") is None or inner_spec is None:
             continue
-        if "folder-mask" not in inner_spec.absorbs or not isinstance(inner, t.Pipe):
+        if "card-mask" not in inner_spec.absorbs or not isinstance(inner, t.Pipe):
             continue
         if inner.input not in plan.vault_cards:
             continue
         conditions = _filter_conditions(plan, inner)
-        if not conditions or any(field not in ("folder", "folder_tree") for field, _ in conditions):
+        fields = {field for field, _ in conditions or ()}
+        if not conditions or not fields <= {"folder", "folder_tree", "tag_tree"}:
             continue
         hints.setdefault(inner.input, {})["lazy_cards"] = True
-        hints.setdefault(inner, {})["folder_mask"] = tuple(conditions)
+        hints.setdefault(inner, {})["card_mask"] = tuple(conditions)
+        if "tag_tree" in fields:
+            kept_by = "tag-mask: {} keeps cards by their paths and tags"
+        else:
+            kept_by = "folder-mask: {} keeps cards by their paths"
         rewrites.append(
-            f"folder-mask: {inner_spec.name} keeps cards by their paths and {spec.name}"
-            " builds only the cards it hands on"
+            f"{kept_by.format(inner_spec.name)} and {spec.name} builds only the cards it hands on"
         )
 
 

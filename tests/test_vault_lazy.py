@@ -307,3 +307,79 @@ def test_a_file_changed_after_opening_is_read_as_it_is_then(mixed: Path) -> None
     names = [name for name, _ in answer.to_json()["value"]]
     assert names == [name for name, _ in before]  # ranked as the vault was opened
     assert answer.to_json()["value"][0][1].endswith("An added line.\n")  # the file as it is now
+
+
+TAGGED = [
+    'import bm25\ncards | filter(c => has_tag(c, "paper")) | bm25($q) | take(5)',
+    'import bm25\ncards | filter(c => has_tag(c, "#Reef") and in_folder(c, "Ocean")) '
+    "| bm25($q) | take(3)",
+    'import bm25\ncards | filter(c => has_tag(c, "sea/deep") and has_tag(c, "ocean")) '
+    "| bm25($q) | take(3) | explain",
+    'import bm25\ncards | filter(c => has_tag(c, "no-such-tag")) | bm25($q) | take(3)',
+]
+
+
+def _tagged_notes(root: Path) -> None:
+    """Nested tags, in the header and inline, in two cases."""
+    (root / "Ocean" / "Tagged reef.md").write_text(
+        "---\ntags: [Reef/Coral, ocean]\n---\n# Tagged reef\n\nA coral token at sea, #sea/deep.\n"
+    )
+    (root / "Reading" / "Tagged token.md").write_text(
+        "---\ntags: reef\n---\n# Tagged token\n\nHow a client proves who it is with a token.\n"
+    )
+
+
+@pytest.mark.parametrize("text", TAGGED)
+def test_a_tag_filter_before_a_ranker_builds_the_cards_once_then_only_its_hits(
+    mixed: Path, built: list[str], text: str
+) -> None:
+    _tagged_notes(mixed)
+    total = _catalogued(mixed)
+    built.clear()
+    _run(Vault.open(mixed), text, QUESTIONS[0])  # works out the tags, and keeps them
+    assert len(built) == total
+    for q in QUESTIONS:
+        built.clear()
+        lazy = Vault.open(mixed)
+        answer = _run(lazy, text, q)
+        assert not answer.failed, answer.render_reports()
+        assert len(built) <= 12 and lazy._cards is None, (q, len(built))
+        _assert_same(answer, _run(Vault.open(mixed, use_cache=False), text, q))
+        _assert_same(answer, _run(Vault.open(mixed), text, q, optimize=False))
+
+
+def test_the_tag_column_follows_the_files_and_is_checked(mixed: Path, built: list[str]) -> None:
+    _tagged_notes(mixed)
+    _catalogued(mixed)
+    text = TAGGED[1]
+    _run(Vault.open(mixed), text, QUESTIONS[1])
+    note = mixed / "Reading" / "Tagged token.md"
+    note.write_text(note.read_text().replace("tags: reef", "tags: other"))  # a new listing
+    answer = _run(Vault.open(mixed), text, QUESTIONS[1])
+    _assert_same(answer, _run(Vault.open(mixed, use_cache=False), text, QUESTIONS[1]))
+    for damage in (
+        "UPDATE tags SET digest = x'00'",
+        "UPDATE tags SET tags = x'00', digest = x'00'",
+        "DROP TABLE tags",
+    ):
+        _run(Vault.open(mixed), text, QUESTIONS[0])  # the column again, if it was lost
+        _search_rows(mixed, damage)
+        built.clear()
+        answer = _run(Vault.open(mixed), text, QUESTIONS[0])
+        assert len(built) > 400, damage  # not believed: every card built, tags worked out
+        _assert_same(answer, _run(Vault.open(mixed, use_cache=False), text, QUESTIONS[0]))
+
+
+def test_tag_mask_fires_on_tag_and_folder_conditions_before_a_cut_ranker(mixed: Path) -> None:
+    session = Session(Vault.open(mixed))
+    mask = "tag-mask: filter keeps cards by their paths and tags and bm25 builds only the cards it hands on"
+    for text, fires in (
+        ('cards | filter(c => has_tag(c, "x")) | bm25("q") | take(2)', True),
+        ('cards | filter(c => has_tag(c, "x") and c.folder == "y") | bm25("q") | take(2)', True),
+        ('cards | filter(c => has_tag(c, "x") or c.folder == "y") | bm25("q") | take(2)', False),
+        ('cards | filter(c => has_tag(c, "#")) | bm25("q") | take(2)', False),  # no tag at all
+        ('cards | filter(c => has_tag(c, "x")) | bm25("q")', False),
+        ('cards | filter(c => c.metadata.status == "x") | bm25("q") | take(2)', False),
+    ):
+        _, plan, _ = session.check("import bm25\n" + text)
+        assert plan is not None and (mask in plan.rewrites) == fires, text

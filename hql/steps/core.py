@@ -335,13 +335,15 @@ def _same_shape(input_type: Type, element: Type) -> Type:
 def run_filter(call: StepCall) -> Any:
     keep = call.args["by"]
     value = call.input
-    conditions = call.hint("folder_mask")
+    conditions = call.hint("card_mask")
     if conditions and isinstance(value, SetValue):
-        # The planner's `folder-mask`: the lambda tests only folders, the input is the
-        # vault's cards built when first read; their paths say which it keeps.
-        in_folders = getattr(value.items, "in_folders", None)
-        if in_folders is not None:
-            return SetValue(in_folders(conditions))
+        # The planner's `folder-mask` / `tag-mask`: the lambda tests only folders and tags,
+        # the input is the vault's cards built when first read; their paths and the
+        # catalogue's tag column say which it keeps.
+        matching = getattr(value.items, "matching", None)
+        kept_by_mask = matching(conditions) if matching is not None else None
+        if kept_by_mask is not None:
+            return SetValue(kept_by_mask)
     kept = tuple(item for item in elements(value) if keep(item) is True)
     if isinstance(value, Ranking):
         return Ranking(kept, value.retrieval)
@@ -503,7 +505,7 @@ for spec in (
         'cards | filter(c => c.metadata.status == "todo")',
         check_filter,
         run_filter,
-        absorbs=("folder-mask",),
+        absorbs=("card-mask",),
     ),
     StepSpec(
         "map",

@@ -20,6 +20,9 @@ three tables:
   name order, its name, path, retrieval-text digest and search title. A ranker
   opens its stored index from these columns and builds only the cards it hands
   out (each from its `files` row).
+* `tags`: under the listing's key, per card in name order, its tags casefolded;
+  written by the first program that keeps cards by tag before a ranker, so the
+  next keeps them without building any card.
 * `walked`: the last walk made while a watcher served the vault
   (hql/vault/watch.py), under the watcher's token: a load told the same token
   takes its walk from here instead of walking.
@@ -89,6 +92,15 @@ CREATE TABLE IF NOT EXISTS search (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     key BLOB NOT NULL,
     columns BLOB NOT NULL,
+    digest BLOB NOT NULL
+);
+"""
+# Written by the first query that keeps cards by tag before a ranker.
+_TAGS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tags (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    key BLOB NOT NULL,
+    tags BLOB NOT NULL,
     digest BLOB NOT NULL
 );
 """
@@ -309,20 +321,63 @@ class Catalog:
     def record_walk(self, token: str, walk: bytes) -> None:
         """Keep `walk` under `token`, in a transaction of its own; a catalogue that cannot
         take it (none yet, locked, read-only) keeps nothing, and the next load walks."""
-        connection = self._connection
-        if connection is None or self._foreign or self._replace:
+        self._write_one(_WALKED_SCHEMA, "walked", token, walk)
+
+    def tag_column(self, key: bytes | None, cards: int) -> list[list[str]] | None:
+        """Each card's casefolded tags, recorded under the listing `key` (None: not recorded,
+        or damaged)."""
+        connection = self._reopened()
+        if key is None or connection is None:
+            return None
+        try:
+            found = connection.execute("SELECT key, tags, digest FROM tags WHERE id = 1").fetchone()
+        except sqlite3.Error:  # no such table yet
+            return None
+        if found is None or found[0] != key or type(found[1]) is not bytes:
+            return None
+        if found[2] != _digest(key, found[1]):
+            return None
+        column = _loads(found[1])
+        if type(column) is not list or len(column) != cards:
+            return None
+        for tags in column:
+            if type(tags) is not list or not all(type(tag) is str for tag in tags):
+                return None
+        return column
+
+    def record_tags(self, key: bytes | None, column: list[list[str]]) -> None:
+        """Keep each card's casefolded tags under the listing `key` (see `record_walk`)."""
+        if key is not None:
+            self._write_one(_TAGS_SCHEMA, "tags", key, marshal.dumps(column))
+
+    def _write_one(self, schema: str, table: str, key: str | bytes, value: bytes) -> None:
+        """Replace `table`'s one row (key, value, digest), in a transaction of its own."""
+        connection = self._reopened()
+        if connection is None:
             return
+        sealed = key.encode() if isinstance(key, str) else key
         with contextlib.suppress(sqlite3.Error):
-            connection.execute(_WALKED_SCHEMA)
+            connection.execute(schema)
             connection.execute("BEGIN IMMEDIATE")
             try:
-                connection.execute("DELETE FROM walked")
-                digest = _digest(token.encode(), walk)
-                connection.execute("INSERT INTO walked VALUES (1, ?, ?, ?)", (token, walk, digest))
+                connection.execute(f"DELETE FROM {table}")  # noqa: S608 - a fixed name
+                connection.execute(
+                    f"INSERT INTO {table} VALUES (1, ?, ?, ?)",  # noqa: S608 - a fixed name
+                    (key, value, _digest(sealed, value)),
+                )
             except BaseException:
                 connection.rollback()
                 raise
             connection.commit()
+
+    def _reopened(self) -> sqlite3.Connection | None:
+        """The connection, opened again after a whole load closed it; None without a usable
+        catalogue."""
+        if self._foreign or self._replace or self._path is None:
+            return None
+        if self._connection is None:
+            self._connection = self._connect(self._path)
+        return self._connection
 
     def payloads(self, wanted: list[tuple[str, int, int, int]]) -> dict[str, Payload]:
         """The checked payloads of these (relpath, size, mtime_ns, inode), read in one query;

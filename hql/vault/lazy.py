@@ -40,9 +40,11 @@ class CardMaker:
         columns: SearchColumns,
         extension_metadata: Mapping[str, Mapping[str, Any]],
         dialect: str,
+        key: bytes | None = None,
     ) -> None:
         self._walked = walked
         self._catalog = catalog
+        self._key = key  # the listing's, which the catalogue's tag column is kept under
         self._columns = columns
         self._extension_metadata = extension_metadata
         self._dialect = dialect
@@ -106,6 +108,20 @@ class CardMaker:
             cards.append(card)
         return cards
 
+    def tags(self, cards: Callable[[], Sequence[Card] | None]) -> list[list[str]] | None:
+        """Each card's tags, casefolded, in name order: from the catalogue, else from
+        `cards()` (the vault's cards as listed, or None), then kept there for next time."""
+        count = len(self._columns.names)
+        column = self._catalog.tag_column(self._key, count)
+        if column is not None:
+            return column
+        built = cards()
+        if built is None:
+            return None
+        column = [[tag.casefold() for tag in card.tags] for card in built]
+        self._catalog.record_tags(self._key, column)
+        return column
+
 
 class CardSequence(Sequence[Card]):
     """The vault's cards in name order; a card is built on first read (see the module).
@@ -160,14 +176,25 @@ class CardSequence(Sequence[Card]):
             )
         return cards if self._agrees else None
 
-    def in_folders(self, conditions: Sequence[tuple[str, str]]) -> CardSubset:
-        """The cards whose folder meets every condition, found from their paths alone:
-        ("folder", f) is `c.folder == f`, ("folder_tree", f) is `in_folder(c, f)`."""
+    def matching(self, conditions: Sequence[tuple[str, str]]) -> CardSubset | None:
+        """The cards meeting every condition, found from their paths and tags alone:
+        ("folder", f) is `c.folder == f`, ("folder_tree", f) is `in_folder(c, f)` and
+        ("tag_tree", t) is `has_tag(c, t)`; None when the tags cannot be known so."""
         relpaths = self._columns.relpaths
-        positions = [
-            at for at, relpath in enumerate(relpaths) if _folder_meets(relpath, conditions)
-        ]
+        folders = [(field, value) for field, value in conditions if field != "tag_tree"]
+        wanted = [value for field, value in conditions if field == "tag_tree"]
+        positions = [at for at, relpath in enumerate(relpaths) if _folder_meets(relpath, folders)]
+        if wanted:
+            tags = self._maker.tags(self._whole_if_built)
+            if tags is None:
+                return None
+            positions = [at for at in positions if _tags_meet(tags[at], wanted)]
         return CardSubset(self, positions)
+
+    def _whole_if_built(self) -> tuple[Card, ...] | None:
+        """The vault's cards as listed here, built now if need be (None: they differ)."""
+        self._build_all()
+        return self._whole()
 
     def __len__(self) -> int:
         return len(self.names)
@@ -242,6 +269,11 @@ def _folder_meets(relpath: str, conditions: Sequence[tuple[str, str]]) -> bool:
         if field == "folder_tree" and not (folder == value or folder.startswith(value + "/")):
             return False
     return True
+
+
+def _tags_meet(tags: list[str], wanted: list[str]) -> bool:
+    """Whether every wanted tag is one of `tags` or above one (`has_tag`'s rule)."""
+    return all(any(tag == one or tag.startswith(one + "/") for tag in tags) for one in wanted)
 
 
 class CardSubset(Sequence[Card]):

@@ -257,7 +257,7 @@ class Vault:
                 columns = catalog.search_columns(key, stored.cards)
                 if columns is None:
                     return None
-                maker = CardMaker(walked_files, catalog, columns, extension_metadata, dialect)
+                maker = CardMaker(walked_files, catalog, columns, extension_metadata, dialect, key)
                 built = functools.partial(getattr, vault, "_cards")
                 build_all = functools.partial(getattr, vault, "cards")
                 table = DeferredTable(build_all, dialect)
