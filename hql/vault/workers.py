@@ -101,6 +101,11 @@ def _child(
     try:
         os.close(reader)
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # an interrupt ends the child at once
+        # The parent's handlers and event-loop wakeup are the parent's: a resized terminal
+        # or a signal must not wake its loop through the child.
+        if hasattr(signal, "SIGWINCH"):
+            signal.signal(signal.SIGWINCH, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
         results: list[tuple[int, object]] = []
         task = count - 1
         while task >= positions[_FRONT]:
