@@ -61,6 +61,7 @@ from hql.values import (
     Ranking,
     Retrieval,
     SetValue,
+    UnmadeHits,
     elements,
 )
 
@@ -88,7 +89,7 @@ __all__ = [
 ]
 
 # What a planner may push into a step that declares it absorbs it.
-HINTS = {"limit", "lazy-cards", "relevant"}
+HINTS = {"limit", "lazy-cards", "relevant", "count"}
 GROUP = "hql.extensions"  # the entry-point group installed packages declare their extension in
 RESERVED_PARAMS = ("context",)
 
@@ -603,6 +604,8 @@ def _from_python(value: Any, expected: Type, where: str = "") -> Any:
             return value
     elif name == "Ranking":
         if isinstance(value, Ranking):
+            if isinstance(value.hits, UnmadeHits):  # checked, one by one, as they are made
+                return _unmade_checked(value, expected, where)
             for rank, hit in enumerate(value.hits, start=1):
                 _from_python(hit.card, expected.arg, f"{where}hit {rank}: ")
             return value
@@ -630,6 +633,19 @@ def _from_python(value: Any, expected: Type, where: str = "") -> Any:
     else:  # a type this module does not know how to check (one added later): trust it
         return value
     raise _Refused(where, expected, _describe(value))
+
+
+def _unmade_checked(value: Ranking, expected: Type, where: str) -> Ranking:
+    unmade = value.hits
+    assert isinstance(unmade, UnmadeHits)
+
+    def made() -> tuple[Hit, ...]:
+        hits = tuple(unmade.made())
+        for rank, hit in enumerate(hits, start=1):
+            _from_python(hit.card, expected.arg, f"{where}hit {rank}: ")
+        return hits
+
+    return Ranking(UnmadeHits(len(unmade), made), value.retrieval)
 
 
 def _map(value: Any, expected: Type, where: str) -> MapValue:
@@ -676,11 +692,15 @@ class Context:
         output_type: Type,
         limit: int | None = None,
         relevant: Mapping[str, Any] | None = None,
+        count_only: bool = False,
     ) -> None:
         self.limit = limit  # set by a planner for a step that absorbs `limit`
         # Set by a planner for a step that absorbs `relevant` when `relevant` follows it:
         # {"min": the literal floor, or None for the metric's own rule}.
         self.relevant = relevant
+        # Set by a planner for a step that absorbs `count` when only the number of its
+        # ranking's hits is read (`step | count`): `hql.values.UnmadeHits` may stand for them.
+        self.count_only = count_only
         self.extension = extension
         self.name = name
         self.vault = vault
@@ -858,8 +878,9 @@ class Extension:
                 raise self._error(parsed.name, messages.ext_unknown_hint(hint, sorted(HINTS)))
         if "limit" in absorbs and parsed.output.name not in ("Ranking", "List", "Seq"):
             raise self._error(parsed.name, messages.ext_limit_output(parsed.output))
-        if "relevant" in absorbs and parsed.output.name != "Ranking":
-            raise self._error(parsed.name, messages.ext_relevant_output(parsed.output))
+        for hint in ("relevant", "count"):
+            if hint in absorbs and parsed.output.name != "Ranking":
+                raise self._error(parsed.name, messages.ext_ranking_output(hint, parsed.output))
         wants = self._check_callable(parsed, run, step=True)
         self.declared[parsed.name] = _Declared(
             "step", parsed, run, summary, example, pure, direct, tuple(absorbs), wants
@@ -1041,6 +1062,7 @@ def _step_spec(extension: str, declared: _Declared) -> StepSpec:
                 expected,
                 call.limit if "limit" in declared.absorbs else None,
                 call.hint("relevant") if "relevant" in declared.absorbs else None,
+                bool(call.hint("count_only")) and "count" in declared.absorbs,
             )
         return _invoke(
             "step", extension, name, declared.run, [given], arguments, expected, call.span

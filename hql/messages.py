@@ -1339,8 +1339,8 @@ def ext_limit_output(output: object) -> str:
     return f"a step that absorbs `limit` returns a Ranking or a List, not {output}"
 
 
-def ext_relevant_output(output: object) -> str:
-    return f"a step that absorbs `relevant` returns a Ranking, not {output}"
+def ext_ranking_output(hint: str, output: object) -> str:
+    return f"a step that absorbs `{hint}` returns a Ranking, not {output}"
 
 
 def ext_step_twice(name: str) -> str:

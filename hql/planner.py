@@ -16,12 +16,17 @@ Rules:
   only the hits that rule can keep, stating how many it left out (a bm25
   ranking of 100k cards then builds a few hundred hits, not every card that
   shares a word with the question).
+* `ranking-count`: `step | count` (or `size`, or `count(step)`), where the
+  step absorbs `count`, reads only how many hits the ranking has: the step
+  may stand for its hits by their number (`hql.values.UnmadeHits`), making
+  them only if something else asks.
 * `card-count`: `cards | count` (or `size`, or `count(cards)`), where the step
   absorbs `card-count`, is how many cards the vault holds: a vault opened from
   its catalogue answers without building a single card.
-* `lazy-cards`: `cards | step | take(k)`, where the step absorbs `lazy-cards`
-  and `limit`, gets the vault's own `cards` as a sequence that builds each
-  card when first read: a ranker with a stored index builds only its hits.
+* `lazy-cards`: `cards | step | take(k)` (or `| relevant`, or `| count`, cut as
+  above), where the step absorbs `lazy-cards`, gets the vault's own `cards` as
+  a sequence that builds each card when first read: a ranker with a stored
+  index builds only the hits it hands on.
 * `folder-mask` (`tag-mask`): `cards | filter(c => …) | step | take(k)`,
   where the filter absorbs `card-mask`, the step `lazy-cards` and `limit`, and
   the lambda is a conjunction of `c.folder == "x"`, `in_folder(c, "x")` (and
@@ -104,6 +109,20 @@ def relevant_cut(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list
         )
 
 
+def ranking_count(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list[str]) -> None:
+    for node, spec in plan.steps.items():
+        if "card-count" not in spec.absorbs or plan.arguments.get(node, {}).get("value"):
+            continue
+        source = node.input if isinstance(node, t.Pipe) else plan.inputs.get(node)
+        source_spec = plan.steps.get(source) if source is not None else None
+        if source is None or source_spec is None or "count" not in source_spec.absorbs:
+            continue
+        if hints.get(source, {}).get("limit") is not None:
+            continue
+        hints.setdefault(source, {})["count_only"] = True
+        rewrites.append(f"ranking-count: {spec.name} of {source_spec.name} makes no hit")
+
+
 def card_count(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list[str]) -> None:
     for node, spec in plan.steps.items():
         if "card-count" not in spec.absorbs or plan.arguments.get(node, {}).get("value"):
@@ -117,7 +136,9 @@ def card_count(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list[s
 
 def lazy_cards(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list[str]) -> None:
     for node, spec in plan.steps.items():
-        if "lazy-cards" not in spec.absorbs or hints.get(node, {}).get("limit") is None:
+        hint = hints.get(node, {})
+        cut = hint.get("limit") is not None or hint.get("relevant") or hint.get("count_only")
+        if "lazy-cards" not in spec.absorbs or not cut:
             continue
         source = node.input if isinstance(node, t.Pipe) else plan.inputs.get(node)
         if source not in plan.vault_cards:
@@ -230,4 +251,12 @@ def _card_field(expr: t.Expr, card: str) -> str | None:
     return None
 
 
-RULES: tuple[Rule, ...] = (top_k, relevant_cut, card_count, lazy_cards, folder_mask, store_filter)
+RULES: tuple[Rule, ...] = (
+    top_k,
+    relevant_cut,
+    ranking_count,
+    card_count,
+    lazy_cards,
+    folder_mask,
+    store_filter,
+)

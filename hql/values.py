@@ -201,6 +201,68 @@ class LazyDetail(Mapping[str, Any]):
         return repr(self._resolved())
 
 
+class UnmadeHits(tuple[Hit, ...]):
+    """A ranking's hits while only their number is wanted: `count` of a ranking reads its
+    length; anything else reading them makes them, once, exactly as the ranker would have.
+
+    A tuple (empty underneath) so that it goes wherever a ranking's hits go; every way of
+    reading the elements is routed to the made ones.
+    """
+
+    def __new__(cls, count: int, make: Callable[[], tuple[Hit, ...]]) -> UnmadeHits:
+        unmade = super().__new__(cls)
+        unmade._count, unmade._make, unmade._made = count, make, None
+        return unmade
+
+    _count: int
+    _make: Callable[[], tuple[Hit, ...]]
+    _made: tuple[Hit, ...] | None
+
+    def made(self) -> tuple[Hit, ...]:
+        if self._made is None:
+            self._made = self._make()
+        return self._made
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __bool__(self) -> bool:
+        return self._count > 0
+
+    def __iter__(self) -> Iterator[Hit]:
+        return iter(self.made())
+
+    def __getitem__(self, at: Any) -> Any:
+        return self.made()[at]
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.made()
+
+    def __eq__(self, other: object) -> bool:
+        return self.made() == (other.made() if isinstance(other, UnmadeHits) else other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self.made())
+
+    def __add__(self, other: Any) -> Any:
+        return self.made() + tuple(other)
+
+    def __reduce__(self) -> Any:
+        return (tuple, (self.made(),))
+
+    def index(self, *args: Any) -> int:
+        return self.made().index(*args)
+
+    def count(self, item: Any) -> int:
+        return self.made().count(item)
+
+    def __repr__(self) -> str:
+        return repr(self.made())
+
+
 @record
 class Ranking:
     hits: tuple[Hit, ...]

@@ -87,7 +87,10 @@ def test_the_rule_fires_and_hands_on_only_what_can_pass(vaults: list[hql.Vault])
     session = Session(vault)
     _, plan, _ = session.check('import bm25\ncards | bm25("coral reef") | relevant')
     assert plan is not None
-    assert plan.rewrites == ["relevant-cut: bm25 hands relevant only the hits its rule can keep"]
+    assert plan.rewrites == [
+        "relevant-cut: bm25 hands relevant only the hits its rule can keep",
+        "lazy-cards: bm25 builds only the cards it hands on",
+    ]
     cut = session.run('import bm25\ncards | bm25("coral reef") | relevant | count')
     whole = session.run('import bm25\ncards | bm25("coral reef") | count')
     passing = session.run('import bm25\ncards | bm25("coral reef") | relevant')

@@ -574,6 +574,11 @@ class Bm25Index(Generic[CardT]):
             found = _best_with_ties(found, scores, limit)
         return self._hits(found, scores, term_ids, limit)
 
+    def count(self, query: str, among: Sequence[CardT] | None = None) -> int:
+        """How many hits `search` gives, without making any."""
+        scored = self._scored(query, among)
+        return 0 if scored is None else int(np.count_nonzero(scored[0]))
+
     def search_passing(
         self,
         query: str,

@@ -35,6 +35,7 @@ from hql.values import (
     Ranking,
     Retrieval,
     SetValue,
+    UnmadeHits,
     elements,
 )
 from hql.version import __version__
@@ -70,10 +71,10 @@ BM25 = Extension(
     "Collection<T> | bm25(query: String) -> Ranking<T> where T: Doc",
     summary="rank cards by BM25 over analysed words in any language; cards sharing no term are left out",
     example='cards | bm25("token de acesso")',
-    absorbs=("limit", "lazy-cards", "relevant"),
+    absorbs=("limit", "lazy-cards", "relevant", "count"),
 )
 def _bm25(cards: Sequence[Card], query: str, context: Context) -> Ranking:
-    return bm25_ranking(context, query, cards, context.limit, context.relevant)
+    return bm25_ranking(context, query, cards, context.limit, context.relevant, context.count_only)
 
 
 register(BM25, REGISTRY)
@@ -193,9 +194,11 @@ def bm25_ranking(
     cards: Sequence[Card],
     limit: int | None = None,
     relevant: Mapping[str, Any] | None = None,
+    count_only: bool = False,
 ) -> Ranking:
     """`cards | bm25(query)`; `relevant` (the planner's `relevant-cut`) says which rule
-    follows, and only the hits that rule can keep are made."""
+    follows, and only the hits that rule can keep are made; `count_only`
+    (`ranking-count`): only their number is read, so none is made unless asked for."""
     from hql.search.bm25 import METRIC, MODEL
 
     index, warnings = bm25_index(call.vault, cards)
@@ -205,16 +208,28 @@ def bm25_ranking(
     among = None if whole else cards
     bound = index.score_bound(query)
     extra: dict[str, Any] = {"analysis": index.analysis(query).to_json(), "score_bound": bound}
-    if relevant is None or limit is not None:
-        hits = index.search(query, limit, among=among)
-    else:
+    count_only = count_only and limit is None and relevant is None
+    hits: list[Bm25Hit[Card]] = []
+    if relevant is not None and limit is None:
         hits, extra["precut"] = _passing(
             index, query, among, bound, relevant.get("min"), call.vault
         )
+    elif not count_only:
+        hits = index.search(query, limit, among=among)
     where = str(call.vault.state_dir) if call.vault is not None else ""
     retrieval = Retrieval(query, where, MODEL, index.revision, METRIC, False, extra)
-    details = [LazyDetail(functools.partial(_matched, hit)) for hit in hits]
-    return _ranking([(hit.card, hit.score) for hit in hits], retrieval, details)
+
+    def ranked(hits: list[Bm25Hit[Card]]) -> tuple[Hit, ...]:
+        details = [LazyDetail(functools.partial(_matched, hit)) for hit in hits]
+        return _ranking([(hit.card, hit.score) for hit in hits], retrieval, details).hits
+
+    if count_only:
+
+        def made() -> tuple[Hit, ...]:
+            return ranked(index.search(query, None, among=among))
+
+        return Ranking(UnmadeHits(index.count(query, among), made), retrieval)
+    return Ranking(ranked(hits), retrieval)
 
 
 def _passing(
