@@ -36,6 +36,30 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+REAL_CORE_FREE = workers.core_free
+
+
+@pytest.fixture(autouse=True)
+def core_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cases share whatever the machine's load (a loaded machine loads alone)."""
+    monkeypatch.setattr(workers, "core_free", lambda: True)
+
+
+def test_a_busy_machine_loads_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forked: list[int]
+) -> None:
+    monkeypatch.setattr(workers, "core_free", REAL_CORE_FREE)  # said busy, then idle
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.setattr(os, "getloadavg", lambda: (cores - 0.5, 0.0, 0.0))
+    assert not workers.core_free()
+    root = _copy(tmp_path, GARDEN)
+    monkeypatch.setattr(loader, "SHARED_FROM", 1)
+    Vault.open(root, use_cache=False)
+    assert forked == []
+    monkeypatch.setattr(os, "getloadavg", lambda: (cores - 0.6, 0.0, 0.0))
+    assert workers.core_free()
+
+
 def _copy(tmp_path: Path, source: Path, name: str = "vault") -> Path:
     target = tmp_path / name
     shutil.copytree(source, target, ignore=shutil.ignore_patterns(".hql"))

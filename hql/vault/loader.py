@@ -140,7 +140,7 @@ def _read_new_shared(
         return None
     from hql.vault import workers
 
-    if not workers.usable():
+    if not workers.usable() or not workers.core_free():
         return None
     early: list[_Fresh | str | None] = [None] * len(found)
     # A load that writes the catalogue writes every card's digest too: worked out here, on

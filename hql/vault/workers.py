@@ -48,6 +48,20 @@ def usable() -> bool:
     return cores >= 2 and threads == 1
 
 
+def core_free() -> bool:
+    """Whether the machine has a core to spare (load average of the last minute, which
+    counts this process too, at least half a core below the cores this process may use).
+
+    On a busy machine a forked process only competes for the cores: the work costs more
+    CPU in two processes than in one, and the load would take longer.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+        return os.getloadavg()[0] < cores - 0.5
+    except (AttributeError, OSError):
+        return False
+
+
 def share(
     count: int,
     here: Callable[[int], None],
