@@ -116,7 +116,7 @@ def _vault_table(
     table: dict[str, Any], path: Path, warnings: list[LoadWarning], bad: Any
 ) -> tuple[str | None, tuple[str, ...]]:
     """`[vault] dialect` and `[vault] exclude` (everyday.md §4)."""
-    from hql.vault.links import DIALECTS
+    from hql.vault.walk import DIALECTS  # not the link grammar: every load reads this
 
     dialect = table.get("dialect")
     if dialect is not None and dialect not in DIALECTS:
