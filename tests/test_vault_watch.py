@@ -509,3 +509,22 @@ def test_hql_vault_watch_refuses_what_is_not_a_vault(tmp_path: Path) -> None:
     refused = _hql("--vault", str(blocked), "vault", "watch")
     assert refused.returncode == 1
     assert refused.stderr.startswith("hql: cannot watch") and "Traceback" not in refused.stderr
+
+
+def test_a_record_sealed_right_but_not_a_walk_means_walking_when_the_files_are_read(
+    garden: Path, walks: list[str]
+) -> None:
+    """Only a hand-made record can be one: the load believes its key, and walks the moment it
+    needs the files themselves."""
+    import marshal
+
+    with watching(garden):
+        Vault.open(garden)
+        token, stored = _walked_row(garden)
+        context, key, warnings, _ = marshal.loads(stored)
+        _replace_walked(garden, token, marshal.dumps((context, key, warnings, b"not a walk")))
+        walks.clear()
+        vault = Vault.open(garden)
+        assert walks == [] and len(vault) > 400  # the count is the listing's
+        assert len(vault.cards) == len(vault) and walks == [str(garden)]
+        _assert_as_read_afresh(vault, garden)

@@ -202,29 +202,28 @@ class Vault:
         context = (fingerprint, walk.assembly_fingerprint(), dialect, shown, metadata)
         token = watch.ask(state_dir) if cached else None
         recorded = _recorded_walk(catalog, token, context, config) if token else None
-        if recorded is not None:
-            walked_files, key, walk_warnings = recorded
+        walked_of: Callable[[], walk.Walk]
+        if recorded is not None:  # nothing changed since: the walk is unpacked if read
+            packed, key, walk_warnings = recorded
             warnings.extend(walk_warnings)
+            walked_of = functools.cache(functools.partial(_unpacked_walk, packed, shown, config))
             unrecorded: list[Callable[[], None]] = []
         else:
-            walked_files = walk.walk(shown, warnings, config.allow_outside)
-            if config.exclude:
-                from hql.vault import links
-
-                kept = links.without_excluded(walked_files.found(), config.exclude)
-                walked_files = walk.Walk.of(kept)
+            walked_files = _walk_files(shown, warnings, config)
+            walked_of = functools.partial(_same, walked_files)
             key = None
             if cached:
                 key = listing_key(walked_files.relpaths, walked_files.signature_columns(), context)
             unrecorded = _walk_record(catalog, token, context, config, walked_files, key, warnings)
         walked = tuple(config_warnings + warnings)
-        relpaths = walked_files.relpaths
 
         def read_cards() -> tuple[tuple[Card, ...], tuple[LoadWarning, ...]]:
             """Everything after the walk: names, the documents (from the catalogue), cards."""
             from hql.vault import assembly, links, loader
 
             rest: list[LoadWarning] = []
+            walked_files = walked_of()
+            relpaths = walked_files.relpaths
             found = walked_files.found()
             names = assembly.assign_names(found, rest, dialect)
             catalog.expect(relpaths)
@@ -257,7 +256,7 @@ class Vault:
                 columns = catalog.search_columns(key, stored.cards)
                 if columns is None:
                     return None
-                maker = CardMaker(walked_files, catalog, columns, extension_metadata, dialect, key)
+                maker = CardMaker(walked_of(), catalog, columns, extension_metadata, dialect, key)
                 built = functools.partial(getattr, vault, "_cards")
                 build_all = functools.partial(getattr, vault, "cards")
                 table = DeferredTable(build_all, dialect)
@@ -320,12 +319,26 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _walk_files(shown: str, warnings: list[LoadWarning], config: VaultConfig) -> walk.Walk:
+    """Walk the vault, leaving out what `[vault] exclude` names."""
+    walked = walk.walk(shown, warnings, config.allow_outside)
+    if config.exclude:
+        from hql.vault import links
+
+        walked = walk.Walk.of(links.without_excluded(walked.found(), config.exclude))
+    return walked
+
+
+def _same(walked: walk.Walk) -> walk.Walk:
+    return walked
+
+
 def _recorded_walk(
     catalog: Catalog, token: str, context: tuple[object, ...], config: VaultConfig
-) -> tuple[walk.Walk, bytes, list[LoadWarning]] | None:
-    """The walk the catalogue recorded under the watcher's `token`, for this very load
-    (the same parser, dialect, path, extensions and walk settings), with its key and
-    warnings; None means walk."""
+) -> tuple[bytes, bytes, list[LoadWarning]] | None:
+    """The walk the catalogue recorded under the watcher's `token` for this very load (the
+    same parser, dialect, path, extensions and walk settings), still packed, with its key
+    and warnings; None means walk."""
     stored = catalog.recorded_walk(token)
     if stored is None:
         return None
@@ -339,10 +352,14 @@ def _recorded_walk(
         return None
     if not all(type(item) is tuple and len(item) == 3 for item in warnings):
         return None
-    walked = walk.Walk.unpacked(packed, context[3])  # type: ignore[arg-type]
-    if walked is None:
-        return None
-    return walked, key, [LoadWarning(*item) for item in warnings]
+    return packed, key, [LoadWarning(*item) for item in warnings]
+
+
+def _unpacked_walk(packed: bytes, shown: str, config: VaultConfig) -> walk.Walk:
+    """The recorded walk; a record sealed right but not a walk (only a hand-made one can
+    be) means walking after all."""
+    unpacked = walk.Walk.unpacked(packed, shown)
+    return unpacked if unpacked is not None else _walk_files(shown, [], config)
 
 
 def _walk_record(
