@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import itertools
 import json
+import os
+import stat
 import threading
+import weakref
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 import numpy as np
 
@@ -45,9 +49,16 @@ PREFIX_WEIGHT = 0.5  # a shared 5-letter prefix is weaker evidence than a shared
 STORE_NAME = "bm25.v1.bin"
 _STORE_FORMAT = 1
 _MAGIC = b"HQL-BM25"
-# The store on disk: this mark, then the sha256 of the rest, then the layout
-# below (which starts with _MAGIC). A store whose checksum does not match is rebuilt.
+# An earlier store: this mark, then the sha256 of the rest, then the layout of
+# `_Postings.load_sealed` (which starts with _MAGIC). Read whole, then written anew.
 _SEALED = b"HQL-BM2S"
+# The store: this mark, the header's length and sha256, the header, the sections (see
+# `_Postings.save`). Read in parts, each checked as it is read.
+_BLOCKED = b"HQL-BM2B"
+_BLOCKED_FORMAT = 2
+# Entries per block of the postings: a query reads (and checks) only its terms' blocks.
+BLOCK_ENTRIES = 65536
+_SUM_BYTES = 32
 # A store larger than this is not read (and is rebuilt).
 MAX_STORE_BYTES = 2 * 1024 * 1024 * 1024
 # Beside the store: which cards its slots were last matched to (see `_Match`).
@@ -141,6 +152,7 @@ class _Postings:
     text_tf: npt.NDArray[np.uint16]
     _term_ids: dict[str, int] | None = field(default=None, repr=False)
     seal: bytes = field(default=b"", repr=False)  # of the store these were read from, as read
+    outdated: bool = field(default=False, repr=False)  # read from a store of an earlier layout
 
     @classmethod
     def empty(cls) -> _Postings:
@@ -259,39 +271,84 @@ class _Postings:
         frequencies = np.diff(np.append(starts, total))
         return ids[starts], slots[starts], np.minimum(frequencies, 65535).astype(np.uint16)
 
-    # Persistence: a small JSON header, then raw little-endian arrays, sealed with a
-    # sha256 of the whole: opening the store is one read, one checksum and a few
-    # zero-copy views, and `_check` refuses any store whose structure does not hold together.
+    @property
+    def slots(self) -> int:
+        return len(self.title_length)
+
+    def entries(self, start: int, end: int) -> tuple[Any, Any, Any]:
+        """The (slot, title_tf, text_tf) of entries start..end (a term's: see `term_start`)."""
+        return self.slot[start:end], self.title_tf[start:end], self.text_tf[start:end]
+
+    # Persistence: a JSON header naming each section (dtype, length, sha256), then the
+    # sections as raw little-endian arrays. The postings' three arrays are checked per
+    # block of BLOCK_ENTRIES entries (their sha256s form a section of their own), so
+    # opening the store reads its small sections and a query only its terms' blocks;
+    # the store's seal is the sha256 of the header, which names every other checksum.
 
     def save(self, path: Path, fingerprint: str) -> bytes:
         """Write the store; returns its seal."""
-        arrays: dict[str, npt.NDArray[Any]] = {
+        small: dict[str, npt.NDArray[Any]] = {
             "keys": _blob(self.keys),
             "vocabulary": _blob(self.vocabulary),
             "title_length": self.title_length.astype("<f4"),
             "text_length": self.text_length.astype("<f4"),
             "term_start": self.term_start.astype("<i8"),
-            "slot": self.slot.astype("<i4", copy=False),
-            "title_tf": self.title_tf.astype("<u2", copy=False),
-            "text_tf": self.text_tf.astype("<u2", copy=False),
         }
-        layout = {name: [array.dtype.str, len(array)] for name, array in arrays.items()}
-        header = json.dumps({"format": _STORE_FORMAT, "analyzer": fingerprint, "arrays": layout})
-        header_bytes = header.encode("utf-8")
+        blocked = [
+            np.ascontiguousarray(self.slot.astype("<i4", copy=False)),
+            np.ascontiguousarray(self.title_tf.astype("<u2", copy=False)),
+            np.ascontiguousarray(self.text_tf.astype("<u2", copy=False)),
+        ]
+        entries = len(self.slot)
+        sums = b"".join(
+            _block_sum(*(array[at : at + BLOCK_ENTRIES] for array in blocked))
+            for at in range(0, entries, BLOCK_ENTRIES)
+        )
+        small["block_sums"] = np.frombuffer(sums, dtype=np.uint8)
+        parts = [np.ascontiguousarray(array).tobytes() for array in small.values()]
+        sections = [
+            [name, array.dtype.str, len(array), hashlib.sha256(part).hexdigest()]
+            for (name, array), part in zip(small.items(), parts, strict=True)
+        ]
+        sections += [
+            [name, array.dtype.str, len(array), None]
+            for name, array in zip(_BLOCKED_SECTIONS, blocked, strict=True)
+        ]
+        header = json.dumps(
+            {
+                "format": _BLOCKED_FORMAT,
+                "analyzer": fingerprint,
+                "slots": self.slots,
+                "entries": entries,
+                "block": BLOCK_ENTRIES,
+                "sections": sections,
+            }
+        ).encode("utf-8")
+        seal = hashlib.sha256(header).digest()
+        head = _BLOCKED + len(header).to_bytes(8, "little") + seal + header
         path.parent.mkdir(parents=True, exist_ok=True)
-        parts = [_MAGIC + len(header_bytes).to_bytes(8, "little") + header_bytes]
-        parts += [np.ascontiguousarray(array).tobytes() for array in arrays.values()]
         files.clean_stale_temporaries(path.parent, path.name, also=(".bm25-",))
-        sealed = files.seal(b"".join(parts))
-        files.write_atomically(path, _SEALED + sealed)
-        return sealed[: files.SEAL_BYTES]
+        files.write_atomically(path, b"".join([head, *parts, *(a.tobytes() for a in blocked)]))
+        return seal
 
     @classmethod
     def load(cls, path: Path, fingerprint: str) -> _Postings | None:
-        """The stored postings, None when written for another analyser; raises when corrupt."""
-        sealed = files.read_regular(path, MAX_STORE_BYTES)
-        if sealed.startswith(_MAGIC):
+        """The stored postings, None when written for another analyser; raises when corrupt
+        (and `StoreDamaged` later, from the postings, when a block read then is)."""
+        with open(path, "rb", buffering=0) as handle:
+            mark = handle.read(len(_BLOCKED))
+        if mark == _BLOCKED:
+            return _StoredPostings.open(path, fingerprint)
+        if mark == _SEALED:
+            return cls.load_sealed(path, fingerprint)
+        if mark == _MAGIC:
             return None  # an unsealed store of an earlier version: rebuilt
+        raise ValueError("not an HQL search index")
+
+    @classmethod
+    def load_sealed(cls, path: Path, fingerprint: str) -> _Postings | None:
+        """A store of the earlier, sealed layout, read whole (it is written anew)."""
+        sealed = files.read_regular(path, MAX_STORE_BYTES)
         if not sealed.startswith(_SEALED):
             raise ValueError("not an HQL search index")
         data = files.unseal(sealed, len(_SEALED))
@@ -314,12 +371,7 @@ class _Postings:
             raise ValueError("the file has the wrong length")
         term_start = arrays["term_start"]
         vocabulary = _unblob(arrays["vocabulary"])
-        if (
-            len(term_start) != len(vocabulary) + 1
-            or term_start[0] != 0
-            or np.any(np.diff(term_start) < 0)
-        ):
-            raise ValueError("term offsets out of order")
+        _check_term_start(term_start, len(vocabulary), len(arrays["slot"]))
         postings = cls(
             _unblob(arrays["keys"]),
             vocabulary,
@@ -329,9 +381,9 @@ class _Postings:
             arrays["slot"].astype(np.int32, copy=False),  # read-only views: never
             arrays["title_tf"].astype(np.uint16, copy=False),  # changed in place
             arrays["text_tf"].astype(np.uint16, copy=False),
-            seal=bytes(sealed[len(_SEALED) : len(_SEALED) + files.SEAL_BYTES]),
         )
         postings._check()
+        postings.outdated = True
         return postings
 
     def _check(self) -> None:
@@ -343,6 +395,245 @@ class _Postings:
             raise ValueError("term counts disagree with the entries")
         if entries and (self.slot.min() < 0 or self.slot.max() >= slots):
             raise ValueError("postings out of range")
+
+
+class StoreDamaged(ValueError):
+    """A part of a store read after it was opened (a postings block, the keys) is damaged.
+
+    Raised by `Bm25Index.search`; the index must then be built again without the store
+    (`Bm25Index.build(..., trust_store=False)`).
+    """
+
+
+_BLOCKED_SECTIONS = ("slot", "title_tf", "text_tf")
+_SMALL_SECTIONS = {
+    "keys": "|u1",
+    "vocabulary": "|u1",
+    "title_length": "<f4",
+    "text_length": "<f4",
+    "term_start": "<i8",
+    "block_sums": "|u1",
+}
+_SECTION_DTYPES = {**_SMALL_SECTIONS, "slot": "<i4", "title_tf": "<u2", "text_tf": "<u2"}
+
+
+def _block_sum(*parts: npt.NDArray[Any]) -> bytes:
+    hasher = hashlib.sha256()
+    for part in parts:
+        hasher.update(part.tobytes())
+    return hasher.digest()
+
+
+def _check_term_start(term_start: npt.NDArray[np.int64], terms: int, entries: int) -> None:
+    if (
+        len(term_start) != terms + 1
+        or term_start[0] != 0
+        or term_start[-1] != entries
+        or np.any(np.diff(term_start) < 0)
+    ):
+        raise ValueError("term offsets out of order")
+
+
+class _StoreReader:
+    """An open store: its header's sections, read at their offsets (`os.pread`) and checked.
+
+    The file stays open while its postings are in use: a store replaced meanwhile (written
+    anew under the same name) is not what this reads.
+    """
+
+    def __init__(self, path: Path, fingerprint: str) -> None:
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+        self._descriptor = os.open(path, flags)
+        self._closer = weakref.finalize(self, os.close, self._descriptor)
+        self.header: dict[str, Any] | None = None
+        status = os.fstat(self._descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise files.RefusedFile("not a regular file")
+        if status.st_size > MAX_STORE_BYTES:
+            raise files.TooLarge(status.st_size, MAX_STORE_BYTES)
+        start = len(_BLOCKED) + 8 + _SUM_BYTES
+        head = self.read(0, start)
+        header_length = int.from_bytes(head[len(_BLOCKED) : len(_BLOCKED) + 8], "little")
+        if header_length > min(status.st_size, 1 << 20):
+            raise ValueError("its header is damaged")
+        header_bytes = self.read(start, header_length)
+        self.seal = head[len(_BLOCKED) + 8 :]
+        if hashlib.sha256(header_bytes).digest() != self.seal:
+            raise ValueError("its header's checksum does not match")
+        header = json.loads(header_bytes.decode("utf-8"))
+        if header.get("format") != _BLOCKED_FORMAT or header.get("analyzer") != fingerprint:
+            return
+        self.sections: dict[str, tuple[str, int, int, str | None]] = {}
+        offset = start + header_length
+        for name, dtype, count, checksum in header["sections"]:
+            if _SECTION_DTYPES.get(name) != dtype or type(count) is not int or count < 0:
+                raise ValueError("its layout is damaged")
+            self.sections[name] = (dtype, count, offset, checksum)
+            offset += count * np.dtype(dtype).itemsize
+        if set(self.sections) != set(_SECTION_DTYPES):
+            raise ValueError("its layout is damaged")
+        if offset != status.st_size:
+            raise ValueError("the file has the wrong length")
+        self.slots, self.entries, self.block = header["slots"], header["entries"], header["block"]
+        if not all(type(value) is int and value >= 0 for value in (self.slots, self.entries)):
+            raise ValueError("its layout is damaged")
+        if type(self.block) is not int or self.block <= 0:
+            raise ValueError("its layout is damaged")
+        blocks = -(-self.entries // self.block)
+        counts = {name: self.sections[name][1] for name in self.sections}
+        if (
+            counts["block_sums"] != blocks * _SUM_BYTES
+            or {counts[name] for name in _BLOCKED_SECTIONS} != {self.entries}
+            or {counts["title_length"], counts["text_length"]} != {self.slots}
+        ):
+            raise ValueError("array sizes disagree")
+        self.header = header
+
+    def read(self, offset: int, length: int) -> bytes:
+        data = os.pread(self._descriptor, length, offset)
+        if len(data) != length:
+            raise StoreDamaged("the file is shorter than its header says")
+        return data
+
+    def section(self, name: str) -> npt.NDArray[Any]:
+        """A small section, whole, checked against the header's sha256."""
+        dtype, count, offset, checksum = self.sections[name]
+        data = self.read(offset, count * np.dtype(dtype).itemsize)
+        if hashlib.sha256(data).hexdigest() != checksum:
+            raise StoreDamaged(f"its {name.replace('_', ' ')} do not match their checksum")
+        return np.frombuffer(data, dtype=np.dtype(dtype))
+
+    def blocks(self, first: int, last: int, sums: bytes) -> list[tuple[Any, ...]]:
+        """The postings' blocks first..last (inclusive), each checked against its sha256."""
+        start, end = first * self.block, min((last + 1) * self.block, self.entries)
+        arrays = []
+        for name in _BLOCKED_SECTIONS:
+            dtype, _, offset, _ = self.sections[name]
+            size = np.dtype(dtype).itemsize
+            arrays.append(
+                np.frombuffer(self.read(offset + start * size, (end - start) * size), dtype)
+            )
+        found = []
+        for block in range(first, last + 1):
+            at, until = (
+                block * self.block - start,
+                min((block + 1) * self.block, self.entries) - start,
+            )
+            parts = tuple(array[at:until] for array in arrays)
+            expected = sums[block * _SUM_BYTES : (block + 1) * _SUM_BYTES]
+            if _block_sum(*parts) != expected:
+                raise StoreDamaged("a block of its postings does not match its checksum")
+            if len(parts[0]) and (parts[0].min() < 0 or parts[0].max() >= self.slots):
+                raise StoreDamaged("postings out of range")
+            found.append(parts)
+        return found
+
+    def close(self) -> None:
+        self._closer()
+
+
+class _StoredPostings(_Postings):
+    """Postings of a store read in parts: the small sections at once, the keys when first
+    asked for, the entries block by block (or whole, when an update needs them all)."""
+
+    def __init__(self, reader: _StoreReader, vocabulary: list[str], term_start: Any) -> None:
+        self._reader = reader
+        self._sums = reader.section("block_sums").tobytes()
+        self._blocks: dict[int, tuple[Any, ...]] = {}
+        self._whole: list[Any] | None = None
+        self._stored_keys: list[str] | None = None
+        self._lock = threading.Lock()
+        self.vocabulary = vocabulary
+        self.title_length = reader.section("title_length").astype(np.float32)
+        self.text_length = reader.section("text_length").astype(np.float32)
+        self.term_count = np.diff(term_start).astype(np.int64)
+        self._term_ids = None
+        self.seal = reader.seal
+        self.outdated = False
+
+    @classmethod
+    def open(cls, path: Path, fingerprint: str) -> _StoredPostings | None:
+        reader = _StoreReader(path, fingerprint)
+        if reader.header is None:
+            reader.close()
+            return None  # another analyser's
+        vocabulary = _unblob(reader.section("vocabulary"))
+        term_start = reader.section("term_start")
+        _check_term_start(term_start, len(vocabulary), reader.entries)
+        return cls(reader, vocabulary, term_start)
+
+    @property
+    def keys(self) -> list[str]:
+        if self._stored_keys is None:
+            keys = _unblob(self._reader.section("keys"))
+            if len(keys) != self.slots:
+                raise StoreDamaged("its keys disagree with its cards")
+            self._stored_keys = keys
+        return self._stored_keys
+
+    @keys.setter
+    def keys(self, keys: list[str]) -> None:
+        self._stored_keys = keys
+
+    def _all(self) -> list[Any]:
+        if self._whole is None:
+            blocks = -(-self._reader.entries // self._reader.block)
+            found = self._reader.blocks(0, blocks - 1, self._sums) if blocks else []
+            self._whole = [
+                np.concatenate([part[i] for part in found]).astype(kind, copy=False)
+                if found
+                else np.zeros(0, kind)
+                for i, kind in enumerate(_ENTRY_TYPES)
+            ]
+        return self._whole
+
+    @property
+    def slot(self) -> npt.NDArray[np.int32]:
+        return cast("npt.NDArray[np.int32]", self._all()[0])
+
+    @slot.setter
+    def slot(self, value: npt.NDArray[np.int32]) -> None:
+        self._all()[0] = value
+
+    @property
+    def title_tf(self) -> npt.NDArray[np.uint16]:
+        return cast("npt.NDArray[np.uint16]", self._all()[1])
+
+    @title_tf.setter
+    def title_tf(self, value: npt.NDArray[np.uint16]) -> None:
+        self._all()[1] = value
+
+    @property
+    def text_tf(self) -> npt.NDArray[np.uint16]:
+        return cast("npt.NDArray[np.uint16]", self._all()[2])
+
+    @text_tf.setter
+    def text_tf(self, value: npt.NDArray[np.uint16]) -> None:
+        self._all()[2] = value
+
+    def entries(self, start: int, end: int) -> tuple[Any, Any, Any]:
+        if self._whole is not None or start >= end:
+            return super().entries(start, end)
+        block = self._reader.block
+        first, last = start // block, (end - 1) // block
+        with self._lock:
+            missing = [b for b in range(first, last + 1) if b not in self._blocks]
+            if missing:
+                read = self._reader.blocks(missing[0], missing[-1], self._sums)
+                for at, parts in enumerate(read, start=missing[0]):
+                    self._blocks.setdefault(at, parts)
+            pieces = [self._blocks[b] for b in range(first, last + 1)]
+        offset = first * block
+        slot, title_tf, text_tf = (
+            (pieces[0][i] if len(pieces) == 1 else np.concatenate([p[i] for p in pieces]))[
+                start - offset : end - offset
+            ].astype(kind, copy=False)
+            for i, kind in enumerate(_ENTRY_TYPES)
+        )
+        return slot, title_tf, text_tf
+
+
+_ENTRY_TYPES = (np.int32, np.uint16, np.uint16)
 
 
 def _stable_order(values: npt.NDArray[np.int32]) -> npt.NDArray[np.intp]:
@@ -428,6 +719,7 @@ class Bm25Index(Generic[CardT]):
         self.analyzer = analyzer
         self.warnings = warnings
         self.analysed = analysed  # cards analysed by this build (the rest came from the store)
+        self.damage: str | None = None  # why its store was found damaged while searching
         self._card_of_slot = card_of_slot
         self._postings = postings
         self._keys_known: list[str] | None = None
@@ -465,6 +757,7 @@ class Bm25Index(Generic[CardT]):
         state_dir: Path | None = None,
         background_save: bool = False,
         previous: Bm25Index[Any] | None = None,
+        trust_store: str | None = None,
     ) -> Bm25Index[CardT]:
         """Index the cards, reusing a stored analysis for every card whose content is unchanged.
 
@@ -472,38 +765,37 @@ class Bm25Index(Generic[CardT]):
         vault, built with the same analyser) or else from the store under `state_dir`.
         With `background_save`, the updated store is written by a (non-daemon) thread, so
         the index answers queries at once; a crash before the write only costs re-analysis.
+        `trust_store` set (to why not) ignores the store and writes it anew.
         """
         warnings: list[str] = list(analyzer.config_warnings)
         store_path = state_dir / STORE_NAME if state_dir is not None else None
         fingerprint = analyzer.fingerprint
         if previous is not None and previous.analyzer.fingerprint == fingerprint:
             postings = previous._postings
+        elif trust_store is not None:
+            warnings.append(messages.search_index_unreadable(str(store_path), trust_store))
+            postings = _Postings.empty()
         else:
             postings = _load_or_empty(store_path, fingerprint, warnings)
             match = _Match.of(cards, postings, fingerprint)
             recorded = match.recalled(store_path) if match is not None else None
-            if recorded is not None and len(recorded) == len(postings.keys):
+            if recorded is not None and len(recorded) == postings.slots and not postings.outdated:
                 # the store's slots were matched to these very cards before
                 return cls(cards, recorded, postings, analyzer, warnings, 0)
-        unchanged = len(postings.keys)
         loaded = postings
         keys = _keys_of(cards)
-        slot_of_card, postings = _reuse_stored_slots(keys, postings)
-        fresh = [index for index, slot in enumerate(slot_of_card) if slot < 0]
-        if fresh:
-            _prefetch(cards, fresh)
-            analyses = [
-                (analyzer.terms(_title_field(cards[i])), analyzer.terms(cards[i].text))
-                for i in fresh
-            ]
-            first = len(postings.keys)
-            postings = postings.with_cards([keys[i] for i in fresh], analyses)
-            for offset, index in enumerate(fresh):
-                slot_of_card[index] = first + offset
+        try:
+            unchanged = len(postings.keys)
+            slot_of_card, postings, fresh = _merged(cards, keys, postings, analyzer)
+        except StoreDamaged as error:  # found reading its keys or entries
+            warnings.append(messages.search_index_unreadable(str(store_path), _reason(error)))
+            loaded, unchanged = _Postings.empty(), 0
+            slot_of_card, postings, fresh = _merged(cards, keys, loaded, analyzer)
         card_of_slot = np.empty(len(cards), dtype=np.int64)
         card_of_slot[np.asarray(slot_of_card, dtype=np.int64)] = np.arange(len(cards))
         match = _Match.of(cards, postings, fingerprint)
-        if store_path is not None and (fresh or len(postings.keys) != unchanged):
+        changed = fresh or len(postings.keys) != unchanged or loaded.outdated
+        if store_path is not None and (changed or (trust_store is not None and not cards)):
             snapshot = replace(
                 postings, keys=list(postings.keys), vocabulary=list(postings.vocabulary)
             )
@@ -563,8 +855,18 @@ class Bm25Index(Generic[CardT]):
         """Cards sharing a term with the query, best first, ties by card name.
 
         `limit` keeps the best `limit` (selected, not sorted in full); `among` ranks only
-        those of the index's cards (the whole index when None).
+        those of the index's cards (the whole index when None). Raises `StoreDamaged`
+        (and says why in `damage`) when a part of the store read now is damaged.
         """
+        try:
+            return self._search(query, limit, among)
+        except StoreDamaged as error:
+            self.damage = _reason(error)
+            raise
+
+    def _search(
+        self, query: str, limit: int | None, among: Sequence[CardT] | None
+    ) -> list[Bm25Hit[CardT]]:
         scored = self._scored(query, among)
         if scored is None or (limit is not None and limit <= 0):
             return []
@@ -575,8 +877,12 @@ class Bm25Index(Generic[CardT]):
         return self._hits(found, scores, term_ids, limit)
 
     def count(self, query: str, among: Sequence[CardT] | None = None) -> int:
-        """How many hits `search` gives, without making any."""
-        scored = self._scored(query, among)
+        """How many hits `search` gives, without making any (raises as `search` does)."""
+        try:
+            scored = self._scored(query, among)
+        except StoreDamaged as error:
+            self.damage = _reason(error)
+            raise
         return 0 if scored is None else int(np.count_nonzero(scored[0]))
 
     def search_passing(
@@ -591,17 +897,31 @@ class Bm25Index(Generic[CardT]):
         `best` is the best score among those (None: there are none).
 
         Only the passing hits are made: a rule that cannot keep the others need not see them.
+        Raises `StoreDamaged` as `search` does.
         """
+        try:
+            return self._search_passing(query, at_least, among, evidence)
+        except StoreDamaged as error:
+            self.damage = _reason(error)
+            raise
+
+    def _search_passing(
+        self,
+        query: str,
+        at_least: Callable[[float | None], float],
+        among: Sequence[CardT] | None,
+        evidence: Collection[str],
+    ) -> tuple[list[Bm25Hit[CardT]], int, int]:
         scored = self._scored(query, among)
         if scored is None:
             return [], 0, 0
         scores, term_ids = scored
         found = np.flatnonzero(scores)
         holding = np.zeros(len(scores), dtype=np.bool_)
-        ptr, slots, vocabulary = self._ptr, self._postings.slot, self._postings.vocabulary
+        vocabulary = self._postings.vocabulary
         for term_id, _ in term_ids:
             if vocabulary[term_id] in evidence:
-                holding[slots[ptr[term_id] : ptr[term_id + 1]]] = True
+                holding[self._impact_of(term_id)[0]] = True
         held = found[holding[found]]
         best = float(scores[held].max()) if len(held) else None
         # Compared as the rule compares them: each float32 score as a Python float.
@@ -617,14 +937,12 @@ class Bm25Index(Generic[CardT]):
         if not term_ids or not self.cards:
             return None
         scores = np.zeros(len(self.cards), dtype=np.float32)
-        ptr, slots = self._ptr, self._postings.slot
         for term_id, weight in term_ids:
-            start, end = ptr[term_id], ptr[term_id + 1]
-            impact = self._impact_of(term_id)
+            slots, impact = self._impact_of(term_id)
             if weight == 1.0:
-                scores[slots[start:end]] += impact
+                scores[slots] += impact
             else:
-                scores[slots[start:end]] += np.float32(weight) * impact
+                scores[slots] += np.float32(weight) * impact
         if among is not None:
             scores[~self._slot_mask(among)] = 0.0
         return scores, term_ids
@@ -711,16 +1029,14 @@ class Bm25Index(Generic[CardT]):
     ) -> dict[int, dict[str, float]]:
         """Each slot's matched terms and their weighted impacts, in query term order."""
         by_slot: dict[int, dict[str, float]] = {slot: {} for slot in slots.tolist()}
-        posting_slots = self._postings.slot
         for term_id, weight in term_ids:
-            start, end = int(self._ptr[term_id]), int(self._ptr[term_id + 1])
-            if start == end:
+            postings, impact = self._impact_of(term_id)  # sorted by slot within a term
+            if not len(postings):
                 continue
-            postings = posting_slots[start:end]  # sorted by slot within a term
-            at = np.minimum(np.searchsorted(postings, slots), end - start - 1)
+            at = np.minimum(np.searchsorted(postings, slots), len(postings) - 1)
             present = postings[at] == slots
             term = self._postings.vocabulary[term_id]
-            shares = np.float32(weight) * self._impact_of(term_id)[at[present]]
+            shares = np.float32(weight) * impact[at[present]]
             for slot, share in zip(slots[present].tolist(), shares.tolist(), strict=True):
                 by_slot[slot][term] = share
         return by_slot
@@ -734,27 +1050,26 @@ class Bm25Index(Generic[CardT]):
         index of 100k cards holds.
         """
         postings = self._postings
-        documents = len(postings.keys)
+        documents = postings.slots
         counts = postings.term_count
         self._ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self._idf = _idf(documents, counts).astype(np.float32)
         self._text_scale = 1.0 / _length_norm(postings.text_length)
         self._title_scale = TITLE_WEIGHT / _length_norm(postings.title_length)
-        self._impacts: dict[int, npt.NDArray[np.float32]] = {}
+        self._impacts: dict[int, tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]] = {}
         self._impacts_held = 0
 
-    def _impact_of(self, term_id: int) -> npt.NDArray[np.float32]:
-        """The impact of each entry of a term (kept for the next queries, within a budget)."""
-        impact = self._impacts.get(term_id)
-        if impact is not None:
-            return impact
-        postings = self._postings
+    def _impact_of(self, term_id: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+        """The slot and impact of each entry of a term (kept for the next queries, within a
+        budget)."""
+        known = self._impacts.get(term_id)
+        if known is not None:
+            return known
         start, end = int(self._ptr[term_id]), int(self._ptr[term_id + 1])
-        slot = postings.slot[start:end]
+        slot, title_tf, text_tf = self._postings.entries(start, end)
         weighted = self._text_scale[slot]
-        weighted *= postings.text_tf[start:end]
+        weighted *= text_tf
         # Most entries are body-only; the title part is added where the title has the term.
-        title_tf = postings.title_tf[start:end]
         in_title = np.flatnonzero(title_tf)
         weighted[in_title] += title_tf[in_title] * self._title_scale[slot[in_title]]
         weighted /= weighted + np.float32(K1)  # the saturation
@@ -762,9 +1077,9 @@ class Bm25Index(Generic[CardT]):
         if self._impacts_held + len(weighted) > _IMPACTS_KEPT:
             self._impacts.clear()
             self._impacts_held = 0
-        self._impacts[term_id] = weighted
+        self._impacts[term_id] = (slot, weighted)
         self._impacts_held += len(weighted)
-        return weighted
+        return slot, weighted
 
 
 # Entries whose impacts an index keeps between queries (4 bytes each).
@@ -797,6 +1112,25 @@ def _best_with_ties(
     candidate_scores = scores[found]
     threshold = np.partition(candidate_scores, len(found) - limit)[len(found) - limit]
     return found[candidate_scores >= threshold]
+
+
+def _merged(
+    cards: Sequence[SearchCard], keys: Sequence[str], postings: _Postings, analyzer: Analyzer
+) -> tuple[list[int], _Postings, list[int]]:
+    """The postings of these cards made from stored ones: each card's slot, the postings,
+    the cards analysed afresh."""
+    slot_of_card, postings = _reuse_stored_slots(keys, postings)
+    fresh = [index for index, slot in enumerate(slot_of_card) if slot < 0]
+    if fresh:
+        _prefetch(cards, fresh)
+        analyses = [
+            (analyzer.terms(_title_field(cards[i])), analyzer.terms(cards[i].text)) for i in fresh
+        ]
+        first = len(postings.keys)
+        postings = postings.with_cards([keys[i] for i in fresh], analyses)
+        for offset, index in enumerate(fresh):
+            slot_of_card[index] = first + offset
+    return slot_of_card, postings, fresh
 
 
 def _reuse_stored_slots(keys: Sequence[str], postings: _Postings) -> tuple[list[int], _Postings]:

@@ -166,8 +166,14 @@ _bm25_indexes: weakref.WeakKeyDictionary[Any, Bm25Index[Card]] = weakref.WeakKey
 _bm25_lock = threading.Lock()
 
 
-def bm25_index(vault: Vault | None, cards: Sequence[Card]) -> tuple[Bm25Index[Card], list[str]]:
-    """The vault's BM25 index, built once per loaded vault (and kept per card digest under .hql/)."""
+def bm25_index(
+    vault: Vault | None, cards: Sequence[Card], damaged: Bm25Index[Card] | None = None
+) -> tuple[Bm25Index[Card], list[str]]:
+    """The vault's BM25 index, built once per loaded vault (and kept per card digest under .hql/).
+
+    `damaged` is an index whose store was found damaged while searching (`StoreDamaged`
+    says why): it is replaced by one built without the store.
+    """
     from hql.search.bm25 import Bm25Index
     from hql.text.analyzer import Analyzer
 
@@ -175,10 +181,11 @@ def bm25_index(vault: Vault | None, cards: Sequence[Card]) -> tuple[Bm25Index[Ca
         return Bm25Index.build(list(cards), Analyzer.from_config(None), None), []
     with _bm25_lock:
         index = _bm25_indexes.get(vault)
-        if index is None or getattr(index.cards, "stale", False):
+        if index is None or index is damaged or getattr(index.cards, "stale", False):
             analyzer = Analyzer.from_config(vault.config.section("search"))
+            why = damaged.damage if damaged is not None and index is damaged else None
             # A vault opened from its catalogue builds only the cards the index hands out.
-            index = Bm25Index.build(vault.lazy_cards(), analyzer, vault.state_dir)
+            index = Bm25Index.build(vault.lazy_cards(), analyzer, vault.state_dir, trust_store=why)
             _bm25_indexes[vault] = index
             return index, list(index.warnings)
     return index, []
@@ -199,23 +206,33 @@ def bm25_ranking(
     """`cards | bm25(query)`; `relevant` (the planner's `relevant-cut`) says which rule
     follows, and only the hits that rule can keep are made; `count_only`
     (`ranking-count`): only their number is read, so none is made unless asked for."""
-    from hql.search.bm25 import METRIC, MODEL
+    from hql.search.bm25 import METRIC, MODEL, StoreDamaged
 
     index, warnings = bm25_index(call.vault, cards)
-    for message in warnings:
-        call.warn(message)
     whole = call.vault is None or call.vault.holds_all(cards)
     among = None if whole else cards
-    bound = index.score_bound(query)
-    extra: dict[str, Any] = {"analysis": index.analysis(query).to_json(), "score_bound": bound}
     count_only = count_only and limit is None and relevant is None
-    hits: list[Bm25Hit[Card]] = []
-    if relevant is not None and limit is None:
-        hits, extra["precut"] = _passing(
-            index, query, among, bound, relevant.get("min"), call.vault
-        )
-    elif not count_only:
-        hits = index.search(query, limit, among=among)
+
+    def answered(index: Bm25Index[Card]) -> tuple[list[Bm25Hit[Card]], dict[str, Any], int]:
+        bound = index.score_bound(query)
+        extra: dict[str, Any] = {"analysis": index.analysis(query).to_json(), "score_bound": bound}
+        if count_only:
+            return [], extra, index.count(query, among)
+        if relevant is not None and limit is None:
+            hits, extra["precut"] = _passing(
+                index, query, among, bound, relevant.get("min"), call.vault
+            )
+            return hits, extra, 0
+        return index.search(query, limit, among=among), extra, 0
+
+    try:
+        hits, extra, counted = answered(index)
+    except StoreDamaged:  # a part of the store read only now: built again without it
+        index, more = bm25_index(call.vault, cards, damaged=index)
+        warnings += more
+        hits, extra, counted = answered(index)
+    for message in warnings:
+        call.warn(message)
     where = str(call.vault.state_dir) if call.vault is not None else ""
     retrieval = Retrieval(query, where, MODEL, index.revision, METRIC, False, extra)
 
@@ -224,11 +241,12 @@ def bm25_ranking(
         return _ranking([(hit.card, hit.score) for hit in hits], retrieval, details).hits
 
     if count_only:
+        searched = index
 
         def made() -> tuple[Hit, ...]:
-            return ranked(index.search(query, None, among=among))
+            return ranked(searched.search(query, None, among=among))
 
-        return Ranking(UnmadeHits(index.count(query, among), made), retrieval)
+        return Ranking(UnmadeHits(counted, made), retrieval)
     return Ranking(ranked(hits), retrieval)
 
 
