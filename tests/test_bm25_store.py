@@ -1,0 +1,213 @@
+"""The bm25 store read in parts: a query reads its terms' blocks, each checked.
+
+Answers must equal those of an index built afresh; damage found anywhere (the header,
+a small section, the keys, a postings block read only by a query) must mean a
+rebuild with a warning, never a wrong answer or a traceback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from test_bm25_match import QUESTIONS, Named, _answers, _fresh
+from test_search_cards import FIXTURES, load_cards
+from test_vault_lazy import GARDEN, _assert_same
+
+import hql
+from hql import files
+from hql.search import bm25
+from hql.search.bm25 import MATCH_NAME, STORE_NAME, Bm25Index, StoreDamaged
+from hql.text.analyzer import Analyzer
+from hql.vault import Vault
+
+MULTILINGUAL = FIXTURES / "multilingual"
+
+
+@pytest.fixture(autouse=True)
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of a few entries, so that even a small store has many."""
+    monkeypatch.setattr(bm25, "BLOCK_ENTRIES", 16)
+
+
+@pytest.fixture
+def blocks_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    read: list[int] = []
+    real = bm25._StoreReader.blocks
+
+    def counted(self: Any, first: int, last: int, sums: bytes) -> Any:
+        read.extend(range(first, last + 1))
+        return real(self, first, last, sums)
+
+    monkeypatch.setattr(bm25._StoreReader, "blocks", counted)
+    return read
+
+
+def _layout(store: Path) -> dict[str, tuple[int, int]]:
+    """Each section's (offset, bytes) in the store."""
+    data = store.read_bytes()
+    start = len(bm25._BLOCKED) + 8 + 32
+    length = int.from_bytes(data[len(bm25._BLOCKED) : len(bm25._BLOCKED) + 8], "little")
+    header = json.loads(data[start : start + length])
+    offset, found = start + length, {}
+    for name, dtype, count, _ in header["sections"]:
+        size = count * np.dtype(dtype).itemsize
+        found[name] = (offset, size)
+        offset += size
+    return found
+
+
+def _flip(store: Path, at: int) -> None:
+    data = bytearray(store.read_bytes())
+    data[at] ^= 0x5A
+    store.write_bytes(bytes(data))
+
+
+def test_a_query_reads_only_its_terms_blocks(tmp_path: Path, blocks_read: list[int]) -> None:
+    cards = load_cards(MULTILINGUAL)
+    Bm25Index.build(cards, Analyzer(), tmp_path)
+    assert (tmp_path / STORE_NAME).read_bytes().startswith(bm25._BLOCKED)
+    index = Bm25Index.build(cards, Analyzer(), tmp_path)
+    assert index.analysed == 0 and blocks_read == []  # opening reads no block
+    entries = _layout(tmp_path / STORE_NAME)["slot"][1] // 4
+    assert len(index.search("sourdough")) >= 1
+    assert 0 < len(set(blocks_read)) < entries // 16 / 2
+    assert _answers(index) == _fresh(cards)
+
+
+def test_an_index_read_in_parts_updates_as_one_read_whole(tmp_path: Path) -> None:
+    cards = load_cards(MULTILINGUAL)
+    Bm25Index.build(cards, Analyzer(), tmp_path)
+    fewer = [card for card in cards if card.name != "metro"]
+    index = Bm25Index.build(fewer, Analyzer(), tmp_path)
+    assert index.analysed == 0 and _answers(index) == _fresh(fewer)
+    again = Bm25Index.build(fewer, Analyzer(), tmp_path)
+    assert again.analysed == 0 and _answers(again) == _fresh(fewer)
+
+
+@pytest.mark.parametrize(
+    "section", ["keys", "vocabulary", "title_length", "term_start", "block_sums"]
+)
+def test_a_damaged_section_means_a_rebuild(tmp_path: Path, section: str) -> None:
+    cards = load_cards(MULTILINGUAL)
+    Bm25Index.build(cards, Analyzer(), tmp_path)
+    offset, size = _layout(tmp_path / STORE_NAME)[section]
+    _flip(tmp_path / STORE_NAME, offset + size // 2)
+    index = Bm25Index.build(cards, Analyzer(), tmp_path)
+    assert index.analysed == len(cards) and len(index.warnings) == 1
+    assert "could not be read" in index.warnings[0]
+    assert _answers(index) == _fresh(cards)
+    assert Bm25Index.build(cards, Analyzer(), tmp_path).warnings == []  # written anew
+
+
+@pytest.mark.parametrize("at", [8, 20, 60, -1])
+def test_a_damaged_header_or_a_truncated_store_means_a_rebuild(tmp_path: Path, at: int) -> None:
+    cards = load_cards(MULTILINGUAL)
+    Bm25Index.build(cards, Analyzer(), tmp_path)
+    store = tmp_path / STORE_NAME
+    if at < 0:
+        store.write_bytes(store.read_bytes()[:at])
+    else:
+        _flip(store, at)
+    index = Bm25Index.build(cards, Analyzer(), tmp_path)
+    assert index.analysed == len(cards) and len(index.warnings) == 1
+    assert _answers(index) == _fresh(cards)
+
+
+def test_a_damaged_block_is_found_by_the_query_that_reads_it(tmp_path: Path) -> None:
+    cards = Named(load_cards(MULTILINGUAL), b"first")
+    Bm25Index.build(cards, Analyzer(), tmp_path)
+    offset, size = _layout(tmp_path / STORE_NAME)["text_tf"]
+    for at in range(offset, offset + size, 7):
+        _flip(tmp_path / STORE_NAME, at)
+    index = Bm25Index.build(cards, Analyzer(), tmp_path)  # recalled: no block read yet
+    assert index.analysed == 0 and index.warnings == []
+    with pytest.raises(StoreDamaged):
+        index.search("sourdough bread")
+    assert index.damage and "checksum" in index.damage
+    rebuilt = Bm25Index.build(cards, Analyzer(), tmp_path, trust_store=index.damage)
+    assert rebuilt.analysed == len(cards) and "could not be read" in rebuilt.warnings[0]
+    assert _answers(rebuilt) == _fresh(cards)
+    assert _answers(Bm25Index.build(cards, Analyzer(), tmp_path)) == _fresh(cards)
+
+
+def test_a_store_truncated_after_opening_is_found_by_the_query(tmp_path: Path) -> None:
+    cards = Named(load_cards(MULTILINGUAL), b"first")
+    Bm25Index.build(cards, Analyzer(), tmp_path)
+    index = Bm25Index.build(cards, Analyzer(), tmp_path)
+    store = tmp_path / STORE_NAME
+    with open(store, "r+b") as handle:  # the same file, cut short (not replaced)
+        handle.truncate(_layout(store)["slot"][0] + 8)
+    with pytest.raises(StoreDamaged):
+        index.search("sourdough bread")
+
+
+def _write_sealed(postings: Any, path: Path, fingerprint: str) -> None:
+    """A store as the earlier, sealed layout wrote it (read whole)."""
+    arrays = {
+        "keys": bm25._blob(postings.keys),
+        "vocabulary": bm25._blob(postings.vocabulary),
+        "title_length": postings.title_length.astype("<f4"),
+        "text_length": postings.text_length.astype("<f4"),
+        "term_start": postings.term_start.astype("<i8"),
+        "slot": postings.slot.astype("<i4"),
+        "title_tf": postings.title_tf.astype("<u2"),
+        "text_tf": postings.text_tf.astype("<u2"),
+    }
+    layout = {name: [array.dtype.str, len(array)] for name, array in arrays.items()}
+    header = json.dumps({"format": 1, "analyzer": fingerprint, "arrays": layout}).encode()
+    parts = [bm25._MAGIC + len(header).to_bytes(8, "little") + header]
+    parts += [array.tobytes() for array in arrays.values()]
+    path.write_bytes(bm25._SEALED + files.seal(b"".join(parts)))
+
+
+def test_a_store_of_the_earlier_layout_is_read_and_written_anew(tmp_path: Path) -> None:
+    cards = Named(load_cards(MULTILINGUAL), b"first")
+    postings = Bm25Index.build(list(cards), Analyzer())._postings
+    _write_sealed(postings, tmp_path / STORE_NAME, Analyzer().fingerprint)
+    index = Bm25Index.build(cards, Analyzer(), tmp_path)
+    assert index.analysed == 0 and index.warnings == []
+    assert _answers(index) == _fresh(cards)
+    assert (tmp_path / STORE_NAME).read_bytes().startswith(bm25._BLOCKED)
+    assert (tmp_path / MATCH_NAME).exists()
+    again = Bm25Index.build(cards, Analyzer(), tmp_path)
+    assert again.analysed == 0 and _answers(again) == _fresh(cards)
+
+
+def test_a_store_of_an_unknown_format_is_rebuilt_quietly(tmp_path: Path) -> None:
+    cards = load_cards(MULTILINGUAL)
+    Bm25Index.build(cards, Analyzer(), tmp_path)
+    store = tmp_path / STORE_NAME
+    data = store.read_bytes()
+    start = len(bm25._BLOCKED) + 8 + 32
+    length = int.from_bytes(data[len(bm25._BLOCKED) : len(bm25._BLOCKED) + 8], "little")
+    header = data[start : start + length].replace(b'"format": 2', b'"format": 9')
+    seal = hashlib.sha256(header).digest()
+    store.write_bytes(data[: len(bm25._BLOCKED) + 8] + seal + header + data[start + length :])
+    index = Bm25Index.build(cards, Analyzer(), tmp_path)
+    assert index.analysed == len(cards) and index.warnings == []
+
+
+def test_a_vault_whose_store_block_is_damaged_answers_and_warns(tmp_path: Path) -> None:
+    root = tmp_path / "garden"
+    shutil.copytree(GARDEN, root, ignore=shutil.ignore_patterns(".hql"))
+    text = "import bm25\ncards | bm25($q) | take(5) | explain"
+    hql.run(text, vault=Vault.open(root), params={"q": "ocean"})  # written
+    hql.run(text, vault=Vault.open(root), params={"q": "ocean"})  # matched, recorded
+    store = root / ".hql" / STORE_NAME
+    for name in ("slot", "title_tf"):
+        offset, size = _layout(store)[name]
+        for at in range(offset, offset + size, 5):
+            _flip(store, at)
+    q = QUESTIONS[0]
+    answer = hql.run(text, vault=Vault.open(root), params={"q": q})
+    expected = hql.run(text, vault=Vault.open(root, use_cache=False), params={"q": q})
+    assert not answer.failed and answer.text() == expected.text()
+    assert "could not be read" in answer.render_reports()
+    again = hql.run(text, vault=Vault.open(root), params={"q": q})
+    _assert_same(again, expected)
