@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import errno
 import hashlib
 import itertools
 import json
@@ -335,8 +336,11 @@ class _Postings:
     def load(cls, path: Path, fingerprint: str) -> _Postings | None:
         """The stored postings, None when written for another analyser; raises when corrupt
         (and `StoreDamaged` later, from the postings, when a block read then is)."""
-        with open(path, "rb", buffering=0) as handle:
-            mark = handle.read(len(_BLOCKED))
+        descriptor = _open_regular(path)
+        try:
+            mark = os.pread(descriptor, len(_BLOCKED), 0)
+        finally:
+            os.close(descriptor)
         if mark == _BLOCKED:
             return _StoredPostings.open(path, fingerprint)
         if mark == _SEALED:
@@ -434,6 +438,25 @@ def _check_term_start(term_start: npt.NDArray[np.int64], terms: int, entries: in
         raise ValueError("term offsets out of order")
 
 
+def _open_regular(path: Path) -> int:
+    """A descriptor of the regular file at `path` (opened without blocking: a FIFO is refused)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    descriptor = os.open(path, flags)
+    try:
+        mode = os.fstat(descriptor).st_mode
+    except OSError:
+        os.close(descriptor)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(descriptor)
+        raise (
+            IsADirectoryError(errno.EISDIR, "Is a directory")
+            if stat.S_ISDIR(mode)
+            else files.RefusedFile("not a regular file")
+        )
+    return descriptor
+
+
 class _StoreReader:
     """An open store: its header's sections, read at their offsets (`os.pread`) and checked.
 
@@ -442,13 +465,10 @@ class _StoreReader:
     """
 
     def __init__(self, path: Path, fingerprint: str) -> None:
-        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-        self._descriptor = os.open(path, flags)
+        self._descriptor = _open_regular(path)
         self._closer = weakref.finalize(self, os.close, self._descriptor)
         self.header: dict[str, Any] | None = None
         status = os.fstat(self._descriptor)
-        if not stat.S_ISREG(status.st_mode):
-            raise files.RefusedFile("not a regular file")
         if status.st_size > MAX_STORE_BYTES:
             raise files.TooLarge(status.st_size, MAX_STORE_BYTES)
         start = len(_BLOCKED) + 8 + _SUM_BYTES
