@@ -193,10 +193,16 @@ def test_a_store_of_an_unknown_format_is_rebuilt_quietly(tmp_path: Path) -> None
     assert index.analysed == len(cards) and index.warnings == []
 
 
-def test_a_vault_whose_store_block_is_damaged_answers_and_warns(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "text",
+    [
+        "import bm25\ncards | bm25($q) | take(5) | explain",
+        "import bm25\ncards | bm25($q) | relevant | explain",
+    ],
+)
+def test_a_vault_whose_store_block_is_damaged_answers_and_warns(tmp_path: Path, text: str) -> None:
     root = tmp_path / "garden"
     shutil.copytree(GARDEN, root, ignore=shutil.ignore_patterns(".hql"))
-    text = "import bm25\ncards | bm25($q) | take(5) | explain"
     hql.run(text, vault=Vault.open(root), params={"q": "ocean"})  # written
     hql.run(text, vault=Vault.open(root), params={"q": "ocean"})  # matched, recorded
     store = root / ".hql" / STORE_NAME
