@@ -198,6 +198,7 @@ def test_a_store_of_an_unknown_format_is_rebuilt_quietly(tmp_path: Path) -> None
     [
         "import bm25\ncards | bm25($q) | take(5) | explain",
         "import bm25\ncards | bm25($q) | relevant | explain",
+        "import bm25\ncards | bm25($q) | count",
     ],
 )
 def test_a_vault_whose_store_block_is_damaged_answers_and_warns(tmp_path: Path, text: str) -> None:
