@@ -17,7 +17,8 @@ measured in the same run, and the ratio:
   still bm25s `retrieve(k=10)`, which decides nothing);
 * API `semantic(q) | take(10)`: ms per `hql.run` over a 64-d index of every card (query
   vectors stored in the index), against numpy `X @ q` + top-10 on the same matrix;
-* CLI `cards | count` and `bm25(q) | take(10)`, caches warm, against `python -c pass`; then
+* CLI `cards | count` and `bm25(q) | take(10)`, caches warm, against `python -c pass`, and
+  their difference (what a bm25 query pays beyond opening the vault); then
   the same while `hql vault watch` serves the vault (no walk while nothing changes);
 * cold first load: the first CLI call on a fresh vault (no .hql/), in seconds;
 * the floor of any load that checks every file: `os.scandir` + `stat` of every card in
@@ -195,12 +196,18 @@ def cli_rows(root: Path, question: str) -> None:
     count = hql_cli("cards | count")
     ranked = hql_cli(f'import bm25\ncards | bm25("{quoted(question)}") | take(10)')
     ranked()  # the bm25 store is written on first use
+    took = {}
     for label, action in (("CLI cards | count", count), ("CLI bm25 | take(10)", ranked)):
-        ours = best_of(3, action)
+        ours = took[label] = best_of(3, action)
         print(
             f"  {label:<45}{ours * 1000:9.1f} ms  python -c pass {bare * 1000:7.1f} ms"
             f"  ratio {ours / bare:6.1f}x"
         )
+    extra = took["CLI bm25 | take(10)"] - took["CLI cards | count"]
+    print(
+        f"  {'CLI bm25 | take(10) minus CLI cards | count':<45}{extra * 1000:9.1f} ms"
+        f"  python -c pass {bare * 1000:7.1f} ms  ratio {extra / bare:6.1f}x"
+    )
     with watched(root):
         count()  # the first load the watcher answers walks, and records its walk
         for label, action in (
