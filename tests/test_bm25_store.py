@@ -207,10 +207,13 @@ def test_a_vault_whose_store_block_is_damaged_answers_and_warns(tmp_path: Path, 
     hql.run(text, vault=Vault.open(root), params={"q": "ocean"})  # written
     hql.run(text, vault=Vault.open(root), params={"q": "ocean"})  # matched, recorded
     store = root / ".hql" / STORE_NAME
+    layout = _layout(store)
+    data = bytearray(store.read_bytes())  # every fifth byte of two sections, in one write
     for name in ("slot", "title_tf"):
-        offset, size = _layout(store)[name]
+        offset, size = layout[name]
         for at in range(offset, offset + size, 5):
-            _flip(store, at)
+            data[at] ^= 0x5A
+    store.write_bytes(bytes(data))
     q = QUESTIONS[0]
     answer = hql.run(text, vault=Vault.open(root), params={"q": q})
     expected = hql.run(text, vault=Vault.open(root, use_cache=False), params={"q": q})
