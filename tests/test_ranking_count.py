@@ -20,7 +20,7 @@ from hql.api import Session
 from hql.explain import explain
 from hql.extend import Extension, ExtensionError
 from hql.values import UnmadeHits
-from hql.vault import Vault, assembly
+from hql.vault import Vault
 
 ROOT = Path(__file__).resolve().parents[1]
 GARDEN = ROOT / "bench" / "data" / "garden"
@@ -94,19 +94,6 @@ def test_unmade_hits_are_made_once_and_only_when_read() -> None:
     assert (*hits,) == ("a", "b", "c") and hits + ("d",) == ("a", "b", "c", "d")
     assert repr(hits) == "('a', 'b', 'c')" and made == [1]
     assert not UnmadeHits(0, tuple)
-
-
-@pytest.fixture
-def built(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    names: list[str] = []
-    real = assembly.build_card
-
-    def counted(item: Any, name: str, *rest: Any) -> Any:
-        names.append(name)
-        return real(item, name, *rest)
-
-    monkeypatch.setattr(assembly, "build_card", counted)
-    return names
 
 
 def test_a_catalogued_vault_counts_and_cuts_without_building_cards(

@@ -18,7 +18,7 @@ import pytest
 import hql
 from hql.api import Outcome, Session
 from hql.values import Ranking
-from hql.vault import Vault, assembly
+from hql.vault import Vault
 from hql.vault.catalog import CATALOG_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,20 +73,6 @@ def mixed(tmp_path: Path) -> Path:
     shutil.copytree(WEB_AUTH, root / "web-auth", ignore=shutil.ignore_patterns(".hql"))
     (root / "Ocean" / "oauth.md").write_text("# OAuth at sea\n\nA token on a ship.\n")
     return root
-
-
-@pytest.fixture
-def built(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The name of every card built, alone or by a whole load."""
-    names: list[str] = []
-    real = assembly.build_card
-
-    def counted(item: Any, name: str, *rest: Any) -> Any:
-        names.append(name)
-        return real(item, name, *rest)
-
-    monkeypatch.setattr(assembly, "build_card", counted)
-    return names
 
 
 def _catalogued(root: Path) -> int:

@@ -304,19 +304,7 @@ class Catalog:
 
     def recorded_walk(self, token: str) -> bytes | None:
         """The walk recorded under the watcher's `token` (None: none, another, or damaged)."""
-        if self._connection is None or self._foreign:
-            return None
-        try:
-            found = self._connection.execute(
-                "SELECT token, walk, digest FROM walked WHERE id = 1"
-            ).fetchone()
-        except sqlite3.Error:  # no such table yet
-            return None
-        if found is None or found[0] != token or type(found[1]) is not bytes:
-            return None
-        if found[2] != _digest(token.encode(), found[1]):
-            return None
-        return cast(bytes, found[1])
+        return self._read_one("walked", "token", "walk", token)
 
     def record_walk(self, token: str, walk: bytes) -> None:
         """Keep `walk` under `token`, in a transaction of its own; a catalogue that cannot
@@ -326,18 +314,9 @@ class Catalog:
     def tag_column(self, key: bytes | None, cards: int) -> list[list[str]] | None:
         """Each card's casefolded tags, recorded under the listing `key` (None: not recorded,
         or damaged)."""
-        connection = self._reopened()
-        if key is None or connection is None:
+        if key is None:
             return None
-        try:
-            found = connection.execute("SELECT key, tags, digest FROM tags WHERE id = 1").fetchone()
-        except sqlite3.Error:  # no such table yet
-            return None
-        if found is None or found[0] != key or type(found[1]) is not bytes:
-            return None
-        if found[2] != _digest(key, found[1]):
-            return None
-        column = _loads(found[1])
+        column = _loads(self._read_one("tags", "key", "tags", key))
         if type(column) is not list or len(column) != cards:
             return None
         for tags in column:
@@ -349,6 +328,21 @@ class Catalog:
         """Keep each card's casefolded tags under the listing `key` (see `record_walk`)."""
         if key is not None:
             self._write_one(_TAGS_SCHEMA, "tags", key, marshal.dumps(column))
+
+    def _read_one(self, table: str, key_column: str, column: str, key: str | bytes) -> bytes | None:
+        """`table`'s one row's value, if stored under `key` and its digest matches."""
+        connection = self._reopened()
+        if connection is None:
+            return None
+        query = f"SELECT {key_column}, {column}, digest FROM {table} WHERE id = 1"  # noqa: S608 - fixed names
+        try:
+            found = connection.execute(query).fetchone()
+        except sqlite3.Error:  # no such table yet
+            return None
+        if found is None or found[0] != key or type(found[1]) is not bytes:
+            return None
+        sealed = key.encode() if isinstance(key, str) else key
+        return cast(bytes, found[1]) if found[2] == _digest(sealed, found[1]) else None
 
     def _write_one(self, schema: str, table: str, key: str | bytes, value: bytes) -> None:
         """Replace `table`'s one row (key, value, digest), in a transaction of its own."""
