@@ -207,16 +207,17 @@ class Session:
 
     def __init__(
         self,
-        vault: Vault | None = None,
+        vault: Vault | str | os.PathLike[str] | None = None,
         mode: str | None = None,
         *,
         optimize: bool = True,
         cache: PlanCache | None = None,
     ) -> None:
-        self.vault = vault
+        """`vault`: an opened Vault, or the path of a vault folder to open (as `hql.run` takes)."""
+        self.vault = _vault_of(vault)
         self.optimize = optimize  # run the planner's rewrites (off only to compare answers)
-        self.mode, self.mode_origin = resolve_mode(mode, vault)
-        self.scope = initial_scope(vault)
+        self.mode, self.mode_origin = resolve_mode(mode, self.vault)
+        self.scope = initial_scope(self.vault)
         self.values: dict[str, Any] = {}
         self.cache = PLANS if cache is None else cache  # PlanCache(0): check every program afresh
         self._scope_key: tuple[Any, ...] = ("initial",)  # what the cache knows this scope by
@@ -337,10 +338,20 @@ def _encodable(text: str) -> str:
     return text
 
 
-def _vault_of(vault: Vault | str | os.PathLike[str] | None) -> Vault | None:
-    if vault is None or not isinstance(vault, str | os.PathLike):
+def _vault_of(vault: object) -> Vault | None:
+    """The vault a program runs against: None, an opened Vault, or a vault folder's path opened now.
+
+    Anything else is a HostError naming what was given (never an AttributeError later)."""
+    if vault is None:
+        return None
+    if isinstance(vault, str | bytes | os.PathLike):
+        path = os.fspath(vault)
+        return open_vault(os.fsdecode(path) if isinstance(path, bytes) else path)
+    from hql.vault import Vault as LibraryVault
+
+    if isinstance(vault, LibraryVault):
         return vault
-    return open_vault(vault)
+    raise HostError(messages.api_vault_expected(type(vault).__name__))
 
 
 def run(

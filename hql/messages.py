@@ -2092,3 +2092,10 @@ def watching(vault: str, folders: int) -> str:
 
 def watch_stopped() -> str:
     return "the watcher stopped; loads check every file again"
+
+
+# --- the Python API (hql.run, hql.check, hql.Session) ------------------------------
+
+
+def api_vault_expected(given: str) -> str:
+    return f"`vault` must be an opened hql.Vault or the path of a vault folder, not {given}"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import hql
 from hql.values import ListValue, Presentation
+from hql.vault import Vault as LibraryVault
 
 VAULT = Path(__file__).parent / "fixtures" / "vault"
 
@@ -163,7 +166,10 @@ def test_hql_vault_open_gives_cards_their_extension_metadata() -> None:
     vault = hql.Vault.open(Path(__file__).parent / "fixtures" / "vault")
     assert isinstance(vault, hql.Vault) and isinstance(hql.open_vault(vault.root), hql.Vault)
     oauth = vault.card("oauth")
-    assert oauth is not None and oauth.metadata["lexical"] == {"model": "hql.hashbag.v1", "indexed": True}
+    assert oauth is not None and oauth.metadata["lexical"] == {
+        "model": "hql.hashbag.v1",
+        "indexed": True,
+    }
     assert hql.run("[[oauth]].metadata.lexical.model", vault=vault).text() == '"hql.hashbag.v1"'
 
 
@@ -173,3 +179,51 @@ def test_a_missing_vault_keeps_the_originals_wording_which_the_readme_explains()
         assert [r.message for r in outcome.reports] == [said]
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
     assert said in readme and "passing `vault=`" in readme
+
+
+# --- what `vault=` accepts ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("given", [str(VAULT), VAULT, os.fsencode(VAULT)])
+def test_a_session_opens_a_vault_given_by_its_path(given: object) -> None:
+    session = hql.Session(given)  # type: ignore[arg-type]
+    assert isinstance(session.vault, LibraryVault)
+    assert session.vault.root == hql.open_vault(VAULT).root
+    assert session.run("cards | count").value == 6
+    assert session.run("x = cards | map(c => c.name) | take(2)").text() == "()"
+    assert session.run("x").value == ListValue(("bearer-tokens", "broken-relation"))
+
+
+def test_a_session_given_a_path_answers_as_one_given_the_opened_vault() -> None:
+    program = "cards | sort(c => c.name) | map(c => [c.name, c.title])"
+    by_path = hql.Session(str(VAULT)).run(program)
+    by_object = hql.Session(hql.open_vault(VAULT)).run(program)
+    assert by_path.json_text() == by_object.json_text() and not by_path.failed
+
+
+@pytest.mark.parametrize("make", [hql.Session, lambda v: hql.run("1", vault=v)])
+def test_a_path_that_is_no_vault_is_a_host_error(make: Any, tmp_path: Path) -> None:
+    with pytest.raises(hql.HostError, match="no such directory"):
+        make(tmp_path / "missing")
+    (tmp_path / "note.md").write_text("# a file\n", encoding="utf-8")
+    with pytest.raises(hql.HostError, match="not a directory"):
+        make(str(tmp_path / "note.md"))
+
+
+@pytest.mark.parametrize("given", [5, 2.5, ["vaults/web-auth"], object()])
+@pytest.mark.parametrize(
+    "make",
+    [
+        hql.Session,
+        lambda v: hql.run("cards | count", vault=v),
+        lambda v: hql.check("cards | count", vault=v),
+    ],
+)
+def test_a_vault_of_another_type_is_named_in_a_host_error(given: object, make: Any) -> None:
+    expected = (
+        "`vault` must be an opened hql.Vault or the path of a vault folder, "
+        f"not {type(given).__name__}"
+    )
+    with pytest.raises(hql.HostError) as raised:
+        make(given)
+    assert str(raised.value) == expected
