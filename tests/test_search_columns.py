@@ -1,4 +1,4 @@
-"""The catalogue's search columns as stored: joined texts, the older list form, damage."""
+"""The catalogue's search columns as stored: blocks of joined texts, damage, the older form."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from test_vault_lazy import GARDEN, PROGRAMS, QUESTIONS, _assert_same, _catalogu
 
 from hql.search import bm25
 from hql.vault import Vault, assembly
-from hql.vault.catalog import CATALOG_FILE, SearchColumns, _digest
+from hql.vault.catalog import CATALOG_FILE, SEARCH_BLOCK, SearchColumns, _block_of, _digest
 
 COLUMNS = [
     (["a", "b"], ["x/a.md", "b.md"], ["d1", "d2"], ["Alpha", "Beta\nsecond line"]),
@@ -22,39 +22,70 @@ COLUMNS = [
     (["a", "b"], ["a.md", "b.md"], ["d1", "d2"], ["with a \0 inside", "plain"]),
     (["ünï", "日本"], ["ünï.md", "日本.md"], ["d1", "d2"], ["Ü", "本"]),
     ([], [], [], []),
+    tuple([f"{column}{n:04d}" for n in range(600)] for column in "nrdt"),  # three blocks
 ]
+KEY = b"the listing key"
+
+
+def _files(count: int) -> tuple[list[str], list[int], list[int], list[int]]:
+    return (
+        ["markdown"] * count,
+        [n * 10 - 1 for n in range(count)],  # the first: a failed stat
+        [2**62 + n for n in range(count)],
+        [2**63 + n for n in range(count)],
+    )
+
+
+def _stored(columns: tuple[list[str], ...]) -> list[tuple[bytes, bytes]]:
+    blocks = SearchColumns(*columns, _files(len(columns[0]))).blocks()
+    return [(block, _digest(KEY, str(n).encode(), block)) for n, block in enumerate(blocks)]
 
 
 @pytest.mark.parametrize("columns", COLUMNS)
 def test_columns_read_back_as_written(columns: tuple[list[str], ...]) -> None:
-    packed = SearchColumns(*columns).packed()
-    back = SearchColumns.unpacked(packed, len(columns[0]), b"named")
-    assert back is not None and back.digest == b"named"
-    assert (back.names, back.relpaths, back.digests, back.titles) == columns
-    assert SearchColumns.unpacked(packed, len(columns[0]) + 1) is None
+    count = len(columns[0])
+    stored = _stored(columns)
+    assert len(stored) == -(-count // SEARCH_BLOCK)
+    read: list[list[object]] = [[] for _ in range(8)]
+    for number, row in enumerate(stored):
+        size = min(SEARCH_BLOCK, count - number * SEARCH_BLOCK)
+        block = _block_of(row, KEY, number, row[1], size)
+        assert block is not None
+        for part, column in zip(read, block, strict=True):
+            part.extend(column)
+        assert _block_of(row, KEY, number, row[1], size + 1) is None
+        assert _block_of(row, b"another key", number, row[1], size) is None
+        assert _block_of(row, KEY, number + 1, row[1], size) is None
+    names, relpaths, formats, digests, titles, *numbers = read
+    assert [names, relpaths, digests, titles] == list(columns)
+    assert [formats, *numbers] == list(_files(count))
 
 
 def test_columns_are_stored_as_joined_texts() -> None:
-    stored = marshal.loads(SearchColumns(*COLUMNS[0]).packed())
-    assert all(type(column) is str for column in stored)
-    with_nul = marshal.loads(SearchColumns(*COLUMNS[3]).packed())
-    assert type(with_nul[4]) is list and type(with_nul[1]) is str
+    stored = marshal.loads(_stored(COLUMNS[0])[0][0])
+    assert all(type(column) is str for column in stored[1:6])
+    with_nul = marshal.loads(_stored(COLUMNS[3])[0][0])
+    assert type(with_nul[5]) is list and type(with_nul[2]) is str
 
 
 @pytest.mark.parametrize(
     "stored",
     [
-        marshal.dumps(("joined", "a\0b", "a\0b", "a\0b")),  # a column short
-        marshal.dumps(("joined", "a\0b", "a\0b", "a\0b", 7)),
-        marshal.dumps(("joined", "a\0b", "a\0b", "a\0b", ["a", 2])),
-        marshal.dumps(("joined", "a\0b", "a\0b", "a\0b\0c", "a\0b")),
-        marshal.dumps(("other", "a\0b", "a\0b", "a\0b", "a\0b")),
-        marshal.dumps(["a", "b"]),
-        b"\x00not marshal",
+        ("joined", "a\0b", "a\0b", "a\0b", "a\0b", [1, 2], [1, 2]),  # a column short
+        ("joined", "a\0b", "a\0b", "a\0b", "a\0b", 7, [1, 2], [1, 2], [1, 2]),
+        ("joined", "a\0b", "a\0b", "a\0b", "a\0b", ["a", 2], [1, 2], [1, 2], [1, 2]),
+        ("joined", "a\0b", "a\0b", "a\0b", "a\0b\0c", "a\0b", [1, 2], [1, 2], [1, 2]),
+        ("joined", "a\0b", "a\0b", "a\0b", "a\0b", "a\0b", [1, 2], [1, 2.5], [1, 2]),
+        ("joined", "a\0b", "a\0b", "a\0b", "a\0b", "a\0b", [1, 2], [1], [1, 2]),
+        ("other", "a\0b", "a\0b", "a\0b", "a\0b", "a\0b", [1, 2], [1, 2], [1, 2]),
+        ["a", "b"],
     ],
 )
-def test_malformed_columns_are_refused(stored: bytes) -> None:
-    assert SearchColumns.unpacked(stored, 2) is None
+def test_malformed_blocks_are_refused(stored: object) -> None:
+    block = marshal.dumps(stored)
+    digest = _digest(KEY, b"0", block)
+    assert _block_of((block, digest), KEY, 0, digest, 2) is None
+    assert _block_of((b"\x00not marshal", digest), KEY, 0, digest, 2) is None
 
 
 @pytest.fixture
@@ -64,15 +95,15 @@ def garden(tmp_path: Path) -> Path:
     return root
 
 
-def test_columns_in_the_older_list_form_are_still_read(
+def test_a_catalogue_with_the_single_row_columns_of_before_is_rewritten(
     garden: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _catalogued(garden)
     with sqlite3.connect(garden / ".hql" / CATALOG_FILE) as connection:
-        key, packed = connection.execute("SELECT key, columns FROM search").fetchone()
-        lists = tuple(column.split("\0") for column in marshal.loads(packed)[1:])
-        old = marshal.dumps(lists)
-        connection.execute("UPDATE search SET columns = ?, digest = ?", (old, _digest(key, old)))
+        connection.execute("DROP TABLE search_head")
+        connection.execute("DROP TABLE search_blocks")
+        connection.execute("CREATE TABLE search (id INTEGER PRIMARY KEY, key, columns, digest)")
+        connection.execute("DELETE FROM listing")  # the next load reads every file
     built: list[str] = []
     real = assembly.build_card
     monkeypatch.setattr(
@@ -80,6 +111,10 @@ def test_columns_in_the_older_list_form_are_still_read(
         "build_card",
         lambda item, name, *rest: built.append(name) or real(item, name, *rest),
     )
+    _run(Vault.open(garden), PROGRAMS[6], QUESTIONS[0])
+    with sqlite3.connect(garden / ".hql" / CATALOG_FILE) as connection:
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
+    assert "search" not in tables and {"search_head", "search_blocks"} <= tables
     for q in QUESTIONS:
         built.clear()
         answer = _run(Vault.open(garden), PROGRAMS[6], q)

@@ -181,7 +181,9 @@ def test_a_catalogue_without_search_columns_loads_whole_then_writes_them(
     mixed: Path, built: list[str]
 ) -> None:
     _catalogued(mixed)
-    _search_rows(mixed, "DROP TABLE search")  # as a catalogue from before them
+    _search_rows(mixed, "DROP TABLE search_head")  # as a catalogue from before them
+    _search_rows(mixed, "DROP TABLE search_blocks")
+    _search_rows(mixed, "CREATE TABLE search (id INTEGER PRIMARY KEY, key, columns, digest)")
     built.clear()
     answer = _run(Vault.open(mixed), PROGRAMS[0], QUESTIONS[2])
     assert len(built) > 400
@@ -194,9 +196,13 @@ def test_a_catalogue_without_search_columns_loads_whole_then_writes_them(
 @pytest.mark.parametrize(
     "damage",
     [
-        "UPDATE search SET columns = substr(columns, 1, 40) || x'00' || substr(columns, 42)",
-        "UPDATE search SET digest = x'00'",
-        "UPDATE search SET key = x'00'",
+        "UPDATE search_blocks SET columns = substr(columns, 1, 40) || x'00' || substr(columns, 42)",
+        "UPDATE search_blocks SET digest = x'00' WHERE block = 1",
+        "DELETE FROM search_blocks WHERE block = 0",
+        "UPDATE search_head SET blocks = substr(blocks, 2)",
+        "UPDATE search_head SET digest = x'00'",
+        "UPDATE search_head SET key = x'00'",
+        "UPDATE search_head SET cards = cards + 1",
         "UPDATE files SET payload = x'00' WHERE rowid IN (SELECT rowid FROM files LIMIT 200)",
     ],
 )

@@ -76,6 +76,8 @@ class SearchCard(Protocol):
     or must analyse afresh. Such a sequence may also name its keys by `search_digest`
     (bytes; equal digests, equal names and keys in the same order): the store's slots,
     once matched to the cards of a digest, are matched again by reading the record.
+    One whose names strictly increase may say so (`in_name_order = True`): ties are then
+    broken by position, without reading the names.
     """
 
     @property
@@ -111,6 +113,23 @@ def _keys_of(cards: Sequence[SearchCard]) -> list[str]:
 def _names_of(cards: Sequence[SearchCard]) -> list[str]:
     known: list[str] | None = getattr(cards, "names", None)
     return known if known is not None else [card.name for card in cards]
+
+
+def _name_ranks(
+    cards: Sequence[SearchCard], card_of_slot: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """Each slot's card's rank by name (ties are broken by it); a sequence `in_name_order`
+    (names strictly increasing) ranks its cards by position, reading no name."""
+    if getattr(cards, "in_name_order", False):
+        return np.asarray(card_of_slot, dtype=np.int64).copy()
+    all_names = _names_of(cards)
+    if np.array_equal(card_of_slot, np.arange(len(card_of_slot))):
+        names = all_names
+    else:
+        names = [all_names[index] for index in card_of_slot.tolist()]
+    ranks = np.empty(len(names), dtype=np.int64)
+    ranks[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
+    return ranks
 
 
 def _held(cards: Sequence[CardT]) -> Sequence[CardT]:
@@ -745,13 +764,7 @@ class Bm25Index(Generic[CardT]):
         self._keys_known: list[str] | None = None
         self._position: dict[int, int] | None = None  # id(card) -> its index in `cards`
         self._slots_by_card: npt.NDArray[np.int64] | None = None
-        all_names = _names_of(cards)
-        if np.array_equal(card_of_slot, np.arange(len(card_of_slot))):
-            names = all_names
-        else:
-            names = [all_names[index] for index in card_of_slot.tolist()]
-        self._name_rank = np.empty(len(names), dtype=np.int64)
-        self._name_rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
+        self._name_rank = _name_ranks(cards, card_of_slot)
         self._compute_impacts()
 
     @property

@@ -8,7 +8,7 @@ is what the cache saves.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import Any
 
 from hql import messages
@@ -78,7 +78,7 @@ def contributions_of(
 def build_card(
     item: ReadDocument,
     name: str,
-    known: set[str],
+    known: Container[str],
     contributions: dict[str, dict[str, Any]],
     warnings: list[LoadWarning],
     dialect: str,
@@ -159,10 +159,12 @@ def title_of(
 _NOT_METADATA = frozenset({"title", "metadata"})
 
 
-def _endpoints_resolve(metadata: dict[str, Any], known: set[str]) -> bool:
+def _endpoints_resolve(metadata: dict[str, Any], known: Container[str]) -> bool:
     source = _get(metadata, "knowledge", "relation", "source")
     target = _get(metadata, "knowledge", "relation", "target")
-    return isinstance(source, str) and isinstance(target, str) and {source, target} <= known
+    return (
+        isinstance(source, str) and isinstance(target, str) and source in known and target in known
+    )
 
 
 def build_edges(cards: list[Card]) -> list[Edge]:

@@ -16,10 +16,12 @@ three tables:
   gave and the warnings it gave after the walk. When a walk finds exactly
   that key again, a vault opens from this row alone and reads its cards only
   when a program needs them.
-* `search`: written with the listing, under its key: per card of that load, in
-  name order, its name, path, retrieval-text digest and search title. A ranker
+* `search_head` and `search_blocks`: written with the listing, under its key:
+  per card of that load, in name order, its name, path, format, retrieval-text
+  digest, search title and the size, mtime_ns and inode its walk found, in
+  blocks of `SEARCH_BLOCK` cards (the head lists each block's digest). A ranker
   opens its stored index from these columns and builds only the cards it hands
-  out (each from its `files` row).
+  out (each from its `files` row), reading only the blocks that hold them.
 * `tags`: under the listing's key, per card in name order, its tags casefolded;
   written by the first program that keeps cards by tag before a ranker, so the
   next keeps them without building any card.
@@ -46,7 +48,7 @@ import os
 import sqlite3
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -88,12 +90,18 @@ CREATE TABLE IF NOT EXISTS listing (
 """
 # Added to catalogues written before it existed, by their next write.
 _SEARCH_SCHEMA = """
-CREATE TABLE IF NOT EXISTS search (
+CREATE TABLE IF NOT EXISTS search_head (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     key BLOB NOT NULL,
-    columns BLOB NOT NULL,
+    cards INTEGER NOT NULL,
+    blocks BLOB NOT NULL,
     digest BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS search_blocks (
+    block INTEGER PRIMARY KEY,
+    columns BLOB NOT NULL,
+    digest BLOB NOT NULL
+)
 """
 # Written by the first query that keeps cards by tag before a ranker.
 _TAGS_SCHEMA = """
@@ -124,83 +132,165 @@ class Listing:
 
 
 class SearchColumns:
-    """Per card of a load, in name order: what a ranker's stored index is matched by.
+    """Per card of a load, in name order: what a ranker's stored index is matched by, and
+    what builds the card alone.
 
     `names`, `relpaths`, `digests` (sha256 of the retrieval text, hex) and `titles` (the
-    title ranking reads, `Card.search_title`) are lists of str. Stored, each column is one
-    NUL-joined text (no item holds a NUL: paths cannot, and a column whose items do is
-    stored as a list instead), split only when first read: opening them makes no object
-    per card, and a text split apart holds nothing but str. `digest` names the stored
-    columns (their checked row digest), b"" for columns not read from a catalogue.
+    title ranking reads, `Card.search_title`) are lists of str. `files`, when known, holds
+    per card the file's format and the size, mtime_ns and inode its walk found (size -1:
+    its `stat` failed); only columns with `files` are stored. `digest` names the stored
+    columns (their head's digest), b"" for columns not read from a catalogue.
     """
 
-    __slots__ = ("_columns", "digest")
+    __slots__ = ("names", "relpaths", "digests", "titles", "files", "digest")
 
     def __init__(
         self,
-        names: list[str] | str,
-        relpaths: list[str] | str,
-        digests: list[str] | str,
-        titles: list[str] | str,
+        names: list[str],
+        relpaths: list[str],
+        digests: list[str],
+        titles: list[str],
+        files: tuple[list[str], list[int], list[int], list[int]] | None = None,
         digest: bytes = b"",
     ) -> None:
-        self._columns: list[list[str] | str] = [names, relpaths, digests, titles]
+        self.names, self.relpaths, self.digests, self.titles = names, relpaths, digests, titles
+        self.files = files
         self.digest = digest
 
-    def _column(self, at: int) -> list[str]:
-        column = self._columns[at]
-        if type(column) is str:
-            column = self._columns[at] = column.split(_SEPARATOR) if column else []
-        return cast(list[str], column)
+    def blocks(self) -> list[bytes]:
+        """The columns as stored: a block per `SEARCH_BLOCK` cards, each column of it one
+        NUL-joined text (a column whose items hold a NUL, a list), the numbers as lists."""
+        assert self.files is not None
+        columns = (self.names, self.relpaths, self.files[0], self.digests, self.titles)
+        return [
+            marshal.dumps(
+                (
+                    _SEARCH_PACKING,
+                    *(_joined(column[start : start + SEARCH_BLOCK]) for column in columns),
+                    *(numbers[start : start + SEARCH_BLOCK] for numbers in self.files[1:]),
+                )
+            )
+            for start in range(0, len(self.names), SEARCH_BLOCK)
+        ]
 
-    @property
-    def names(self) -> list[str]:
-        return self._column(0)
 
-    @property
-    def relpaths(self) -> list[str]:
-        return self._column(1)
+@dataclass(frozen=True, slots=True)
+class SearchEntry:
+    """One card's search columns: enough to build it alone from its `files` row."""
 
-    @property
-    def digests(self) -> list[str]:
-        return self._column(2)
+    name: str
+    relpath: str
+    format: str
+    digest: str
+    title: str
+    size: int  # -1: the walk could not `stat` the file
+    mtime_ns: int
+    inode: int
 
-    @property
-    def titles(self) -> list[str]:
-        return self._column(3)
 
-    def packed(self) -> bytes:
-        return marshal.dumps((_SEARCH_PACKING, *map(_joined, self._columns)))
+class StoredSearch:
+    """The search columns of a listing as the catalogue holds them, a block of cards at a
+    time: a ranker that hands out ten cards reads ten blocks, not a column per card of the
+    vault. Each block is checked against its digest, which the checked head lists."""
 
-    @classmethod
-    def unpacked(cls, stored: object, cards: int, digest: bytes = b"") -> SearchColumns | None:
-        columns = _loads(stored)
-        if type(columns) is not tuple:
+    def __init__(self, catalog: Catalog, key: bytes, cards: int, blocks: bytes, digest: bytes):
+        self.cards = cards
+        self.digest = digest  # names these columns (a store's match record is kept under it)
+        self._catalog = catalog
+        self._key = key
+        self._block_digests = [blocks[at : at + 16] for at in range(0, len(blocks), 16)]
+        self._blocks: dict[int, tuple[Any, ...]] = {}
+        self._whole: SearchColumns | None = None
+
+    def entries(self, positions: Sequence[int]) -> list[SearchEntry] | None:
+        """The entries of the cards at these positions (None: a block is missing or damaged)."""
+        blocks = self._read({position // SEARCH_BLOCK for position in positions})
+        if blocks is None:
             return None
-        if len(columns) == 5 and columns[0] == _SEARCH_PACKING:
-            columns = columns[1:]
-        elif len(columns) != 4:
-            return None
-        for column in columns:
-            if not _column_of(column, cards):
+        found = []
+        for position in positions:
+            block, at = blocks[position // SEARCH_BLOCK], position % SEARCH_BLOCK
+            found.append(SearchEntry(*(column[at] for column in block)))
+        return found
+
+    def columns(self) -> SearchColumns | None:
+        """Every card's columns (None: a block is missing or damaged)."""
+        if self._whole is None:
+            blocks = self._read(set(range(len(self._block_digests))))
+            if blocks is None:
                 return None
-        return cls(*columns, digest=digest)
+            parts: list[list[Any]] = [[] for _ in range(8)]
+            for number in range(len(self._block_digests)):
+                for part, column in zip(parts, blocks[number], strict=True):
+                    part.extend(column)
+            names, relpaths, formats, digests, titles, sizes, mtimes, inodes = parts
+            files = (formats, sizes, mtimes, inodes)
+            self._whole = SearchColumns(names, relpaths, digests, titles, files, self.digest)
+        return self._whole
+
+    def _read(self, numbers: set[int]) -> dict[int, tuple[Any, ...]] | None:
+        missing = sorted(number for number in numbers if number not in self._blocks)
+        if missing:
+            if missing[-1] >= len(self._block_digests):
+                return None
+            read = self._catalog.search_blocks(missing)
+            for number in missing:
+                block = _block_of(
+                    read.get(number),
+                    self._key,
+                    number,
+                    self._block_digests[number],
+                    self._size(number),
+                )
+                if block is None:
+                    return None
+                self._blocks[number] = block
+        return {number: self._blocks[number] for number in numbers}
+
+    def _size(self, number: int) -> int:
+        return min(SEARCH_BLOCK, self.cards - number * SEARCH_BLOCK)
 
 
+# Cards per stored block of search columns: a few tens of kilobytes.
+SEARCH_BLOCK = 256
 # A column is joined by this; a column whose items hold it is stored as a list.
 _SEPARATOR = "\0"
 _SEARCH_PACKING = "joined"
 
 
-def _joined(column: list[str] | str) -> list[str] | str:
+def _joined(column: list[str]) -> list[str] | str:
     """The column as one text, unless an item holds the separator (or it is the one
     column a text cannot tell from no items: a single empty str)."""
-    if type(column) is str:
-        return column
     joined = _SEPARATOR.join(column)
     if joined.count(_SEPARATOR) != len(column) - 1 or column == [""]:
         return column
     return joined
+
+
+def _block_of(
+    row: tuple[bytes, bytes] | None, key: bytes, number: int, digest: bytes, cards: int
+) -> tuple[Any, ...] | None:
+    """A stored block's columns (texts split), if it is the one the head lists and holds
+    `cards` cards' columns."""
+    if row is None or type(row[0]) is not bytes or row[1] != digest:
+        return None
+    if digest != _digest(key, str(number).encode(), row[0]):
+        return None
+    block = _loads(row[0])
+    if type(block) is not tuple or len(block) != 9 or block[0] != _SEARCH_PACKING:
+        return None
+    columns = list(block[1:])
+    for at, column in enumerate(columns[:5]):
+        if not _column_of(column, cards):
+            return None
+        if type(column) is str:
+            columns[at] = column.split(_SEPARATOR) if column else []
+    for numbers in columns[5:]:
+        if type(numbers) is not list or len(numbers) != cards:
+            return None
+        if not all(type(number) is int for number in numbers):
+            return None
+    return tuple(columns)
 
 
 def _column_of(column: object, cards: int) -> bool:
@@ -277,27 +367,43 @@ class Catalog:
             return None
         return Listing(cards, warnings)
 
-    def search_columns(self, key: bytes | None, cards: int) -> SearchColumns | None:
-        """The search columns stored with the listing of `key` (None: not stored, or damaged)."""
+    def search_columns(self, key: bytes | None, cards: int) -> StoredSearch | None:
+        """The search columns stored with the listing of `key` (None: not stored, or damaged);
+        their blocks are read when first needed."""
         if key is None or self._connection is None or self._foreign:
             return None
         try:
             found = self._connection.execute(
-                "SELECT key, columns, digest FROM search WHERE id = 1"
+                "SELECT key, cards, blocks, digest FROM search_head WHERE id = 1"
             ).fetchone()
         except sqlite3.Error:  # a catalogue from before the table: written with the next listing
             return None
-        if found is None or found[0] != key or type(found[1]) is not bytes:
+        if found is None or found[0] != key or found[1] != cards or type(found[2]) is not bytes:
             return None
-        if found[2] != _digest(key, found[1]):
+        blocks = found[2]
+        if len(blocks) != 16 * -(-cards // SEARCH_BLOCK):
             return None
-        return SearchColumns.unpacked(found[1], cards, found[2])
+        if found[3] != _digest(key, str(cards).encode(), blocks):
+            return None
+        return StoredSearch(self, key, cards, blocks, found[3])
+
+    def search_blocks(self, numbers: list[int]) -> dict[int, tuple[bytes, bytes]]:
+        """These blocks of search columns, as stored (columns, digest), unchecked."""
+        connection = self._reopened()
+        if connection is None or not numbers:
+            return {}
+        marks = ",".join("?" * len(numbers))
+        query = f"SELECT block, columns, digest FROM search_blocks WHERE block IN ({marks})"  # noqa: S608 - only placeholders
+        try:
+            return {row[0]: row[1:] for row in connection.execute(query, numbers)}
+        except sqlite3.Error:
+            return {}
 
     def has_search(self, key: bytes | None) -> bool:
         if key is None or self._connection is None or self._foreign:
             return False
         try:
-            found = self._connection.execute("SELECT key FROM search WHERE id = 1").fetchone()
+            found = self._connection.execute("SELECT key FROM search_head WHERE id = 1").fetchone()
         except sqlite3.Error:
             return False
         return found is not None and found[0] == key
@@ -561,12 +667,31 @@ class Catalog:
             connection.execute(
                 "INSERT INTO listing VALUES (1, ?, ?, ?, ?)", (key, listing.cards, warnings, digest)
             )
-        connection.execute(_SEARCH_SCHEMA)
-        connection.execute("DELETE FROM search")
-        if key is not None and listing is not None and search is not None:
-            packed = search.packed()
+        connection.execute("DROP TABLE IF EXISTS search")  # the single-row form they replace
+        for statement in _SEARCH_SCHEMA.split(";"):
+            if statement.strip():
+                connection.execute(statement)
+        connection.execute("DELETE FROM search_head")
+        connection.execute("DELETE FROM search_blocks")
+        if (
+            key is not None
+            and listing is not None
+            and search is not None
+            and search.files is not None
+        ):
+            blocks = search.blocks()
+            digests = [
+                _digest(key, str(number).encode(), block) for number, block in enumerate(blocks)
+            ]
+            connection.executemany(
+                "INSERT INTO search_blocks VALUES (?, ?, ?)",
+                zip(range(len(blocks)), blocks, digests, strict=True),
+            )
+            listed = b"".join(digests)
+            cards = len(search.names)
             connection.execute(
-                "INSERT INTO search VALUES (1, ?, ?, ?)", (key, packed, _digest(key, packed))
+                "INSERT INTO search_head VALUES (1, ?, ?, ?, ?)",
+                (key, cards, listed, _digest(key, str(cards).encode(), listed)),
             )
         self._fresh = {}
 

@@ -14,15 +14,13 @@ changed in between (then the vault holds the file as it is now).
 
 from __future__ import annotations
 
-import bisect
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
-from hql.vault.catalog import Catalog, SearchColumns
+from hql.vault.catalog import Catalog, SearchColumns, SearchEntry, StoredSearch
 from hql.vault.model import Card, LoadWarning
-from hql.vault.walk import Walk
 
 # Asked for more cards than this share of the vault, the vault builds them all at once
 # (one pass over the catalogue is cheaper than that many single lookups).
@@ -35,75 +33,58 @@ class CardMaker:
 
     def __init__(
         self,
-        walked: Walk,
+        root: str,
         catalog: Catalog,
-        columns: SearchColumns,
+        search: StoredSearch,
         extension_metadata: Mapping[str, Mapping[str, Any]],
         dialect: str,
         key: bytes | None = None,
     ) -> None:
-        self._walked = walked
+        self._root = root  # as given: a card's path is it joined with the relative path
         self._catalog = catalog
         self._key = key  # the listing's, which the catalogue's tag column is kept under
-        self._columns = columns
+        self._search = search
         self._extension_metadata = extension_metadata
         self._dialect = dialect
-        self._where: dict[str, int] | None = None
-        self._known: set[str] | None = None
+        self._known: _Names | None = None
         self._contributions: dict[str, dict[str, Any]] | None = None
-
-    def _walked_at(self, relpath: str) -> int | None:
-        """Where the walk found `relpath`: looked up in its order (by path component, see
-        `walk.walk`) for a few, through a map of every path for many."""
-        relpaths = self._walked.relpaths
-        if self._where is None:
-            at = bisect.bisect_left(relpaths, _components(relpath), key=_components)
-            if at < len(relpaths) and relpaths[at] == relpath:
-                return at
-            self._where = {path: at for at, path in enumerate(relpaths)}
-        return self._where.get(relpath)
 
     def make(self, positions: Sequence[int]) -> list[Card] | None:
         """The cards at these positions (name order), or None if any cannot be built as the
-        listing describes it (its row is gone or stale, its file no longer as walked)."""
+        listing describes it (its columns or row are gone or damaged, its `stat` failed)."""
+        from hql.vault import assembly
+
+        entries = self._search.entries(positions)
+        if entries is None or any(entry.size < 0 for entry in entries):
+            return None
+        if self._known is None:
+            self._known = _Names(self._search)
+            self._contributions = assembly.contributions_of(self._extension_metadata)
+        try:
+            return self._built(entries)
+        except _Unreadable:
+            return None
+
+    def _built(self, entries: list[SearchEntry]) -> list[Card] | None:
         from hql.vault import assembly, document, loader
 
-        columns, walked = self._columns, self._walked
-        if self._known is None:
-            self._known = set(columns.names)
-            self._contributions = assembly.contributions_of(self._extension_metadata)
-        if self._where is None and len(positions) > _FEW:
-            self._where = {path: at for at, path in enumerate(walked.relpaths)}
-        wanted, walked_at = [], []
-        for position in positions:
-            at = self._walked_at(columns.relpaths[position])
-            if at is None:
-                return None
-            status = walked.statuses[at]
-            if type(status) is not os.stat_result:
-                return None
-            walked_at.append(at)
-            wanted.append((walked.relpaths[at], status.st_size, status.st_mtime_ns, status.st_ino))
-        payloads = self._catalog.payloads(wanted)
         assert self._known is not None and self._contributions is not None
+        wanted = [(entry.relpath, entry.size, entry.mtime_ns, entry.inode) for entry in entries]
+        payloads = self._catalog.payloads(wanted)
         cards = []
         ignored: list[LoadWarning] = []  # the listing holds the load's warnings
-        for position, at, (relpath, size, mtime_ns, _) in zip(
-            positions, walked_at, wanted, strict=True
-        ):
-            payload = payloads.get(relpath)
+        for entry in entries:
+            payload = payloads.get(entry.relpath)
             if payload is None or payload[0] != "ok":
                 return None
-            found = loader.FoundFile(relpath, walked.paths[at], walked.formats[at], None)
-            read = loader.ReadDocument(found, size, mtime_ns, document.ParsedDocument(*payload[1:]))
-            name = columns.names[position]
+            path = os.path.join(self._root, entry.relpath)  # as the walk joins them
+            found = loader.FoundFile(entry.relpath, path, entry.format, None)
+            parsed = document.ParsedDocument(*payload[1:])
+            read = loader.ReadDocument(found, entry.size, entry.mtime_ns, parsed)
             card = assembly.build_card(
-                read, name, self._known, self._contributions, ignored, self._dialect
+                read, entry.name, self._known, self._contributions, ignored, self._dialect
             )
-            if (
-                card.digest != columns.digests[position]
-                or card.search_title != columns.titles[position]
-            ):
+            if card.digest != entry.digest or card.search_title != entry.title:
                 return None
             cards.append(card)
         return cards
@@ -111,8 +92,7 @@ class CardMaker:
     def tags(self, cards: Callable[[], Sequence[Card] | None]) -> list[list[str]] | None:
         """Each card's tags, casefolded, in name order: from the catalogue, else from
         `cards()` (the vault's cards as listed, or None), then kept there for next time."""
-        count = len(self._columns.names)
-        column = self._catalog.tag_column(self._key, count)
+        column = self._catalog.tag_column(self._key, self._search.cards)
         if column is not None:
             return column
         built = cards()
@@ -131,17 +111,19 @@ class CardSequence(Sequence[Card]):
 
     only_cards = True  # every element is a card: a size budget counts them unbuilt
 
+    in_name_order = True  # names strictly increase: a card's position is its name's rank
+
     def __init__(
         self,
-        columns: SearchColumns,
+        search: StoredSearch,
         maker: CardMaker,
         built: Callable[[], tuple[Card, ...] | None],
         build_all: Callable[[], tuple[Card, ...]],
         table: Any,
     ) -> None:
-        self.names = columns.names
-        self.search_digest = columns.digest  # names the names and search keys
-        self._columns = columns
+        self.search_digest = search.digest  # names the names and search keys
+        self._search = search
+        self._count = search.cards
         self._maker = maker
         self._built = built  # the vault's cards if it has built them, else None
         self._build_all = build_all
@@ -150,9 +132,28 @@ class CardSequence(Sequence[Card]):
         self._lock = threading.Lock()
         self._agrees: bool | None = None
 
+    @property
+    def names(self) -> list[str]:
+        return self._columns().names
+
+    def _columns(self) -> SearchColumns:
+        """Every card's search columns: as stored, else (a block found damaged) as the
+        vault's cards give them."""
+        columns = self._search.columns()
+        if columns is None:
+            cards = self._built() or self._build_all()
+            columns = SearchColumns(
+                [card.name for card in cards],
+                [card.relpath for card in cards],
+                [card.digest for card in cards],
+                [card.search_title for card in cards],
+            )
+        return columns
+
     def search_keys(self) -> list[tuple[str, str]]:
         """(retrieval-text digest, search title) per card."""
-        return list(zip(self._columns.digests, self._columns.titles, strict=True))
+        columns = self._columns()
+        return list(zip(columns.digests, columns.titles, strict=True))
 
     def made(self) -> dict[str, Card]:
         """The cards built here so far, by vault-relative path."""
@@ -180,7 +181,7 @@ class CardSequence(Sequence[Card]):
         """The cards meeting every condition, found from their paths and tags alone:
         ("folder", f) is `c.folder == f`, ("folder_tree", f) is `in_folder(c, f)` and
         ("tag_tree", t) is `has_tag(c, t)`; None when the tags cannot be known so."""
-        relpaths = self._columns.relpaths
+        relpaths = self._columns().relpaths
         folders = [(field, value) for field, value in conditions if field != "tag_tree"]
         wanted = [value for field, value in conditions if field == "tag_tree"]
         positions = [at for at, relpath in enumerate(relpaths) if _folder_meets(relpath, folders)]
@@ -197,7 +198,7 @@ class CardSequence(Sequence[Card]):
         return self._whole()
 
     def __len__(self) -> int:
-        return len(self.names)
+        return self._count
 
     @overload
     def __getitem__(self, index: int) -> Card: ...
@@ -257,8 +258,25 @@ class CardSequence(Sequence[Card]):
         return f"CardSequence({len(self)} cards, {len(self._made)} built)"
 
 
-def _components(relpath: str) -> list[str]:
-    return relpath.split("/")
+class _Names:
+    """Whether a name is a card's (a relation card's endpoints must be): read from the
+    search columns only when a relation card asks."""
+
+    def __init__(self, search: StoredSearch) -> None:
+        self._search = search
+        self._names: set[str] | None = None
+
+    def __contains__(self, name: object) -> bool:
+        if self._names is None:
+            columns = self._search.columns()
+            if columns is None:
+                raise _Unreadable
+            self._names = set(columns.names)
+        return name in self._names
+
+
+class _Unreadable(Exception):
+    """The search columns cannot be read whole: the card is not built alone."""
 
 
 def _folder_meets(relpath: str, conditions: Sequence[tuple[str, str]]) -> bool:

@@ -234,7 +234,8 @@ class Vault:
                 if missing:
                     rest.append(LoadWarning("", messages.unresolved_links(missing, linking)))
             listing = Listing(len(cards), tuple((w.path, w.message, w.subject) for w in rest))
-            catalog.save(relpaths, key, listing, stored, functools.partial(_search_columns, cards))
+            search = functools.partial(_search_columns, cards, walked_files)
+            catalog.save(relpaths, key, listing, stored, search)
             while unrecorded:
                 unrecorded.pop()()
             catalog.close()
@@ -253,14 +254,14 @@ class Vault:
                 unrecorded.pop()()
 
             def sequence() -> CardSequence | None:
-                columns = catalog.search_columns(key, stored.cards)
-                if columns is None:
+                search = catalog.search_columns(key, stored.cards)
+                if search is None:
                     return None
-                maker = CardMaker(walked_of(), catalog, columns, extension_metadata, dialect, key)
+                maker = CardMaker(shown, catalog, search, extension_metadata, dialect, key)
                 built = functools.partial(getattr, vault, "_cards")
                 build_all = functools.partial(getattr, vault, "cards")
                 table = DeferredTable(build_all, dialect)
-                return CardSequence(columns, maker, built, build_all, table)
+                return CardSequence(search, maker, built, build_all, table)
 
             vault._lazy_source = sequence
         vault.dialect = dialect
@@ -389,13 +390,30 @@ def _walk_context(context: tuple[object, ...], config: VaultConfig) -> tuple[obj
     return (*context, tuple(config.exclude), tuple(config.allow_outside))
 
 
-def _search_columns(cards: list[Card]) -> SearchColumns:
+def _search_columns(cards: list[Card], walked: walk.Walk) -> SearchColumns:
+    """The cards' search columns, with each file's format and the `stat` its walk found
+    (what builds the card alone while the listing holds)."""
+    where = {relpath: at for at, relpath in enumerate(walked.relpaths)}
+    stats = [_signature(walked.statuses[where[card.relpath]]) for card in cards]
     return SearchColumns(
         [card.name for card in cards],
         [card.relpath for card in cards],
         [card.digest for card in cards],
         [card.search_title for card in cards],
+        (
+            [card.format for card in cards],
+            [size for size, _, _ in stats],
+            [mtime_ns for _, mtime_ns, _ in stats],
+            [inode for _, _, inode in stats],
+        ),
     )
+
+
+def _signature(status: os.stat_result | OSError) -> tuple[int, int, int]:
+    """Size, mtime_ns and inode; a size of -1 when the walk's `stat` failed."""
+    if type(status) is os.stat_result:
+        return status.st_size, status.st_mtime_ns, status.st_ino
+    return -1, 0, 0
 
 
 def _with_cards_made(cards: tuple[Card, ...], made: dict[str, Card]) -> tuple[Card, ...]:
