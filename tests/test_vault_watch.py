@@ -9,6 +9,7 @@ change a user makes must make the next load walk and see it.
 from __future__ import annotations
 
 import contextlib
+import marshal
 import os
 import shutil
 import signal
@@ -27,7 +28,7 @@ import pytest
 from hql import messages
 from hql.api import Session
 from hql.vault import Vault, walk, watch
-from hql.vault.catalog import CATALOG_FILE, _digest
+from hql.vault.catalog import CATALOG_FILE, _digest, walk_digest
 from hql.vault.watcher import IN_ISDIR, IN_MOVED_TO, IN_Q_OVERFLOW, Watcher, WatchError
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs inotify")
@@ -353,33 +354,46 @@ def test_an_answer_that_is_not_a_token_is_none(tmp_path: Path, answer: bytes) ->
         server.close()
 
 
-def _walked_row(root: Path) -> tuple[str, bytes]:
+def _walked_row(root: Path) -> tuple[str, bytes, bytes]:
     with contextlib.closing(sqlite3.connect(root / ".hql" / CATALOG_FILE)) as connection:
-        token, stored = connection.execute("SELECT token, walk FROM walked").fetchone()
-    return token, stored
+        found = connection.execute("SELECT token, head, walk FROM walk_record").fetchone()
+    return found[0], found[1], found[2]
 
 
-def _replace_walked(root: Path, token: str, stored: bytes, digest: bytes | None = None) -> None:
-    digest = _digest(token.encode(), stored) if digest is None else digest
+def _replace_walked(
+    root: Path, token: str, head: bytes, files: bytes, digest: bytes | None = None
+) -> None:
+    digest = _digest(token.encode(), head) if digest is None else digest
     with contextlib.closing(sqlite3.connect(root / ".hql" / CATALOG_FILE)) as connection:
         connection.execute(
-            "UPDATE walked SET token = ?, walk = ?, digest = ?", (token, stored, digest)
+            "UPDATE walk_record SET token = ?, head = ?, digest = ?, walk = ?",
+            (token, head, digest, files),
         )
         connection.commit()
 
 
-DAMAGE: list[Callable[[str, bytes], tuple[str, bytes, bytes | None]]] = [
-    lambda token, stored: (token, stored[:-7], None),  # cut short, sealed again
-    lambda token, stored: (token, b"\x00garbage", None),
-    lambda token, stored: (token, stored, b"\x00" * 16),  # a digest that does not match
-    lambda token, stored: (token, __import__("marshal").dumps((1, 2, 3, 4)), None),
-    lambda token, stored: (token, __import__("marshal").dumps(("c", b"k", [], b"w")), None),
+def _head_naming(head: bytes, files: bytes) -> bytes:
+    """The head, naming these files as the walk's."""
+    context, key, warnings, _ = marshal.loads(head)
+    return marshal.dumps((context, key, warnings, walk_digest(files)))
+
+
+DAMAGE: list[Callable[[str, bytes, bytes], tuple[str, bytes, bytes, bytes | None]]] = [
+    lambda token, head, files: (token, head[:-7], files, None),  # cut short, sealed again
+    lambda token, head, files: (token, b"\x00garbage", files, None),
+    lambda token, head, files: (token, head, files, b"\x00" * 16),  # a digest that does not match
+    lambda token, head, files: (token, marshal.dumps((1, 2, 3, 4)), files, None),
+    lambda token, head, files: (token, marshal.dumps(("c", b"k", [], b"w")), files, None),
+    lambda token, head, files: (token, head, files[:-7], None),  # files not the ones named
+    lambda token, head, files: (token, head, files[:7] + b"x" + files[8:], None),
 ]
 
 
 @pytest.mark.parametrize("damage", DAMAGE)
 def test_a_damaged_record_means_walking(
-    garden: Path, walks: list[str], damage: Callable[[str, bytes], tuple[str, bytes, bytes | None]]
+    garden: Path,
+    walks: list[str],
+    damage: Callable[[str, bytes, bytes], tuple[str, bytes, bytes, bytes | None]],
 ) -> None:
     with watching(garden):
         Vault.open(garden)
@@ -387,7 +401,21 @@ def test_a_damaged_record_means_walking(
         _replace_walked(garden, *damage(*_walked_row(garden)))
         walks.clear()
         vault = Vault.open(garden)
+        vault.cards  # noqa: B018 - files only damaged are found when read
         assert walks == [str(garden)]
+        _assert_as_read_afresh(vault, garden)
+
+
+def test_a_head_is_read_without_its_files(garden: Path, walks: list[str]) -> None:
+    """A count needs the head alone: files damaged after it was written are not read."""
+    with watching(garden):
+        Vault.open(garden)
+        token, head, files = _walked_row(garden)
+        _replace_walked(garden, token, head, files[:-7])
+        walks.clear()
+        vault = Vault.open(garden)
+        assert len(vault) > 400 and walks == []
+        assert len(vault.cards) == len(vault) and walks == [str(garden)]
         _assert_as_read_afresh(vault, garden)
 
 
@@ -516,13 +544,10 @@ def test_a_record_sealed_right_but_not_a_walk_means_walking_when_the_files_are_r
 ) -> None:
     """Only a hand-made record can be one: the load believes its key, and walks the moment it
     needs the files themselves."""
-    import marshal
-
     with watching(garden):
         Vault.open(garden)
-        token, stored = _walked_row(garden)
-        context, key, warnings, _ = marshal.loads(stored)
-        _replace_walked(garden, token, marshal.dumps((context, key, warnings, b"not a walk")))
+        token, head, _ = _walked_row(garden)
+        _replace_walked(garden, token, _head_naming(head, b"not a walk"), b"not a walk")
         walks.clear()
         vault = Vault.open(garden)
         assert walks == [] and len(vault) > 400  # the count is the listing's

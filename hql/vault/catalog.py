@@ -25,9 +25,10 @@ three tables:
 * `tags`: under the listing's key, per card in name order, its tags casefolded;
   written by the first program that keeps cards by tag before a ranker, so the
   next keeps them without building any card.
-* `walked`: the last walk made while a watcher served the vault
+* `walk_record`: the last walk made while a watcher served the vault
   (hql/vault/watch.py), under the watcher's token: a load told the same token
-  takes its walk from here instead of walking.
+  takes its walk from here instead of walking (its head, with the listing's key,
+  first; the files only when it reads them).
 
 The catalogue is the user's file but still input. A row is believed only
 while its file has the same size, mtime_ns and inode and its digest matches
@@ -112,13 +113,15 @@ CREATE TABLE IF NOT EXISTS tags (
     digest BLOB NOT NULL
 );
 """
-# Written by the first load a watcher serves.
+# Written by the first load a watcher serves. The head (sealed by `digest`) names the
+# walk's digest and comes before it, so a load that needs only the head reads no more.
 _WALKED_SCHEMA = """
-CREATE TABLE IF NOT EXISTS walked (
+CREATE TABLE IF NOT EXISTS walk_record (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     token TEXT NOT NULL,
-    walk BLOB NOT NULL,
-    digest BLOB NOT NULL
+    head BLOB NOT NULL,
+    digest BLOB NOT NULL,
+    walk BLOB NOT NULL
 );
 """
 
@@ -409,13 +412,31 @@ class Catalog:
         return found is not None and found[0] == key
 
     def recorded_walk(self, token: str) -> bytes | None:
-        """The walk recorded under the watcher's `token` (None: none, another, or damaged)."""
-        return self._read_one("walked", "token", "walk", token)
+        """The head of the walk recorded under the watcher's `token` (None: none, another,
+        or damaged); the walk itself is read by `recorded_walk_files`."""
+        return self._read_one("walk_record", "token", "head", token)
 
-    def record_walk(self, token: str, walk: bytes) -> None:
-        """Keep `walk` under `token`, in a transaction of its own; a catalogue that cannot
-        take it (none yet, locked, read-only) keeps nothing, and the next load walks."""
-        self._write_one(_WALKED_SCHEMA, "walked", token, walk)
+    def recorded_walk_files(self, token: str, digest: bytes) -> bytes | None:
+        """The files of the walk recorded under `token`, if their digest is `digest` (the
+        one its head names)."""
+        connection = self._reopened()
+        if connection is None:
+            return None
+        try:
+            found = connection.execute(
+                "SELECT token, walk FROM walk_record WHERE id = 1"
+            ).fetchone()
+        except sqlite3.Error:
+            return None
+        if found is None or found[0] != token or type(found[1]) is not bytes:
+            return None
+        return cast(bytes, found[1]) if walk_digest(found[1]) == digest else None
+
+    def record_walk(self, token: str, head: bytes, walk: bytes) -> None:
+        """Keep a walk under `token`: its `head` (which names `walk_digest(walk)`) and its
+        files, in a transaction of their own; a catalogue that cannot take it (none yet,
+        locked, read-only) keeps nothing, and the next load walks."""
+        self._write_one(_WALKED_SCHEMA, "walk_record", token, head, walk)
 
     def tag_column(self, key: bytes | None, cards: int) -> list[list[str]] | None:
         """Each card's casefolded tags, recorded under the listing `key` (None: not recorded,
@@ -450,8 +471,11 @@ class Catalog:
         sealed = key.encode() if isinstance(key, str) else key
         return cast(bytes, found[1]) if found[2] == _digest(sealed, found[1]) else None
 
-    def _write_one(self, schema: str, table: str, key: str | bytes, value: bytes) -> None:
-        """Replace `table`'s one row (key, value, digest), in a transaction of its own."""
+    def _write_one(
+        self, schema: str, table: str, key: str | bytes, value: bytes, *rest: bytes
+    ) -> None:
+        """Replace `table`'s one row (key, value, digest, *rest), in a transaction of its
+        own; the digest seals the key and the value only."""
         connection = self._reopened()
         if connection is None:
             return
@@ -461,9 +485,10 @@ class Catalog:
             connection.execute("BEGIN IMMEDIATE")
             try:
                 connection.execute(f"DELETE FROM {table}")  # noqa: S608 - a fixed name
+                marks = ", ?" * len(rest)
                 connection.execute(
-                    f"INSERT INTO {table} VALUES (1, ?, ?, ?)",  # noqa: S608 - a fixed name
-                    (key, value, _digest(sealed, value)),
+                    f"INSERT INTO {table} VALUES (1, ?, ?, ?{marks})",  # noqa: S608 - fixed names
+                    (key, value, _digest(sealed, value), *rest),
                 )
             except BaseException:
                 connection.rollback()
@@ -771,6 +796,10 @@ def _remove_catalog(path: Path) -> None:
         with contextlib.suppress(OSError):
             if not stat.S_ISDIR(os.lstat(entry).st_mode):
                 os.unlink(entry)
+
+
+def walk_digest(walk: bytes) -> bytes:
+    return _digest(b"walk", walk)
 
 
 def _digest(*parts: bytes) -> bytes:

@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from hql import files, messages
 from hql.vault import walk, watch
-from hql.vault.catalog import Catalog, Listing, SearchColumns, listing_key
+from hql.vault.catalog import Catalog, Listing, SearchColumns, listing_key, walk_digest
 from hql.vault.config import VaultConfig, load_config
 from hql.vault.lazy import CardMaker, CardSequence, DeferredTable
 from hql.vault.model import Card, Edge, LoadWarning, VaultError
@@ -204,9 +204,9 @@ class Vault:
         recorded = _recorded_walk(catalog, token, context, config) if token else None
         walked_of: Callable[[], walk.Walk]
         if recorded is not None:  # nothing changed since: the walk is unpacked if read
-            packed, key, walk_warnings = recorded
+            read_walk, key, walk_warnings = recorded
             warnings.extend(walk_warnings)
-            walked_of = functools.cache(functools.partial(_unpacked_walk, packed, shown, config))
+            walked_of = functools.cache(functools.partial(_unpacked_walk, read_walk, shown, config))
             unrecorded: list[Callable[[], None]] = []
         else:
             walked_files = _walk_files(shown, warnings, config)
@@ -336,30 +336,32 @@ def _same(walked: walk.Walk) -> walk.Walk:
 
 def _recorded_walk(
     catalog: Catalog, token: str, context: tuple[object, ...], config: VaultConfig
-) -> tuple[bytes, bytes, list[LoadWarning]] | None:
+) -> tuple[Callable[[], bytes | None], bytes, list[LoadWarning]] | None:
     """The walk the catalogue recorded under the watcher's `token` for this very load (the
-    same parser, dialect, path, extensions and walk settings), still packed, with its key
-    and warnings; None means walk."""
+    same parser, dialect, path, extensions and walk settings): what reads it, still
+    packed, with its key and warnings; None means walk."""
     stored = catalog.recorded_walk(token)
     if stored is None:
         return None
     try:
-        recorded_context, key, warnings, packed = marshal.loads(stored)
+        recorded_context, key, warnings, digest = marshal.loads(stored)
     except Exception:  # noqa: BLE001 - not a record: walk
         return None
     if recorded_context != _walk_context(context, config) or type(key) is not bytes:
         return None
-    if type(warnings) is not list or type(packed) is not bytes:
+    if type(warnings) is not list or type(digest) is not bytes:
         return None
     if not all(type(item) is tuple and len(item) == 3 for item in warnings):
         return None
-    return packed, key, [LoadWarning(*item) for item in warnings]
+    read = functools.partial(catalog.recorded_walk_files, token, digest)
+    return read, key, [LoadWarning(*item) for item in warnings]
 
 
-def _unpacked_walk(packed: bytes, shown: str, config: VaultConfig) -> walk.Walk:
-    """The recorded walk; a record sealed right but not a walk (only a hand-made one can
-    be) means walking after all."""
-    unpacked = walk.Walk.unpacked(packed, shown)
+def _unpacked_walk(read: Callable[[], bytes | None], shown: str, config: VaultConfig) -> walk.Walk:
+    """The recorded walk; a record gone or damaged since its head was read, or sealed
+    right but not a walk (only a hand-made one can be), means walking after all."""
+    packed = read()
+    unpacked = walk.Walk.unpacked(packed, shown) if packed is not None else None
     return unpacked if unpacked is not None else _walk_files(shown, [], config)
 
 
@@ -380,8 +382,8 @@ def _walk_record(
     if packed is None:
         return []
     items = [(item.path, item.message, item.subject) for item in warnings]
-    record = marshal.dumps(cast(Any, (_walk_context(context, config), key, items, packed)))
-    return [functools.partial(catalog.record_walk, token, record)]
+    head = (_walk_context(context, config), key, items, walk_digest(packed))
+    return [functools.partial(catalog.record_walk, token, marshal.dumps(cast(Any, head)), packed)]
 
 
 def _walk_context(context: tuple[object, ...], config: VaultConfig) -> tuple[object, ...]:
