@@ -80,6 +80,24 @@ def test_a_query_reads_only_its_terms_blocks(tmp_path: Path, blocks_read: list[i
     assert _answers(index) == _fresh(cards)
 
 
+def test_a_query_finds_its_terms_in_the_stored_vocabulary_unsplit(tmp_path: Path) -> None:
+    cards = load_cards(MULTILINGUAL)
+    Bm25Index.build(cards, Analyzer(), tmp_path)
+    stored = bm25._StoredPostings.open(tmp_path / STORE_NAME, Analyzer().fingerprint)
+    assert stored is not None
+    terms = list(stored.vocabulary)  # a second opening below finds them unsplit
+    opened = bm25._StoredPostings.open(tmp_path / STORE_NAME, Analyzer().fingerprint)
+    assert opened is not None
+    for term_id, term in enumerate(terms):
+        assert opened.term_id(term) == term_id
+    for unknown in ("", "zzzz-not-a-term", terms[0][:-1], terms[-1] + "x"):
+        if unknown not in terms:
+            assert opened.term_id(unknown) is None
+    assert opened._vocabulary is None  # found in the text, never split
+    assert opened.term_id(f"x\n{terms[0]}") is None  # no line of the text can be it
+    assert opened.vocabulary == terms and opened.term_id(terms[-1]) == len(terms) - 1
+
+
 def test_an_index_read_in_parts_updates_as_one_read_whole(tmp_path: Path) -> None:
     cards = load_cards(MULTILINGUAL)
     Bm25Index.build(cards, Analyzer(), tmp_path)

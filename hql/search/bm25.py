@@ -190,6 +190,9 @@ class _Postings:
             self._term_ids = {term: index for index, term in enumerate(self.vocabulary)}
         return self._term_ids
 
+    def term_id(self, term: str) -> int | None:
+        return self.term_ids.get(term)
+
     def without_slots(self, drop: npt.NDArray[np.bool_]) -> tuple[_Postings, npt.NDArray[np.int64]]:
         """These postings minus the dropped slots, and each old slot's new number."""
         renumber = np.cumsum(~drop) - 1
@@ -575,14 +578,16 @@ class _StoredPostings(_Postings):
     """Postings of a store read in parts: the small sections at once, the keys when first
     asked for, the entries block by block (or whole, when an update needs them all)."""
 
-    def __init__(self, reader: _StoreReader, vocabulary: list[str], term_start: Any) -> None:
+    def __init__(self, reader: _StoreReader, vocabulary: str, term_start: Any) -> None:
         self._reader = reader
+        # Split when first needed: a query finds its few terms in the text itself.
+        self._vocabulary_lines = f"\n{vocabulary}\n"
+        self._vocabulary: list[str] | None = None if vocabulary else []
         self._sums = reader.section("block_sums").tobytes()
         self._blocks: dict[int, tuple[Any, ...]] = {}
         self._whole: list[Any] | None = None
         self._stored_keys: list[str] | None = None
         self._lock = threading.Lock()
-        self.vocabulary = vocabulary
         self.title_length = reader.section("title_length").astype(np.float32)
         self.text_length = reader.section("text_length").astype(np.float32)
         self.term_count = np.diff(term_start).astype(np.int64)
@@ -596,10 +601,28 @@ class _StoredPostings(_Postings):
         if reader.header is None:
             reader.close()
             return None  # another analyser's
-        vocabulary = _unblob(reader.section("vocabulary"))
+        vocabulary = reader.section("vocabulary").tobytes().decode("utf-8")
         term_start = reader.section("term_start")
-        _check_term_start(term_start, len(vocabulary), reader.entries)
+        terms = vocabulary.count("\n") + 1 if vocabulary else 0
+        _check_term_start(term_start, terms, reader.entries)
         return cls(reader, vocabulary, term_start)
+
+    @property
+    def vocabulary(self) -> list[str]:
+        if self._vocabulary is None:
+            self._vocabulary = self._vocabulary_lines[1:-1].split("\n")
+        return self._vocabulary
+
+    @vocabulary.setter
+    def vocabulary(self, terms: list[str]) -> None:
+        self._vocabulary = terms
+
+    def term_id(self, term: str) -> int | None:
+        """The term's id, found in the stored text unless the vocabulary is split already."""
+        if self._vocabulary is not None or "\n" in term:
+            return self.term_ids.get(term)
+        at = self._vocabulary_lines.find(f"\n{term}\n")
+        return None if at < 0 else self._vocabulary_lines.count("\n", 0, at)
 
     @property
     def keys(self) -> list[str]:
@@ -1049,10 +1072,10 @@ class Bm25Index(Generic[CardT]):
 
     def _query_terms(self, query: str) -> list[tuple[int, float]]:
         """(term id, weight) of each known query term: its count, halved for prefixes."""
-        term_ids = self._postings.term_ids
+        postings = self._postings
         weighted = []
         for term, count in Counter(self.analyzer.analyze(query).terms).items():
-            term_id = term_ids.get(term)
+            term_id = postings.term_id(term)
             if term_id is not None and term_id < len(self._idf):
                 weighted.append((term_id, _query_weight(term, count)))
         return weighted
