@@ -10,6 +10,7 @@ garbage or is interrupted loses nothing and is always waited for.
 
 from __future__ import annotations
 
+import marshal
 import os
 import shutil
 import signal
@@ -212,7 +213,9 @@ def _catalogue(root: Path, keyed: bool) -> dict[str, list[tuple[object, ...]]]:
         }
     if not keyed:
         rows["listing"] = [row[2:4] for row in rows["listing"]]  # cards, warnings
-        rows["search"] = [row[2:3] for row in rows["search"]]  # columns
+        rows["search_head"] = [row[2:3] for row in rows["search_head"]]  # cards
+        # each block's columns but the files' inodes
+        rows["search_blocks"] = [marshal.loads(row[1])[:-1] for row in rows["search_blocks"]]
     return rows
 
 
