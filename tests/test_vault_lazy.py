@@ -18,7 +18,7 @@ import pytest
 import hql
 from hql.api import Outcome, Session
 from hql.values import Ranking
-from hql.vault import Vault
+from hql.vault import Vault, catalog
 from hql.vault.catalog import CATALOG_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,6 +124,46 @@ def test_other_filters_before_a_ranker_answer_as_a_full_load(mixed: Path, text: 
         assert not answer.failed, answer.render_reports()
         _assert_same(answer, _run(Vault.open(mixed, use_cache=False), text, q))
         _assert_same(answer, _run(Vault.open(mixed), text, q, optimize=False))
+
+
+def test_a_hit_reads_only_the_blocks_of_search_columns_that_hold_it(
+    tmp_path: Path, built: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "many"
+    for n in range(1500):  # six blocks of search columns
+        folder = root / f"part{n % 7}"
+        folder.mkdir(parents=True, exist_ok=True)
+        topic = "tidal flats" if n % 500 == 3 else f"note number {n}"
+        (folder / f"note {n:04d}.md").write_text(f"# {topic.title()}\n\nAbout {topic}.\n")
+    _catalogued(root)
+    _run(Vault.open(root), PROGRAMS[0], "x")  # matches the store's slots by key, once
+    read: list[int] = []
+    real = catalog.Catalog.search_blocks
+    monkeypatch.setattr(
+        catalog.Catalog,
+        "search_blocks",
+        lambda self, numbers: read.extend(numbers) or real(self, numbers),
+    )
+    built.clear()
+    vault = Vault.open(root)
+    answer = _run(vault, PROGRAMS[0], "tidal flats")
+    assert vault._cards is None and len(built) <= 3
+    assert 0 < len(read) <= 3 and len(set(read)) == len(read)  # each block read once, at most
+    _assert_same(answer, _run(Vault.open(root, use_cache=False), PROGRAMS[0], "tidal flats"))
+
+
+def test_a_relation_card_built_alone_is_one(tmp_path: Path, built: list[str]) -> None:
+    root = _copy(tmp_path, WEB_AUTH)
+    _catalogued(root)
+    text = "import bm25\ncards | bm25($q) | take(3) | map(h => [h.card.name, h.card.kind])"
+    for q in ("oauth defines bearer", "relation between token and client"):
+        built.clear()
+        vault = Vault.open(root)
+        answer = _run(vault, text, q)
+        assert vault._cards is None and 0 < len(built) <= 3
+        _assert_same(answer, _run(Vault.open(root, use_cache=False), text, q))
+    kinds = [kind for _, kind in _run(Vault.open(root), text, "defines").to_json()["value"]]
+    assert "RelationCard" in kinds
 
 
 def test_a_hit_built_alone_is_the_vaults_own_card_later(mixed: Path, built: list[str]) -> None:
