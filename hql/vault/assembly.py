@@ -12,13 +12,13 @@ from collections.abc import Container, Mapping
 from typing import Any
 
 from hql import messages
-from hql.vault import links
 from hql.vault.loader import FoundFile, ReadDocument
 from hql.vault.model import CONCEPT_CARD, RELATION_CARD, Card, Edge, LoadWarning
+from hql.vault.walk import OBSIDIAN, REFERENCE
 
 
 def assign_names(
-    found: list[FoundFile], warnings: list[LoadWarning], dialect: str = links.REFERENCE
+    found: list[FoundFile], warnings: list[LoadWarning], dialect: str = REFERENCE
 ) -> dict[str, str]:
     """Name per relpath: the stem, or the relative path without extension when stems clash.
 
@@ -26,7 +26,10 @@ def assign_names(
     reference: a card's name does not change because a neighbour is broken.
     An Obsidian vault names clashes as `links.clash_names` says.
     """
-    if dialect == links.OBSIDIAN:
+    if dialect == OBSIDIAN:
+        # The link grammar costs milliseconds to import; a card built alone never needs it.
+        from hql.vault import links
+
         return links.clash_names([item.relpath for item in found])
     stems = [_stem(item.relpath) for item in found]
     counts = Counter(stems)
@@ -48,8 +51,10 @@ def build_cards(
     names_by_relpath: dict[str, str],
     extension_metadata: Mapping[str, Mapping[str, Any]],
     warnings: list[LoadWarning],
-    dialect: str = links.REFERENCE,
+    dialect: str = REFERENCE,
 ) -> list[Card]:
+    from hql.vault import links  # see assign_names
+
     names = [names_by_relpath[item.found.relpath] for item in documents]
     known = set(names)
     contributions = contributions_of(extension_metadata)
@@ -150,7 +155,7 @@ def title_of(
     """The title a document gives its card; None: the card is titled by its name."""
     authored_title = authored.get("title")
     title = authored_title if isinstance(authored_title, str) else heading
-    if title is None and dialect == links.OBSIDIAN:  # Obsidian shows the file name
+    if title is None and dialect == OBSIDIAN:  # Obsidian shows the file name
         title = _stem(relpath)
     return title
 
@@ -175,7 +180,7 @@ def build_edges(cards: list[Card]) -> list[Edge]:
     """
     merged: dict[tuple[str, str], dict[str, Any]] = {}
     table = cards[0]._table if cards else None
-    if table is not None and table.dialect == links.OBSIDIAN:
+    if table is not None and table.dialect == OBSIDIAN:
         for name, target, annotation in table.link_pairs():
             data = merged.setdefault((name, target), {})
             if annotation:

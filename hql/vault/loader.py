@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from hql import messages
-from hql.vault import document, links, yamldata
+from hql.vault import document, yamldata
 from hql.vault.catalog import Catalog, Payload, Row, row_of
 from hql.vault.model import LoadWarning, text_digest_of
 from hql.vault.walk import (  # noqa: F401 - the walk's names, as the loader has always offered them
     FORMATS,
+    OBSIDIAN,
+    REFERENCE,
     FoundFile,
     Walk,
     discover,
@@ -58,7 +60,7 @@ def read_all(
     found: list[FoundFile],
     catalog: Catalog,
     warnings: list[LoadWarning],
-    dialect: str = links.REFERENCE,
+    dialect: str = REFERENCE,
 ) -> list[ReadDocument]:
     from hql.progress import Progress
 
@@ -268,13 +270,16 @@ def _read_up_to(handle: io.FileIO, wanted: int) -> bytes:
     return b"".join(parts)
 
 
-def _parse(data: bytes, dialect: str = links.REFERENCE) -> Payload:
+def _parse(data: bytes, dialect: str = REFERENCE) -> Payload:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         return ("refused", messages.file_not_utf8(error.start))
     text = text.removeprefix("\ufeff")  # a byte-order mark is an encoding detail, not content
-    if dialect == links.OBSIDIAN:
+    if dialect == OBSIDIAN:
+        # The Obsidian grammar costs milliseconds to import; a reference vault never needs it.
+        from hql.vault import links
+
         try:
             note = links.parse_note(text)
         except RecursionError:

@@ -3,7 +3,8 @@
 Data is the open tree of headers, metadata and annotations: plain dicts (keys
 sorted, as the reference keeps them), lists, str, int, float, bool and None.
 
-PyYAML parses (with libyaml when available); this module decides what the
+PyYAML parses (with libyaml when available; it is imported by the first
+parse, so cards without YAML never load it); this module decides what the
 tree may hold. Scalars resolve by the YAML 1.2 core schema, as the
 reference's parser does (`yes` stays a string, `1e3` is a float, a date is
 a string because Data has no date). Refused, each with a `YamlRefused`
@@ -17,18 +18,18 @@ a document that holds more than `MAX_NODES` nodes as written.
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Any
-
-import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from typing import TYPE_CHECKING, Any
 
 from hql import messages
 
+if TYPE_CHECKING:
+    import yaml
+    from yaml.nodes import Node
+
 MAX_NODES = 100_000
 MAX_DEPTH = 64
-
-_BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _TAG = "tag:yaml.org,2002:"
 _STR, _INT, _FLOAT, _BOOL, _NULL = (_TAG + t for t in ("str", "int", "float", "bool", "null"))
@@ -72,37 +73,47 @@ def _resolve_plain(value: str) -> str:
     return _STR
 
 
-class _CoreSchemaLoader(_BaseLoader):
-    """Resolves plain scalars by the YAML 1.2 core schema instead of PyYAML's 1.1.
+@functools.cache
+def _core_schema_loader() -> type:
+    # PyYAML costs ~25 ms to import; a vault whose cards have no front matter never needs it.
+    import yaml
+    from yaml.nodes import ScalarNode, SequenceNode
 
-    Overriding `resolve` (and dropping path resolvers, which HQL never uses)
-    also skips PyYAML's general resolver machinery, the hot spot of a load.
-    """
+    class _CoreSchemaLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+        """Resolves plain scalars by the YAML 1.2 core schema instead of PyYAML's 1.1.
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.nodes_composed = 0
+        Overriding `resolve` (and dropping path resolvers, which HQL never uses)
+        also skips PyYAML's general resolver machinery, the hot spot of a load.
+        """
 
-    def resolve(self, kind: type, value: Any, implicit: Any) -> str:
-        # libyaml asks for every node it composes: the one place to stop a huge
-        # document early, before it has cost seconds and memory.
-        self.nodes_composed += 1
-        if self.nodes_composed > MAX_NODES:
-            raise YamlRefused(messages.yaml_too_many_nodes(MAX_NODES))
-        if kind is ScalarNode:
-            return _resolve_plain(value) if implicit[0] else _STR
-        return _SEQ if kind is SequenceNode else _MAP
+        def __init__(self, stream: str) -> None:
+            super().__init__(stream)
+            self.nodes_composed = 0
 
-    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-        return None
+        def resolve(self, kind: type, value: Any, implicit: Any) -> str:
+            # libyaml asks for every node it composes: the one place to stop a huge
+            # document early, before it has cost seconds and memory.
+            self.nodes_composed += 1
+            if self.nodes_composed > MAX_NODES:
+                raise YamlRefused(messages.yaml_too_many_nodes(MAX_NODES))
+            if kind is ScalarNode:
+                return _resolve_plain(value) if implicit[0] else _STR
+            return _SEQ if kind is SequenceNode else _MAP
 
-    def ascend_resolver(self) -> None:
-        return None
+        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+            return None
+
+        def ascend_resolver(self) -> None:
+            return None
+
+    return _CoreSchemaLoader
 
 
 def load(text: str) -> Any:
     """Parse one YAML document into Data; an empty document is None."""
-    loader = _CoreSchemaLoader(text)
+    import yaml  # loaded by _core_schema_loader already
+
+    loader = _core_schema_loader()(text)
     try:
         node = loader.get_single_node()
     except YamlRefused:
@@ -198,11 +209,12 @@ def _check_expanded_size(root: Node) -> None:
             raise YamlRefused(messages.yaml_recursive_alias())
         active.add(key)
         total = 1
-        if isinstance(node, SequenceNode):
+        kind = _kind(node)
+        if kind == "sequence":
             for child in node.value:
                 total += size(child, depth + 1)
                 _check_total(total)
-        elif isinstance(node, MappingNode):
+        elif kind == "mapping":
             for key_node, value_node in node.value:
                 total += size(key_node, depth + 1) + size(value_node, depth + 1)
                 _check_total(total)
@@ -229,12 +241,13 @@ def _convert(node: Node, memo: dict[int, Any], depth: int) -> Any:
     if tag not in _CORE_TAGS:
         raise YamlRefused(messages.yaml_tag_refused(tag))
     value: Any
-    if isinstance(node, ScalarNode):
+    kind = _kind(node)
+    if kind == "scalar":
         value = _scalar(tag, node.value)
-    elif isinstance(node, SequenceNode):
+    elif kind == "sequence":
         _expect(tag, _SEQ)
         value = [_convert(child, memo, depth + 1) for child in node.value]
-    elif isinstance(node, MappingNode):
+    elif kind == "mapping":
         _expect(tag, _MAP)
         value = _mapping(node, memo, depth)
     else:  # pragma: no cover - PyYAML has no other node kinds
@@ -243,12 +256,17 @@ def _convert(node: Node, memo: dict[int, Any], depth: int) -> Any:
     return value
 
 
+def _kind(node: Node) -> str:
+    """PyYAML's node id ("scalar", "sequence" or "mapping"), read without importing its classes."""
+    return node.id  # type: ignore[attr-defined]
+
+
 def _expect(tag: str, wanted: str) -> None:
     if tag != wanted:
         raise YamlRefused(messages.yaml_tag_refused(tag))
 
 
-def _mapping(node: MappingNode, memo: dict[int, Any], depth: int) -> dict[str, Any]:
+def _mapping(node: Node, memo: dict[int, Any], depth: int) -> dict[str, Any]:
     own: dict[str, Any] = {}
     merged: dict[str, Any] = {}
     for key_node, value_node in node.value:
@@ -267,7 +285,7 @@ def _mapping(node: MappingNode, memo: dict[int, Any], depth: int) -> dict[str, A
 
 def _merge_into(merged: dict[str, Any], value_node: Node, memo: dict[int, Any], depth: int) -> None:
     """`<<: *base` or `<<: [*a, *b]`; earlier sources win, as YAML's merge says."""
-    sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+    sources = value_node.value if _kind(value_node) == "sequence" else [value_node]
     for source in sources:
         value = _convert(source, memo, depth + 1)
         if not isinstance(value, dict):
