@@ -21,7 +21,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import secrets
 import stat
 import threading
 import time
@@ -162,7 +161,7 @@ def temporary_beside(target: Path) -> Path:
     """A fresh, empty temporary file beside `target` (mode 0600), named for this process."""
     clean_stale_temporaries(target.parent, target.name)
     while True:
-        name = f".{target.name}{_TEMP_MARK}{os.getpid()}-{secrets.token_hex(4)}.tmp"
+        name = f".{target.name}{_TEMP_MARK}{os.getpid()}-{os.urandom(4).hex()}.tmp"
         candidate = target.parent / name
         try:
             descriptor = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
