@@ -6,21 +6,17 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hql import messages
-from hql.index.embedders import Embedder
 from hql.index.errors import SemanticIndexError
-from hql.index.producer import (
-    InspectResult,
-    VerifyResult,
-    build_index,
-    index_path_of,
-    inspect_index,
-    verify_index,
-)
-from hql.index.reader import VaultLike
-from hql.index.stores import after_build, graph_status
+
+# The producer and the stores import urllib, sqlite3 and the embedders (~60 ms): only an
+# `index` command that runs needs them, not `hql --help` listing it.
+if TYPE_CHECKING:
+    from hql.index.embedders import Embedder
+    from hql.index.producer import InspectResult, VerifyResult
+    from hql.index.reader import VaultLike
 
 EXIT_OK = 0
 EXIT_PROBLEM = 1
@@ -34,6 +30,9 @@ def build_command(
     embedder: Embedder | None = None,
     workers: int | None = None,
 ) -> tuple[int, str]:
+    from hql.index.producer import build_index
+    from hql.index.stores import after_build
+
     if workers is not None and workers < 1:
         return EXIT_PROBLEM, messages.index_bad_workers(workers)
     try:
@@ -68,6 +67,8 @@ def build_command(
 
 
 def verify_command(vault: VaultLike) -> tuple[int, str]:
+    from hql.index.producer import verify_index
+
     try:
         result = verify_index(vault)
     except SemanticIndexError as error:
@@ -99,6 +100,9 @@ def _verify_lines(result: VerifyResult) -> list[str]:
 
 
 def inspect_command(vault: VaultLike | None, index: str | Path | None = None) -> tuple[int, str]:
+    from hql.index.producer import index_path_of, inspect_index
+    from hql.index.stores import graph_status
+
     try:
         if index is None and vault is not None and _store_of(vault) == "qdrant":
             return EXIT_OK, _inspect_qdrant(vault)
