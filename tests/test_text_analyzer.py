@@ -129,3 +129,44 @@ def test_vietnamese_keeps_its_tone_marks_and_its_own_stop_words(analyzer: Analyz
 
 def test_thai_sara_am_survives_nfkc() -> None:
     assert segment("ทำอาหาร") == ["ทำ", "อาหาร"]
+
+
+# --- stop words that need ICU are folded by the first text that could hold them -------
+
+
+def test_an_english_query_needs_neither_icu_nor_the_cjk_patterns() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from hql.text import analyzer\n"
+        "a = analyzer.Analyzer.from_config(None)\n"
+        "print(a.analyze('The cancer treatments of Müller').words)\n"
+        "print('icu' in sys.modules, analyzer._cjk_char.cache_info().currsize)\n"
+        "print(a.analyze('がんの治療').ignored)\n"
+        "print('icu' in sys.modules, analyzer._cjk_char.cache_info().currsize)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines() == [
+        "('cancer', 'treatments', 'muller')",
+        "False 0",
+        "('の',)",  # a Japanese stop word, once a Japanese text came
+        "True 1",
+    ], done.stderr
+
+
+@pytest.mark.parametrize("first", ["plain ascii text", "Ёлка Straße", "ქართული ენა"])
+def test_deferred_stop_words_end_as_the_whole_list(first: str) -> None:
+    from hql.text.stopwords import all_stop_words
+
+    analyzer = Analyzer.from_config({"ignore": ["ของ"]})
+    every = {" ".join(segment(word)) for word in all_stop_words()} | {"ของ"}
+    analyzer.analyze(first)
+    analyzer.analyze("ภาษาไทย และ 日本語")
+    assert every <= analyzer._stop
+    assert analyzer.analyze("และ").ignored == ("และ",)
+    # Nothing folded later could have met a text without such characters.
+    deferred = Analyzer.from_config(None)._deferred_stop
+    later = {" ".join(segment(word)) for word in deferred}
+    assert later and all(min(word.replace(" ", "")) >= "\u0e00" for word in later)

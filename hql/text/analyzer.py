@@ -28,6 +28,7 @@ a vault costs one regular-expression pass per text and a dictionary lookup per w
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -57,15 +58,30 @@ _SEPARATORS = re.compile("[_'\u2019\u02bc`\u00b4]")
 _CURRENCY_PREFIX = re.compile(r"\b(?:r|us|u\.s\.|a|au|c|ca|nz|hk|s|mx|ar|cl|col)\$")
 _GROUPED_NUMBER = re.compile(r"\d+(?:[.,]\d+)+")
 # Scripts written without spaces between words: ICU's dictionaries segment them.
-_DICTIONARY_SCRIPTS = re.compile(
+_DICTIONARY_SCRIPTS = (
     "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff"
     "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff]"
 )
 # Chinese, Japanese and Korean characters: their runs also give character bigrams.
-_CJK_CHAR = re.compile(
+_CJK_CHAR = (
     "[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff"
     "\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003ffff]"
 )
+# Every character of both classes is at or above this one: a text below it needs neither
+# their patterns (~10 ms to compile, done on first need) nor ICU.
+_SEGMENTED_FROM = "\u0e00"
+
+
+@functools.cache
+def _dictionary_scripts() -> re.Pattern[str]:
+    return re.compile(_DICTIONARY_SCRIPTS)
+
+
+@functools.cache
+def _cjk_char() -> re.Pattern[str]:
+    return re.compile(_CJK_CHAR)
+
+
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 _ICU_WORD_STATUS = 100  # UBRK_WORD_NUMBER; letters, kana and ideographs are above it
 
@@ -142,6 +158,7 @@ class Analyzer:
     version: str = VERSION
     config_warnings: list[str] = field(default_factory=list, compare=False)
     _stop: frozenset[str] = field(init=False, repr=False)
+    _deferred_stop: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _stop_vietnamese: frozenset[str] = field(init=False, repr=False)
     _tokens: _TokenTable = field(init=False, repr=False)
     _tokens_vietnamese: _TokenTable = field(init=False, repr=False)
@@ -153,7 +170,13 @@ class Analyzer:
         # Single ASCII letters ("l'", "s", "t") carry nothing; they are ignored like stop words.
         letters = set("abcdefghijklmnopqrstuvwxyz")
         ignored = {fold_word(word) for word in self.ignore}
-        self._stop = frozenset(fold_word(word) for word in all_stop_words()) | letters | ignored
+        # Stop words written wholly at or above _SEGMENTED_FROM (Thai, Chinese, Japanese,
+        # Korean) need ICU to fold; their words hold only such characters, so no text
+        # without one can contain them, and they are folded by the first text with one.
+        stop_words = all_stop_words()
+        self._deferred_stop = tuple(word for word in stop_words if _wholly_high(word))
+        eager = [word for word in stop_words if not _wholly_high(word)]
+        self._stop = frozenset(fold_word(word) for word in eager) | letters | ignored
         # A Vietnamese text keeps its tone marks, so other languages' stop words would
         # only collide with its syllables (`con`, `do`, `no`); it gets its own list.
         self._stop_vietnamese = frozenset(VIETNAMESE.split()) | letters | ignored
@@ -227,6 +250,8 @@ class Analyzer:
         return Analysis(kept, tuple(terms), ignored, tuple(synonyms))
 
     def _terms(self, tokens: _Tokens) -> tuple[list[str], list[tuple[str, str]]]:
+        if tokens.high and self._deferred_stop:
+            self._fold_deferred_stop_words()
         table = self._tokens_vietnamese if tokens.vietnamese else self._tokens
         if len(table) > _TOKEN_CACHE_LIMIT:
             table.clear()
@@ -239,6 +264,19 @@ class Analyzer:
             synonyms = self._synonyms.find(tokens.words)
             terms.extend(SYNONYM_MARK + group for _, group in synonyms)
         return terms, synonyms
+
+    def _fold_deferred_stop_words(self) -> None:
+        # Threads racing here compute the same set; the list empties only once it is in use.
+        stop = self._stop | {fold_word(word) for word in self._deferred_stop}
+        self._stop = stop
+        self._tokens.stop = stop
+        self._deferred_stop = ()
+
+
+def _wholly_high(word: str) -> bool:
+    """Whether every character of the folded word is at or above `_SEGMENTED_FROM`."""
+    normalized = normalize(word)
+    return bool(normalized) and min(normalized) >= _SEGMENTED_FROM
 
 
 def _display_order(terms: list[str]) -> list[str]:
@@ -272,7 +310,12 @@ def _prefix(word: str) -> str:
     if (
         len(word) >= PREFIX_LENGTH
         and word.isalpha()
-        and (word.isascii() or not _DICTIONARY_SCRIPTS.match(word) and not _CJK_CHAR.match(word))
+        and (
+            word.isascii()
+            or word[0] < _SEGMENTED_FROM
+            or not _dictionary_scripts().match(word)
+            and not _cjk_char().match(word)
+        )
     ):
         return PREFIX_MARK + word[:PREFIX_LENGTH]
     return ""
@@ -283,7 +326,7 @@ def _bigram_terms(words: Sequence[str], stop: frozenset[str]) -> list[str]:
     bigrams: list[str] = []
     run: list[str] = []
     for word in [*words, ""]:
-        if word and word not in stop and _CJK_CHAR.match(word) and _is_all_cjk(word):
+        if word and word not in stop and _cjk_char().match(word) and _is_all_cjk(word):
             run.append(word)
             continue
         if run:
@@ -294,7 +337,8 @@ def _bigram_terms(words: Sequence[str], stop: frozenset[str]) -> list[str]:
 
 
 def _is_all_cjk(word: str) -> bool:
-    return all(_CJK_CHAR.match(char) for char in word)
+    cjk_char = _cjk_char()
+    return all(cjk_char.match(char) for char in word)
 
 
 def _string_list(value: Any, key: str, problems: list[str]) -> list[str]:
@@ -382,17 +426,21 @@ class _Tokens(NamedTuple):
     words: list[str]  # folded, numbers not yet made plain
     has_cjk: bool  # Chinese, Japanese or Korean characters: add bigrams
     vietnamese: bool  # tone marks kept: use the Vietnamese stop words
+    high: bool  # a character at or above _SEGMENTED_FROM: a deferred stop word may match
 
 
 def _tokenize(text: str) -> _Tokens:
     normalized = normalize(text)
     if normalized.isascii():
-        return _Tokens(_ASCII_WORDS.findall(normalized), False, False)
-    has_cjk = _CJK_CHAR.search(normalized) is not None
-    if has_cjk or _DICTIONARY_SCRIPTS.search(normalized):
-        return _Tokens(_icu_words(normalized), has_cjk, False)
+        return _Tokens(_ASCII_WORDS.findall(normalized), False, False, False)
+    if max(normalized) < _SEGMENTED_FROM:
+        vietnamese = _VIETNAMESE_LETTER.search(normalized) is not None
+        return _Tokens(_WORDS.findall(normalized), False, vietnamese, False)
+    has_cjk = _cjk_char().search(normalized) is not None
+    if has_cjk or _dictionary_scripts().search(normalized):
+        return _Tokens(_icu_words(normalized), has_cjk, False, True)
     vietnamese = _VIETNAMESE_LETTER.search(normalized) is not None
-    return _Tokens(_WORDS.findall(normalized), False, vietnamese)
+    return _Tokens(_WORDS.findall(normalized), False, vietnamese, True)
 
 
 # Word characters: \w plus the combining marks of scripts written with spaces (Arabic,
