@@ -7,7 +7,6 @@ that says why, so a typo never stops a vault from loading.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +53,8 @@ def load_config(root: Path) -> tuple[VaultConfig, list[LoadWarning]]:
     except OSError as error:
         reason = error.strerror or str(error)
         return VaultConfig(), [LoadWarning(shown, messages.config_unreadable(reason))]
+    import tomllib  # ~4 ms to import: a vault without hql.toml never needs it
+
     try:
         raw = tomllib.loads(raw_bytes.decode("utf-8"))
     except UnicodeDecodeError as error:
