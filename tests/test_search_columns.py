@@ -103,6 +103,7 @@ def test_a_catalogue_with_the_single_row_columns_of_before_is_rewritten(
         connection.execute("DROP TABLE search_head")
         connection.execute("DROP TABLE search_blocks")
         connection.execute("CREATE TABLE search (id INTEGER PRIMARY KEY, key, columns, digest)")
+        connection.execute("CREATE TABLE walked (id INTEGER PRIMARY KEY, token, walk, digest)")
         connection.execute("DELETE FROM listing")  # the next load reads every file
     built: list[str] = []
     real = assembly.build_card
@@ -114,7 +115,8 @@ def test_a_catalogue_with_the_single_row_columns_of_before_is_rewritten(
     _run(Vault.open(garden), PROGRAMS[6], QUESTIONS[0])
     with sqlite3.connect(garden / ".hql" / CATALOG_FILE) as connection:
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
-    assert "search" not in tables and {"search_head", "search_blocks"} <= tables
+    assert "search" not in tables and "walked" not in tables
+    assert {"search_head", "search_blocks"} <= tables
     for q in QUESTIONS:
         built.clear()
         answer = _run(Vault.open(garden), PROGRAMS[6], q)

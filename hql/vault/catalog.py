@@ -65,6 +65,8 @@ _PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]} marshal {marshal.version
 _BATCH = 500
 # Set when a catalogue is created (its first table fixes it).
 _PAGE_SIZE = 16384
+# Tables of earlier layouts (the search columns in one row, the walk record in one value).
+_RETIRED_TABLES = ("search", "walked")
 # Files left by the load cache this catalogue replaced.
 _RETIRED = ("vault-cache.marshal",)
 
@@ -692,7 +694,8 @@ class Catalog:
             connection.execute(
                 "INSERT INTO listing VALUES (1, ?, ?, ?, ?)", (key, listing.cards, warnings, digest)
             )
-        connection.execute("DROP TABLE IF EXISTS search")  # the single-row form they replace
+        for retired in _RETIRED_TABLES:
+            connection.execute(f"DROP TABLE IF EXISTS {retired}")
         for statement in _SEARCH_SCHEMA.split(";"):
             if statement.strip():
                 connection.execute(statement)
