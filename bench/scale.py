@@ -1,6 +1,7 @@
 """What users pay as the vault grows: whole `hql.run` and CLI calls at 5k and 100k cards.
 
     .venv/bin/python bench/scale.py [--sizes 5000,100000] [--queries 30] [--reuse DIR]
+                                    [--api-only | --cli-only]
 
 `--reuse DIR` keeps each vault's cards under DIR/scale-<size> and uses them again on the next
 run (building 100k files is slow); the state of a run (.hql/, the semantic index) is removed
@@ -286,6 +287,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=30)
     parser.add_argument("--reuse", type=Path, help="keep the vaults' cards here between runs")
     parser.add_argument("--cli-only", action="store_true", help="skip the API rows")
+    parser.add_argument("--api-only", action="store_true", help="skip the CLI rows")
     args = parser.parse_args()
     docs, all_queries = corpus()
     queries = [q for q in all_queries if re.fullmatch(r"[^\"\\]+", q)][: args.queries]
@@ -297,7 +299,8 @@ def main() -> None:
                 root = Path(tmp)
                 make_vault(root, docs, size)
             print(f"{size:,} cards  (load average {os.getloadavg()[0]:.2f})")
-            cli_rows(root, queries[0])
+            if not args.api_only:
+                cli_rows(root, queries[0])
             if not args.cli_only:
                 matrix = add_semantic_index(root, queries)
                 api_rows(root, queries, matrix)

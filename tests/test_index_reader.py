@@ -375,3 +375,166 @@ def test_every_way_of_ranking_gives_a_card_the_same_score(tmp_path: Path, store:
                 assert vaults.ranking(question, cards=subset).hits == within
     finally:
         vaults.close()
+
+
+# --- one vector per card, and an index opened again ------------------------------------------
+
+
+def expected_ranking(
+    path: Path, query: np.ndarray, names: list[str] | None = None
+) -> list[tuple[str, float, tuple[object, ...] | None]]:
+    """Every card's score worked out from the file alone: the best of its sections (its own
+    vector without any), as float32 of a float64 dot product; best first, ties by name."""
+    import json
+
+    db = sqlite3.connect(path)
+    own = {
+        name: np.frombuffer(blob, "<f4")
+        for name, blob in db.execute("SELECT name, embedding FROM card")
+    }
+    parts: dict[str, list[tuple[tuple[object, ...], np.ndarray]]] = {}
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "section" in tables:
+        query_text = "SELECT card, ordinal, heading, line_start, line_end, embedding FROM section ORDER BY card, ordinal"
+        for card, ordinal, heading, start, end, blob in db.execute(query_text):
+            parts.setdefault(card, []).append(
+                ((tuple(json.loads(heading)), start, end, ordinal), np.frombuffer(blob, "<f4"))
+            )
+    db.close()
+    scored = []
+    for name in names if names is not None else own:
+        options = parts.get(name) or [(None, own[name])]
+        values = [
+            float(np.float32(v.astype(np.float64) @ query.astype(np.float64))) for _, v in options
+        ]
+        best = int(np.argmax(values))
+        info = options[best][0]
+        scored.append((name, values[best], None if info is None else (*info, len(options))))
+    return sorted(scored, key=lambda hit: (-hit[1], hit[0]))
+
+
+def ranked(index: SemanticIndex, query: np.ndarray, cards, k):  # type: ignore[no-untyped-def]
+    hits, _, sections = index.rank_sections(query, cards, k)
+    return [
+        (
+            name,
+            score,
+            None if s is None else (s.heading, s.line_start, s.line_end, s.ordinal, s.sections),
+        )
+        for (name, score), s in zip(hits, sections, strict=True)
+    ]
+
+
+class WindowedDense(DenseEmbedder):
+    """Dense vectors, a word a token, a window of 40 tokens: a long card is cut at its headings."""
+
+    max_tokens = 40
+
+    def count_tokens(self, texts):  # type: ignore[no-untyped-def]
+        return [len(text.split()) + 2 for text in texts]
+
+
+def dense_vault(root: Path, sections_each: int) -> Vault:
+    """61 cards (every 5th with `sections_each` headed parts of 30 words) and a dense index."""
+    cards = {}
+    for n in range(61):
+        body = f"Card number {n} about topic {n % 7}."
+        if n % 5 == 0:
+            body = "\n\n".join(
+                f"# Part {p}\n\n" + " ".join(f"topic{(n + p + w) % 7}" for w in range(30))
+                for p in range(sections_each)
+            )
+        cards[f"card-{n:03d}"] = body
+    write_vault(root, cards, TOML)
+    vault = open_vault(root)
+    questions = [f"topic {n}" for n in range(4)]
+    code, text = build_command(vault, queries=questions, embedder=WindowedDense())
+    assert code == 0, text
+    return vault
+
+
+@pytest.mark.parametrize("sections_each", [1, 3])
+def test_ranking_with_one_or_several_vectors_per_card_matches_the_file(
+    tmp_path: Path, sections_each: int
+) -> None:
+    vault = dense_vault(tmp_path / "dense", sections_each)
+    index = open_vault_index(vault)
+    assert index._loaded.sections is not None
+    assert index._loaded.sections.one_each is (sections_each == 1)
+    subsets = [None, [f"card-{n:03d}" for n in range(0, 61, 3)], ["card-002", "card-040"]]
+    for n in range(4):
+        query = index.query_vector(f"topic {n}")
+        assert query is not None
+        for names in subsets:
+            cards = None if names is None else [vault.card(name) for name in names]
+            expected = expected_ranking(index_file(vault.root), query, names)
+            for k in (None, 1, 2, 5, 13, 100):
+                assert ranked(index, query, cards, k) == expected[:k], (n, names, k)
+
+
+def test_an_empty_section_table_ranks_each_card_by_its_own_vector(tmp_path: Path) -> None:
+    vault = dense_vault(tmp_path / "dense", 1)
+    tamper(vault.root, "DELETE FROM section")  # the table stays, empty
+    index = open_vault_index(vault)
+    assert index._loaded.sections is None  # no second copy of the card matrix
+    for n in range(4):
+        query = index.query_vector(f"topic {n}")
+        assert query is not None
+        expected = expected_ranking(index_file(vault.root), query)
+        assert all(section is None for _, _, section in expected)
+        for k in (None, 1, 3, 61):
+            assert ranked(index, query, None, k) == expected[:k]
+            assert ranked(index, query, list(vault.cards), k) == expected[:k]
+
+
+def test_an_index_path_pointed_at_another_file_is_read_again(tmp_path: Path) -> None:
+    """The index named by a symlink: re-pointed at a file of the same size and mtime but
+    other vectors, the next question is answered from the new file."""
+    import os
+    import shutil
+
+    vault = dense_vault(tmp_path / "dense", 1)
+    hql_dir = vault.root / ".hql"
+    os.replace(hql_dir / "index.sqlite", hql_dir / "first.sqlite")
+    (hql_dir / "index.sqlite").symlink_to("first.sqlite")
+    query = open_vault_index(vault).query_vector("topic 1")
+    assert query is not None
+    before = semantic_ranking(vault, "topic 1", k=3).hits
+    assert [name for name, _ in before] == [
+        name for name, _, _ in expected_ranking(hql_dir / "first.sqlite", query)[:3]
+    ]
+    # The second file: the best card's vector swapped with the worst card's, same size.
+    shutil.copy2(hql_dir / "first.sqlite", hql_dir / "second.sqlite")
+    ranking = expected_ranking(hql_dir / "first.sqlite", query)
+    best, worst = ranking[0][0], ranking[-1][0]
+    db = sqlite3.connect(hql_dir / "second.sqlite")
+    with db:
+        vectors = dict(
+            db.execute("SELECT card, embedding FROM section WHERE card IN (?, ?)", (best, worst))
+        )
+        for name, other in ((best, worst), (worst, best)):
+            db.execute("UPDATE section SET embedding = ? WHERE card = ?", (vectors[other], name))
+            db.execute("UPDATE card SET embedding = ? WHERE name = ?", (vectors[other], name))
+    db.close()
+    first = (hql_dir / "first.sqlite").stat()
+    os.utime(hql_dir / "second.sqlite", ns=(first.st_atime_ns, first.st_mtime_ns))
+    assert (hql_dir / "second.sqlite").stat().st_size == first.st_size
+    (hql_dir / "next").symlink_to("second.sqlite")
+    os.replace(hql_dir / "next", hql_dir / "index.sqlite")
+    after = semantic_ranking(vault, "topic 1", k=3).hits
+    expected = expected_ranking(hql_dir / "second.sqlite", query)[:3]
+    assert [(name, score) for name, score in after] == [
+        (name, score) for name, score, _ in expected
+    ]
+    assert after[0][0] != best and before[0][0] == best
+
+
+def test_an_index_accepted_for_one_vault_is_checked_again_for_another(
+    root: Path, tmp_path: Path
+) -> None:
+    assert SemanticIndex.open(index_file(root), root).card_names
+    other = tmp_path / "other-vault"
+    other.mkdir()
+    with pytest.raises(SemanticIndexError, match="the index was built for"):
+        SemanticIndex.open(index_file(root), other)
+    assert SemanticIndex.open(index_file(root), root).card_names

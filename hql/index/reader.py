@@ -76,6 +76,8 @@ class _Sections:
     info: tuple[
         tuple[tuple[str, ...], int, int, int], ...
     ]  # heading, first line, last line, ordinal
+    # Every card has exactly one vector: a card's score is its one section's, no maximum taken.
+    one_each: bool = False
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,8 @@ class _Loaded:
     queries: dict[str, np.ndarray | None] = field(default_factory=dict, compare=False)
     # The last card collection ranked against this revision, shared by every opener.
     last_alignment: list[_Alignment] = field(default_factory=list, compare=False)
+    # Vault roots `check_vault` accepted this revision for (its recorded vault cannot change).
+    vaults_checked: set[Path] = field(default_factory=set, compare=False)
 
 
 @dataclass(slots=True)
@@ -114,6 +118,9 @@ class _Alignment:
 
 
 _CACHE: dict[Path, _Loaded] = {}
+# An index path as given -> (its file's device and stamp when last resolved, the resolved
+# path): while that file is unchanged, opening it is one stat, not a resolve of every part.
+_RESOLVED: dict[Path, tuple[tuple[int, int, int, int], Path]] = {}
 _QUERY_MEMO = 4096  # stored questions remembered per index revision
 _CACHE_LOCK = threading.Lock()
 
@@ -142,7 +149,10 @@ class SemanticIndex:
         """Open (or reuse from the cache) the index at `path` and check it belongs to the vault."""
         path = Path(path)
         loaded = _load_cached(path)
-        check_vault(loaded.meta.vault, Path(vault_root))
+        root = Path(vault_root)
+        if root not in loaded.vaults_checked:
+            check_vault(loaded.meta.vault, root)
+            loaded.vaults_checked.add(root)
         return cls(path, loaded)
 
     @property
@@ -231,7 +241,7 @@ class SemanticIndex:
         scores, _ = self._card_scores(vector)
         if rows is not None:
             scores = scores[rows]
-        kth = -np.partition(-scores, k - 1)[k - 1]
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]  # the k-th largest
         positions = np.flatnonzero(scores >= kth - float32_slack(self.dimensions))
         return positions if rows is None else rows[positions]
 
@@ -279,19 +289,24 @@ class SemanticIndex:
         (best section), with their sections."""
         import numpy as np
 
-        starts, counts = self.vector_spans()
-        if rows is None:
-            part = exact_scores(self.vectors, vector)
-            offsets = starts
-        else:
+        if rows is not None:
             rows = np.unique(np.asarray(rows, dtype=np.intp))  # sorted: ties fall to name order
-            picked_counts = counts[rows]
-            offsets = np.cumsum(picked_counts) - picked_counts
-            picked = np.repeat(starts[rows] - offsets, picked_counts) + np.arange(
-                int(picked_counts.sum())
-            )
-            part = exact_scores(self.vectors[picked], vector)
-        scores = np.maximum.reduceat(part, offsets) if len(offsets) else part[:0]
+        if self._one_vector_each:  # a card's score is its one vector's: no maximum to take
+            part = exact_scores(self.vectors if rows is None else self.vectors[rows], vector)
+            scores, offsets = part, None
+        else:
+            starts, counts = self.vector_spans()
+            if rows is None:
+                part = exact_scores(self.vectors, vector)
+                offsets = starts
+            else:
+                picked_counts = counts[rows]
+                offsets = np.cumsum(picked_counts) - picked_counts
+                picked = np.repeat(starts[rows] - offsets, picked_counts) + np.arange(
+                    int(picked_counts.sum())
+                )
+                part = exact_scores(self.vectors[picked], vector)
+            scores = np.maximum.reduceat(part, offsets) if len(offsets) else part[:0]
         hits = self._hits(scores, rows, k)
         if self._loaded.sections is None:
             return hits, [None] * len(hits)
@@ -299,7 +314,13 @@ class SemanticIndex:
             return hits, self._best_sections(hits, part)
         # Where each hit's sections start in `part`: its place among the sorted rows.
         places = np.searchsorted(rows, [self._loaded.row_of[name] for name, _ in hits])
-        return hits, self._best_sections(hits, part, offsets[places].tolist())
+        firsts = places if offsets is None else offsets[places]
+        return hits, self._best_sections(hits, part, firsts.tolist())
+
+    @property
+    def _one_vector_each(self) -> bool:
+        sections = self._loaded.sections
+        return sections is None or sections.one_each
 
     def _card_scores(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Each card's score (its best section's, when there are sections) and the section scores."""
@@ -309,6 +330,8 @@ class SemanticIndex:
         if sections is None:
             return self._loaded.matrix @ vector, None
         section_scores = sections.matrix @ vector
+        if sections.one_each:
+            return section_scores, section_scores
         return np.maximum.reduceat(section_scores, sections.starts), section_scores
 
     def _best_sections(
@@ -468,26 +491,47 @@ def check_vault(built_for: str, vault_root: Path) -> None:
 
 
 def _load_cached(path: Path) -> _Loaded:
+    unchanged = _unchanged(path)
+    if unchanged is not None:
+        return unchanged
     try:
         key = path.resolve()
-        stamp = _stamp(key)
+        status = key.stat()
     except FileNotFoundError:
         raise SemanticIndexError(messages.index_missing(str(path))) from None
     except (OSError, RuntimeError, ValueError) as error:  # RuntimeError: a symlink loop
         reason = getattr(error, "strerror", None) or str(error)
         raise SemanticIndexError(messages.index_unreadable(str(path), reason)) from None
+    stamp = (status.st_ino, status.st_mtime_ns, status.st_size)
     with _CACHE_LOCK:
-        cached = _CACHE.get(key)
-        if cached is not None and cached.stamp == stamp:
-            return cached
-        loaded = _load(path, stamp)
-        _CACHE[key] = loaded
+        loaded = _CACHE.get(key)
+        if loaded is None or loaded.stamp != stamp:
+            loaded = _CACHE[key] = _load(path, stamp)
+        _RESOLVED[path] = ((status.st_dev, *stamp), key)
         return loaded
+
+
+def _unchanged(path: Path) -> _Loaded | None:
+    """The cached revision of `path`'s file when the path was resolved before and the file it
+    reaches now is the very file (device, inode, mtime, size) that was cached."""
+    known = _RESOLVED.get(path)
+    if known is None:
+        return None
+    try:
+        status = os.stat(path)
+    except (OSError, ValueError):
+        return None  # the full open says why
+    stamp = (status.st_ino, status.st_mtime_ns, status.st_size)
+    if known[0] != (status.st_dev, *stamp):
+        return None
+    loaded = _CACHE.get(known[1])
+    return loaded if loaded is not None and loaded.stamp == stamp else None
 
 
 def clear_cache() -> None:
     with _CACHE_LOCK:
         _CACHE.clear()
+        _RESOLVED.clear()
 
 
 def _load(path: Path, stamp: tuple[int, int, int]) -> _Loaded:
@@ -535,8 +579,12 @@ def _read(connection: sqlite3.Connection, path: Path, stamp: tuple[int, int, int
 
 def _read_sections(
     connection: sqlite3.Connection, names: tuple[str, ...], cards: np.ndarray, dimensions: int
-) -> _Sections:
-    """The section vectors in card-row order; a card without sections scores by its own vector."""
+) -> _Sections | None:
+    """The section vectors in card-row order; a card without sections scores by its own vector.
+
+    None when the table holds no section at all: every card scores by its own vector, as
+    in an index without the table (not a second copy of the card matrix).
+    """
     import numpy as np
 
     width = dimensions * 4
@@ -553,6 +601,8 @@ def _read_sections(
         by_card.setdefault(str(card), []).append(
             (path, int(start or 0), int(end or 0), int(ordinal or 0), blob)
         )
+    if not by_card:
+        return None
     blobs: list[bytes] = []
     info: list[tuple[tuple[str, ...], int, int, int]] = []
     starts = np.zeros(len(names), dtype=np.intp)
@@ -579,7 +629,7 @@ def _read_sections(
             if not np.isfinite(norm)
             else messages.index_section_not_unit(owner, norm)
         )
-    return _Sections(matrix, starts, counts, tuple(info))
+    return _Sections(matrix, starts, counts, tuple(info), bool((counts == 1).all()))
 
 
 def _heading_path(stored: object) -> tuple[str, ...]:
