@@ -347,7 +347,8 @@ def _vault_of(vault: object) -> Vault | None:
     if isinstance(vault, str | bytes | os.PathLike):
         path = os.fspath(vault)
         return open_vault(os.fsdecode(path) if isinstance(path, bytes) else path)
-    from hql.vault import Vault as LibraryVault
+    # The class itself: hql.vault resolves its `Vault` name lazily, on every lookup.
+    from hql.vault.store import Vault as LibraryVault
 
     if isinstance(vault, LibraryVault):
         return vault

@@ -478,3 +478,40 @@ def test_bm25_relevant_needs_several_question_words_or_a_large_share(tmp_path: P
     # On-topic: several question words, or one carrying a large share of the question.
     assert [h.card.name for h in relevant("castles and vineyards in the river gorge")] == ["Rhine"]
     assert "Ctenophora" in [h.card.name for h in relevant("comb rows of ctenophores")]
+
+
+def test_an_analyser_is_built_once_per_vault_and_follows_its_configuration(tmp_path: Path) -> None:
+    """`analyze` and `relevant` use one analyser per loaded vault; a vault opened after its
+    `[search]` table changed is analysed by the new table, never by an earlier vault's analyser."""
+    from hql.steps import retrieval
+
+    root = tmp_path / "shop"
+    root.mkdir()
+    for name, body in {
+        "reset": "Reset the password from the settings page.",
+        "bike": "A bicycle shop that also resets passwords.",
+        "hours": "Opening hours of the shop.",
+    }.items():
+        (root / f"{name}.md").write_text(f"---\ntitle: {name}\n---\n{body}\n", encoding="utf-8")
+    question = 'analyze("reset password preço")'
+    relevant = 'import bm25\ncards | bm25("reset password") | relevant'
+    first = hql.open_vault(root, use_cache=False)
+    assert retrieval.analyzer_for(first) is retrieval.analyzer_for(first)
+    before = run(question, first).value.tree
+    assert "password" in before["words"] and before["synonyms"]
+    ranked_before = run(relevant, first).json_text()
+    (root / "hql.toml").write_text(
+        '[search]\nignore = ["password"]\nbuiltin_synonyms = false\n', encoding="utf-8"
+    )
+    second = hql.open_vault(root, use_cache=False)
+    assert retrieval.analyzer_for(second) is not retrieval.analyzer_for(first)
+    after = run(question, second).value.tree
+    assert "password" not in after["words"] and "password" in after["ignored"]
+    assert not after["synonyms"]
+    ranked_after = run(relevant, second).json_text()
+    assert run(question, first).value.tree == before  # the first vault keeps its own table
+    retrieval._analyzers.clear()  # what analysers built afresh answer
+    assert run(question, second).value.tree == after
+    assert run(relevant, second).json_text() == ranked_after
+    assert run(relevant, first).json_text() == ranked_before
+    assert run('analyze("reset password")', None).value.tree["words"] == ["reset", "password"]

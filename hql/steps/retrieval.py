@@ -607,10 +607,23 @@ def check_analyze(
     return ty.DATA
 
 
+# A loaded vault's configuration is a snapshot: its analyser is built once (it folds every
+# stop word and synonym when built), for as long as the vault is alive.
+_analyzers: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_default_analyzer: list[Any] = []
+
+
 def analyzer_for(vault: Vault | None) -> Any:
     from hql.text.analyzer import Analyzer
 
-    return Analyzer.from_config(vault.config.section("search") if vault is not None else None)
+    if vault is None:
+        if not _default_analyzer:
+            _default_analyzer.append(Analyzer.from_config(None))
+        return _default_analyzer[0]
+    analyzer = _analyzers.get(vault)
+    if analyzer is None:
+        analyzer = _analyzers[vault] = Analyzer.from_config(vault.config.section("search"))
+    return analyzer
 
 
 def run_analyze(interpreter: Interpreter, expr: t.Node, values: list[Any]) -> Data:
