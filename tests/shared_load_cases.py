@@ -393,3 +393,55 @@ def test_a_load_beside_another_thread_is_done_alone(
         stop.set()
         thread.join()
     assert forked == []
+
+
+def _walk_summary(found: walk.Walk) -> list[tuple[object, ...]]:
+    """Each document's path, format and `stat` (what a load reads of it), or its error."""
+    return [
+        (
+            relpath,
+            path,
+            form,
+            (s.st_size, s.st_mtime_ns, s.st_ino, s.st_mode)
+            if type(s) is os.stat_result
+            else type(s).__name__,
+        )
+        for relpath, path, form, s in zip(
+            found.relpaths, found.paths, found.formats, found.statuses, strict=True
+        )
+    ]
+
+
+@pytest.mark.parametrize("make", [_mixed, _hostile], ids=["mixed", "hostile"])
+def test_a_walk_shares_its_stats_and_finds_what_one_process_finds(
+    make: Callable[[Path], Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    forked: list[int],
+) -> None:
+    root = make(tmp_path)
+    alone = walk.walk(str(root), [])
+    assert forked == []  # a small vault's walk makes its stats itself
+    monkeypatch.setattr(walk, "SHARED_STATS_FROM", 1)
+    monkeypatch.setattr(walk, "_STATS_PER_TASK", 7)
+    warnings: list[Any] = []
+    shared = walk.walk(str(root), warnings)
+    assert len(forked) == 1 and warnings == []
+    assert _walk_summary(shared) == _walk_summary(alone)
+    assert shared.signature_columns() == alone.signature_columns()
+    # a `stat` that failed (hostile's dangling symlink) keeps its error, made here
+    failed = any(type(s) is not os.stat_result for s in alone.statuses)
+    assert type(shared.statuses).__name__ == ("list" if failed else "_RecordedStatuses")
+
+
+@pytest.mark.parametrize("how", ["killed-at-once", "killed-later", "garbage"])
+def test_a_failing_forked_stat_process_loses_nothing(
+    how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forked: list[int]
+) -> None:
+    root = _mixed(tmp_path)
+    alone = _walk_summary(walk.walk(str(root), []))
+    monkeypatch.setattr(walk, "SHARED_STATS_FROM", 1)
+    monkeypatch.setattr(walk, "_STATS_PER_TASK", 3)
+    _dying_child(monkeypatch, how)
+    assert _walk_summary(walk.walk(str(root), [])) == alone
+    assert len(forked) == 1

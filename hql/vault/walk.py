@@ -15,7 +15,7 @@ import hashlib
 import marshal
 import operator
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, overload
@@ -270,16 +270,88 @@ def walk(root: str, warnings: list[LoadWarning], allow_outside: tuple[str, ...] 
     _walk(root, "", set(), warnings, containment, outside, found)
     if outside:
         warnings.append(LoadWarning(outside[0], messages.symlinks_outside(len(outside))))
-    return Walk(*found)
+    return Walk(found.relpaths, found.paths, found.formats, _statuses(found.entries))
 
 
 class _Columns(NamedTuple):
-    """What `_walk` appends to, one list per column of the Walk it makes."""
+    """What `_walk` appends to: the Walk's columns, and each document's entry to `stat`."""
 
     relpaths: list[str]
     paths: list[str]
     formats: list[str]
-    statuses: list[os.stat_result | OSError]
+    entries: list[os.DirEntry[str]]
+
+
+# A walk of this many documents or more shares their `stat`s with a forked process
+# (hql/vault/workers.py) when the machine has a core to spare: each `stat` is a system
+# call of a few microseconds, and two processes make them side by side.
+SHARED_STATS_FROM = 20_000
+_STATS_PER_TASK = 1_000
+
+
+def _statuses(entries: list[os.DirEntry[str]]) -> Sequence[os.stat_result | OSError]:
+    """Each document's `stat` (symlinks followed), or the error it raised."""
+    if len(entries) >= SHARED_STATS_FROM:
+        from hql.vault import workers
+
+        if workers.usable() and workers.core_free():
+            shared = _shared_statuses(entries, workers.share)
+            if shared is not None:
+                return shared
+    return [_status(entry) for entry in entries]
+
+
+def _status(entry: os.DirEntry[str]) -> os.stat_result | OSError:
+    try:
+        return entry.stat()
+    except OSError as error:
+        return error
+
+
+def _shared_statuses(
+    entries: list[os.DirEntry[str]], share: Callable[..., None]
+) -> _RecordedStatuses | None:
+    """The `stat`s made by this process and a forked one, as columns; None when one failed
+    (then they are made again here, each failure kept as its error)."""
+    tasks = -(-len(entries) // _STATS_PER_TASK)
+    done: list[list[bytes] | None] = [None] * tasks
+
+    def columns_of(task: int) -> list[bytes] | None:
+        part = entries[task * _STATS_PER_TASK : (task + 1) * _STATS_PER_TASK]
+        try:
+            statuses = [entry.stat() for entry in part]
+            return [
+                array.array(code, map(operator.attrgetter(field), statuses)).tobytes()
+                for code, field in _SIGNATURE_COLUMNS
+            ]
+        except (OSError, OverflowError):
+            return None
+
+    def here(task: int) -> None:
+        done[task] = columns_of(task)
+
+    def received(task: int, columns: object) -> None:
+        size = 8 * len(entries[task * _STATS_PER_TASK : (task + 1) * _STATS_PER_TASK])
+        if type(columns) is not list or len(columns) != len(_SIGNATURE_COLUMNS):
+            return
+        if all(type(column) is bytes and len(column) == size for column in columns):
+            done[task] = columns
+
+    share(tasks, here, columns_of, received)
+    for task in range(tasks):
+        if done[task] is None:  # not sent back by the forked process
+            done[task] = columns_of(task)
+    if any(columns is None for columns in done):
+        return None
+    joined = [
+        b"".join(columns[at] for columns in done if columns)
+        for at in range(len(_SIGNATURE_COLUMNS))
+    ]
+    try:
+        statuses = _RecordedStatuses(joined)
+    except ValueError:  # columns of different lengths: not the forked process's to say
+        return None
+    return statuses if len(statuses) == len(entries) else None
 
 
 _BY_NAME = operator.attrgetter("name")
@@ -297,8 +369,8 @@ def _walk(
     """Add the documents below `directory` to `found`.
 
     This loop runs once per file of the vault on every load, so it asks each
-    directory entry only what the listing already knows (its type), plus one
-    `stat` per document, and makes no object per file.
+    directory entry only what the listing already knows (its type), and makes
+    no object per file; the documents' entries are `stat`ed afterwards.
     """
     try:
         identity = os.stat(directory)
@@ -314,7 +386,7 @@ def _walk(
         return
     formats = FORMATS
     add_relpath, add_path = found.relpaths.append, found.paths.append
-    add_format, add_status = found.formats.append, found.statuses.append
+    add_format, add_entry = found.formats.append, found.entries.append
     for entry in entries:
         name = entry.name
         if name[0] == ".":
@@ -328,14 +400,10 @@ def _walk(
         if is_dir:
             _walk(entry.path, prefix + name + "/", visited, warnings, containment, outside, found)
         elif format_name is not None:
-            try:
-                status: os.stat_result | OSError = entry.stat()
-            except OSError as error:
-                status = error
             add_relpath(prefix + name)
             add_path(entry.path)
             add_format(format_name)
-            add_status(status)
+            add_entry(entry)
 
 
 def _is_symlink(entry: os.DirEntry[str]) -> bool:
