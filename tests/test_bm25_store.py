@@ -239,3 +239,15 @@ def test_a_vault_whose_store_block_is_damaged_answers_and_warns(tmp_path: Path, 
     assert "could not be read" in answer.render_reports()
     again = hql.run(text, vault=Vault.open(root), params={"q": q})
     _assert_same(again, expected)
+
+
+def test_the_score_bound_reads_the_stored_vocabulary_unsplit(tmp_path: Path) -> None:
+    """`bm25 | take(k)` asks for the bound of every query: it must not split the vocabulary."""
+    cards = load_cards(MULTILINGUAL)
+    fresh = Bm25Index.build(cards, Analyzer())
+    Bm25Index.build(cards, Analyzer(), tmp_path)
+    index = Bm25Index.build(cards, Analyzer(), tmp_path)
+    assert isinstance(index._postings, bm25._StoredPostings)
+    for question in [*QUESTIONS, "zzzz-not-a-term", "the"]:
+        assert index.score_bound(question) == fresh.score_bound(question)
+    assert index._postings._vocabulary is None

@@ -1060,15 +1060,15 @@ class Bm25Index(Generic[CardT]):
         A term the vault does not hold counts with the idf of a term held by no card,
         so a question about something absent cannot look fully answered.
         """
-        term_ids = self._postings.term_ids
+        postings = self._postings
         unknown_idf = float(_idf(len(self.cards), 0))
-        return float(
-            sum(
-                _query_weight(term, count)
-                * (float(self._idf[term_ids[term]]) if term in term_ids else unknown_idf)
-                for term, count in Counter(self.analyzer.analyze(query).terms).items()
-            )
-        )
+        total = 0.0
+        for term, count in Counter(self.analyzer.analyze(query).terms).items():
+            # term_id, not term_ids: a stored vocabulary is searched, not split into a dict
+            term_id = postings.term_id(term)
+            idf = float(self._idf[term_id]) if term_id is not None else unknown_idf
+            total += _query_weight(term, count) * idf
+        return float(total)
 
     def _query_terms(self, query: str) -> list[tuple[int, float]]:
         """(term id, weight) of each known query term: its count, halved for prefixes."""
