@@ -173,10 +173,12 @@ class Analyzer:
         # Stop words written wholly at or above _SEGMENTED_FROM (Thai, Chinese, Japanese,
         # Korean) need ICU to fold; their words hold only such characters, so no text
         # without one can contain them, and they are folded by the first text with one.
-        stop_words = all_stop_words()
-        self._deferred_stop = tuple(word for word in stop_words if _wholly_high(word))
-        eager = [word for word in stop_words if not _wholly_high(word)]
-        self._stop = frozenset(fold_word(word) for word in eager) | letters | ignored
+        eager: list[str] = []
+        deferred: list[str] = []
+        for word in all_stop_words():
+            (deferred if _wholly_high(word) else eager).append(word)
+        self._deferred_stop = tuple(deferred)
+        self._stop = frozenset(map(fold_word, eager)) | letters | ignored
         # A Vietnamese text keeps its tone marks, so other languages' stop words would
         # only collide with its syllables (`con`, `do`, `no`); it gets its own list.
         self._stop_vietnamese = frozenset(VIETNAMESE.split()) | letters | ignored
@@ -275,6 +277,8 @@ class Analyzer:
 
 def _wholly_high(word: str) -> bool:
     """Whether every character of the folded word is at or above `_SEGMENTED_FROM`."""
+    if word.isascii():
+        return False
     normalized = normalize(word)
     return bool(normalized) and min(normalized) >= _SEGMENTED_FROM
 
@@ -419,6 +423,8 @@ def segment(text: str) -> list[str]:
 
 def fold_word(word: str) -> str:
     """A single word as the analyser would write it (for word lists)."""
+    if word.isascii() and word.isalpha() and word.islower():
+        return word  # [a-z]+ folds to itself: most stop words take this way
     return " ".join(segment(word))
 
 
