@@ -553,3 +553,21 @@ def test_a_record_sealed_right_but_not_a_walk_means_walking_when_the_files_are_r
         assert walks == [] and len(vault) > 400  # the count is the listing's
         assert len(vault.cards) == len(vault) and walks == [str(garden)]
         _assert_as_read_afresh(vault, garden)
+
+
+def test_asking_the_watcher_imports_no_socket_module(garden: Path) -> None:
+    """A watched load asks through the C socket module: socket.py costs ms to import."""
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from hql.vault import watch\n"
+        "print(watch.ask(Path(sys.argv[1])) is not None, 'socket' in sys.modules)\n"
+    )
+    with watching(garden):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, str(garden / ".hql")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.stdout.split() == ["True", "False"], done.stderr

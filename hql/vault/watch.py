@@ -9,7 +9,7 @@ from the catalogue instead of walking again. No watcher, or no answer within
 ASK_SECONDS, and the load walks as always.
 
 This runs on every load: without a socket file it costs one `lstat`, and the
-socket module is imported only when there is one.
+socket module (its C part, `_socket`) is imported only when there is one.
 """
 
 from __future__ import annotations
@@ -34,9 +34,10 @@ def ask(state_dir: Path) -> str | None:
     try:
         if not stat.S_ISSOCK(os.lstat(path).st_mode):
             return None
-        import socket
+        # The C module: socket.py builds its enums on import (~5-10 ms of every watched load).
+        import _socket
 
-        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     except (OSError, AttributeError):  # no watcher, or no Unix sockets here
         return None
     try:
