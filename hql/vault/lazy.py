@@ -61,11 +61,12 @@ class CardMaker:
             self._known = _Names(self._search)
             self._contributions = assembly.contributions_of(self._extension_metadata)
         try:
-            return self._built(entries)
+            return self._from_rows(entries)
         except _Unreadable:
             return None
 
-    def _built(self, entries: list[SearchEntry]) -> list[Card] | None:
+    def _from_rows(self, entries: list[SearchEntry]) -> list[Card] | None:
+        """The cards of these entries, each from its `files` row as a whole load builds it."""
         from hql.vault import assembly, document, loader
 
         assert self._known is not None and self._contributions is not None
