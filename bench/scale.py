@@ -26,7 +26,8 @@ measured in the same run, and the ratio:
   Python, in-process (no start-up), against `python -c pass`;
 * peak memory (max RSS) of the CLI bm25 query and of the CLI `cards | count`.
 
-Times are best-of-runs wall clock (the machines are shared: ratios are what to read).
+Times are best-of-runs wall clock (the machines are shared: ratios are what to read); an API
+row alternates HQL's runs with its anchor's.
 """
 
 from __future__ import annotations
@@ -273,8 +274,13 @@ def peak_rss_mb(root: Path, program: str) -> float:
 def row(
     label: str, ours: Callable[[], object], theirs: Callable[[], object], n: int, anchor: str
 ) -> None:
-    mine = best_of(3, ours) / n
-    floor = best_of(3, theirs) / n
+    # Ours and the anchor alternate, so that both are timed through the same moments of a
+    # shared machine (three of ours, then three of theirs, could see two different loads).
+    mine_runs, floor_runs = [], []
+    for _ in range(5):
+        mine_runs.append(best_of(1, ours))
+        floor_runs.append(best_of(1, theirs))
+    mine, floor = min(mine_runs) / n, min(floor_runs) / n
     print(
         f"  {label:<45}{mine * 1000:9.2f} ms  {anchor} {floor * 1000:7.2f} ms"
         f"  ratio {mine / floor:6.1f}x"
