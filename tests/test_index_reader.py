@@ -538,3 +538,27 @@ def test_an_index_accepted_for_one_vault_is_checked_again_for_another(
     with pytest.raises(SemanticIndexError, match="the index was built for"):
         SemanticIndex.open(index_file(root), other)
     assert SemanticIndex.open(index_file(root), root).card_names
+
+
+def test_a_vault_reuses_its_store_until_the_index_file_changes(root: Path) -> None:
+    from hql.index.stores import _OPENED
+
+    vault = open_vault(root)
+    first = semantic_ranking(vault, QUERY)
+    store = _OPENED[vault][1]
+    assert semantic_ranking(vault, QUERY).hits == first.hits
+    assert _OPENED[vault][1] is store
+    # The best card's vectors become the worst card's: the next question reads the new file.
+    best, worst = first.hits[0][0], first.hits[-1][0]
+    db = sqlite3.connect(index_file(root))
+    with db:
+        for table, key in (("card", "name"), ("section", "card")):
+            (vector,) = db.execute(
+                f"SELECT embedding FROM {table} WHERE {key} = ?", (worst,)
+            ).fetchone()
+            db.execute(f"UPDATE {table} SET embedding = ? WHERE {key} = ?", (vector, best))
+    db.close()
+    after = semantic_ranking(vault, QUERY)
+    assert _OPENED[vault][1] is not store
+    assert dict(after.hits)[best] == dict(first.hits)[worst]
+    assert after.hits[0][0] != best

@@ -155,6 +155,10 @@ class SemanticIndex:
             loaded.vaults_checked.add(root)
         return cls(path, loaded)
 
+    def unchanged(self) -> bool:
+        """Whether the index file is still the revision these vectors were read from."""
+        return _unchanged(self.path) is self._loaded
+
     @property
     def model(self) -> str:
         return self._loaded.model.id

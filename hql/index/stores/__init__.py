@@ -14,6 +14,8 @@ left the vault, so a build sends only what changed.
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from hql.index import schema
     from hql.index.config import SemanticsConfig
     from hql.index.producer import VerifyResult
+    from hql.index.stores.sqlite import SqliteStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +148,27 @@ class Store(Protocol):
 StoreOpener = Callable[[VaultLike, "SemanticsConfig"], Store]
 
 
+# A loaded vault's SQLite store and the settings it was opened with: the next query with the
+# same settings reuses it while its index file is the revision it read (one stat).
+_OPENED: weakref.WeakKeyDictionary[Any, tuple[SemanticsConfig, SqliteStore]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def _open_sqlite(vault: VaultLike, config: SemanticsConfig) -> Store:
+    try:
+        known = _OPENED.get(vault)
+    except TypeError:  # a vault-like object that cannot be weakly referenced
+        known = None
+    if known is not None and known[0] is config and known[1].index.unchanged():
+        return known[1]
+    store = _open_sqlite_anew(vault, config)
+    with contextlib.suppress(TypeError):
+        _OPENED[vault] = (config, store)
+    return store
+
+
+def _open_sqlite_anew(vault: VaultLike, config: SemanticsConfig) -> SqliteStore:
     if config.ann != "off":
         from hql.index.stores.hnsw import HnswStore
 
