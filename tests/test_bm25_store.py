@@ -80,7 +80,10 @@ def test_a_query_reads_only_its_terms_blocks(tmp_path: Path, blocks_read: list[i
     assert _answers(index) == _fresh(cards)
 
 
-def test_a_query_finds_its_terms_in_the_stored_vocabulary_unsplit(tmp_path: Path) -> None:
+def test_a_query_finds_its_terms_in_the_stored_vocabulary_unsplit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bm25, "_TEXT_LOOKUPS", 10**6)
     cards = load_cards(MULTILINGUAL)
     Bm25Index.build(cards, Analyzer(), tmp_path)
     stored = bm25._StoredPostings.open(tmp_path / STORE_NAME, Analyzer().fingerprint)
@@ -96,6 +99,21 @@ def test_a_query_finds_its_terms_in_the_stored_vocabulary_unsplit(tmp_path: Path
     assert opened._vocabulary is None  # found in the text, never split
     assert opened.term_id(f"x\n{terms[0]}") is None  # no line of the text can be it
     assert opened.vocabulary == terms and opened.term_id(terms[-1]) == len(terms) - 1
+
+
+def test_many_lookups_split_the_stored_vocabulary_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bm25, "_TEXT_LOOKUPS", 5)
+    cards = load_cards(MULTILINGUAL)
+    Bm25Index.build(cards, Analyzer(), tmp_path)
+    opened = bm25._StoredPostings.open(tmp_path / STORE_NAME, Analyzer().fingerprint)
+    assert opened is not None
+    terms = opened._vocabulary_lines[1:-1].split("\n")
+    found = [opened.term_id(term) for term in terms[:5]]
+    assert opened._vocabulary is None and found == list(range(5))
+    assert opened.term_id(terms[5]) == 5 and opened._vocabulary == terms  # the map from here on
+    assert [opened.term_id(term) for term in terms] == list(range(len(terms)))
 
 
 def test_an_index_read_in_parts_updates_as_one_read_whole(tmp_path: Path) -> None:
