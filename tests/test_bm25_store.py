@@ -269,3 +269,32 @@ def test_the_score_bound_reads_the_stored_vocabulary_unsplit(tmp_path: Path) -> 
     for question in [*QUESTIONS, "zzzz-not-a-term", "the"]:
         assert index.score_bound(question) == fresh.score_bound(question)
     assert index._postings._vocabulary is None
+
+
+def test_a_ranking_analyses_its_question_once_and_splits_no_vocabulary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cards = load_cards(MULTILINGUAL)
+    Bm25Index.build(cards, Analyzer(), tmp_path)
+    index = Bm25Index.build(cards, Analyzer(), tmp_path)
+    analysed: list[str] = []
+    real = Analyzer.analyze
+    monkeypatch.setattr(
+        Analyzer, "analyze", lambda self, text: analysed.append(text) or real(self, text)
+    )
+    fresh = Bm25Index.build(cards, Analyzer())  # no store: every answer worked out anew
+    for question in ("sourdough bread", "biblioteca municipal", "sourdough bread"):
+        analysed.clear()
+        bound, said = index.score_bound(question), index.analysis(question)
+        hits = index.search(question, 3)
+        passing = index.search_passing(question, lambda best: 0.0, evidence={"sourdough"})
+        assert analysed == [question]  # the bound, the analysis, both rankings: one analysis
+        assert bound == fresh.score_bound(question) and said == fresh.analysis(question)
+        assert [(h.card.name, h.score) for h in hits] == [
+            (h.card.name, h.score) for h in fresh.search(question, 3)
+        ]
+        expected = fresh.search_passing(question, lambda best: 0.0, evidence={"sourdough"})
+        assert passing[1:] == expected[1:]
+        assert (passing[2] > 0) == question.startswith("sourdough")  # evidence was found
+        assert [h.card.name for h in passing[0]] == [h.card.name for h in expected[0]]
+    assert index._postings._vocabulary is None  # type: ignore[attr-defined]

@@ -26,7 +26,7 @@ import stat
 import threading
 import weakref
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
@@ -796,6 +796,7 @@ class Bm25Index(Generic[CardT]):
         self._keys_known: list[str] | None = None
         self._position: dict[int, int] | None = None  # id(card) -> its index in `cards`
         self._slots_by_card: npt.NDArray[np.int64] | None = None
+        self._last_query: tuple[str, Analysis, list[tuple[str, int, int | None]]] | None = None
         self._name_rank = _name_ranks(cards, card_of_slot)
         self._compute_impacts()
 
@@ -912,7 +913,21 @@ class Bm25Index(Generic[CardT]):
         return twin
 
     def analysis(self, query: str) -> Analysis:
-        return self.analyzer.analyze(query)
+        return self._looked_up(query)[0]
+
+    def _looked_up(self, query: str) -> tuple[Analysis, list[tuple[str, int, int | None]]]:
+        """The query's analysis, and each of its terms with its count and id (None: no card
+        holds it); kept for the last query, which one ranking asks for up to three times."""
+        last = self._last_query
+        if last is not None and last[0] == query:
+            return last[1], last[2]
+        analysis = self.analyzer.analyze(query)
+        postings = self._postings
+        terms = [
+            (term, count, postings.term_id(term)) for term, count in Counter(analysis.terms).items()
+        ]
+        self._last_query = (query, analysis, terms)
+        return analysis, terms
 
     def search(
         self, query: str, limit: int | None = None, among: Sequence[CardT] | None = None
@@ -923,31 +938,20 @@ class Bm25Index(Generic[CardT]):
         those of the index's cards (the whole index when None). Raises `StoreDamaged`
         (and says why in `damage`) when a part of the store read now is damaged.
         """
-        try:
-            return self._search(query, limit, among)
-        except StoreDamaged as error:
-            self.damage = _reason(error)
-            raise
-
-    def _search(
-        self, query: str, limit: int | None, among: Sequence[CardT] | None
-    ) -> list[Bm25Hit[CardT]]:
-        scored = self._scored(query, among)
-        if scored is None or (limit is not None and limit <= 0):
-            return []
-        scores, term_ids = scored
-        found = np.flatnonzero(scores)
-        if limit is not None and len(found) > limit:
-            found = _best_with_ties(found, scores, limit)
-        return self._hits(found, scores, term_ids, limit)
+        with self._noting_damage():
+            scored = self._scored(query, among)
+            if scored is None or (limit is not None and limit <= 0):
+                return []
+            scores, term_ids = scored
+            found = np.flatnonzero(scores)
+            if limit is not None and len(found) > limit:
+                found = _best_with_ties(found, scores, limit)
+            return self._hits(found, scores, term_ids, limit)
 
     def count(self, query: str, among: Sequence[CardT] | None = None) -> int:
         """How many hits `search` gives, without making any (raises as `search` does)."""
-        try:
+        with self._noting_damage():
             scored = self._scored(query, among)
-        except StoreDamaged as error:
-            self.damage = _reason(error)
-            raise
         return 0 if scored is None else int(np.count_nonzero(scored[0]))
 
     def search_passing(
@@ -964,35 +968,34 @@ class Bm25Index(Generic[CardT]):
         Only the passing hits are made: a rule that cannot keep the others need not see them.
         Raises `StoreDamaged` as `search` does.
         """
+        with self._noting_damage():
+            scored = self._scored(query, among)
+            if scored is None:
+                return [], 0, 0
+            scores, term_ids = scored
+            found = np.flatnonzero(scores)
+            holding = np.zeros(len(scores), dtype=np.bool_)
+            held_terms = {
+                term_id for term, _, term_id in self._looked_up(query)[1] if term in evidence
+            }
+            for term_id, _ in term_ids:
+                if term_id in held_terms:
+                    holding[self._impact_of(term_id)[0]] = True
+            held = found[holding[found]]
+            best = float(scores[held].max()) if len(held) else None
+            # Compared as the rule compares them: each float32 score as a Python float.
+            passing = found[scores[found].astype(np.float64) >= np.float64(at_least(best))]
+            with_evidence = len(held)
+            return self._hits(passing, scores, term_ids, None), len(found), with_evidence
+
+    @contextlib.contextmanager
+    def _noting_damage(self) -> Iterator[None]:
+        """Say in `damage` why a part of the store read within was found damaged."""
         try:
-            return self._search_passing(query, at_least, among, evidence)
+            yield
         except StoreDamaged as error:
             self.damage = _reason(error)
             raise
-
-    def _search_passing(
-        self,
-        query: str,
-        at_least: Callable[[float | None], float],
-        among: Sequence[CardT] | None,
-        evidence: Collection[str],
-    ) -> tuple[list[Bm25Hit[CardT]], int, int]:
-        scored = self._scored(query, among)
-        if scored is None:
-            return [], 0, 0
-        scores, term_ids = scored
-        found = np.flatnonzero(scores)
-        holding = np.zeros(len(scores), dtype=np.bool_)
-        vocabulary = self._postings.vocabulary
-        for term_id, _ in term_ids:
-            if vocabulary[term_id] in evidence:
-                holding[self._impact_of(term_id)[0]] = True
-        held = found[holding[found]]
-        best = float(scores[held].max()) if len(held) else None
-        # Compared as the rule compares them: each float32 score as a Python float.
-        passing = found[scores[found].astype(np.float64) >= np.float64(at_least(best))]
-        with_evidence = len(held)
-        return self._hits(passing, scores, term_ids, None), len(found), with_evidence
 
     def _scored(
         self, query: str, among: Sequence[CardT] | None
@@ -1069,22 +1072,17 @@ class Bm25Index(Generic[CardT]):
         A term the vault does not hold counts with the idf of a term held by no card,
         so a question about something absent cannot look fully answered.
         """
-        postings = self._postings
         unknown_idf = float(_idf(len(self.cards), 0))
         total = 0.0
-        for term, count in Counter(self.analyzer.analyze(query).terms).items():
-            # term_id, not term_ids: a stored vocabulary is searched, not split into a dict
-            term_id = postings.term_id(term)
+        for term, count, term_id in self._looked_up(query)[1]:
             idf = float(self._idf[term_id]) if term_id is not None else unknown_idf
             total += _query_weight(term, count) * idf
         return float(total)
 
     def _query_terms(self, query: str) -> list[tuple[int, float]]:
         """(term id, weight) of each known query term: its count, halved for prefixes."""
-        postings = self._postings
         weighted = []
-        for term, count in Counter(self.analyzer.analyze(query).terms).items():
-            term_id = postings.term_id(term)
+        for term, count, term_id in self._looked_up(query)[1]:
             if term_id is not None and term_id < len(self._idf):
                 weighted.append((term_id, _query_weight(term, count)))
         return weighted
