@@ -91,21 +91,21 @@ CREATE TABLE IF NOT EXISTS listing (
     digest BLOB NOT NULL
 );
 """
-# Added to catalogues written before it existed, by their next write.
-_SEARCH_SCHEMA = """
-CREATE TABLE IF NOT EXISTS search_head (
+# Added to catalogues written before they existed, by their next write.
+_SEARCH_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS search_head (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     key BLOB NOT NULL,
     cards INTEGER NOT NULL,
     blocks BLOB NOT NULL,
     digest BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS search_blocks (
+)""",
+    """CREATE TABLE IF NOT EXISTS search_blocks (
     block INTEGER PRIMARY KEY,
     columns BLOB NOT NULL,
     digest BLOB NOT NULL
+)""",
 )
-"""
 # Written by the first query that keeps cards by tag before a ranker.
 _TAGS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS tags (
@@ -696,9 +696,8 @@ class Catalog:
             )
         for retired in _RETIRED_TABLES:
             connection.execute(f"DROP TABLE IF EXISTS {retired}")
-        for statement in _SEARCH_SCHEMA.split(";"):
-            if statement.strip():
-                connection.execute(statement)
+        for statement in _SEARCH_SCHEMA:  # one by one: `executescript` would commit
+            connection.execute(statement)
         connection.execute("DELETE FROM search_head")
         connection.execute("DELETE FROM search_blocks")
         if (
