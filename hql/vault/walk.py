@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, overload
+from typing import NamedTuple, cast, overload
 
 from hql import files, messages
 from hql.vault.model import LoadWarning
@@ -140,10 +140,7 @@ class Walk:
             return statuses.columns
         if all(type(status) is os.stat_result for status in statuses):
             try:
-                return [
-                    array.array(code, map(operator.attrgetter(field), statuses)).tobytes()
-                    for code, field in _SIGNATURE_COLUMNS
-                ]
+                return _signature_columns(cast(Sequence[os.stat_result], statuses))
             except OverflowError:
                 pass
         return [marshal.dumps(self.signatures())]
@@ -185,6 +182,15 @@ class Walk:
 
 
 _FORMAT_NAMES = frozenset(FORMATS.values())
+
+
+def _signature_columns(statuses: Sequence[os.stat_result]) -> list[bytes]:
+    """The size, mtime_ns, inode and mode of each `stat`, a byte string per column (raises
+    OverflowError for a value a column cannot hold)."""
+    return [
+        array.array(code, map(operator.attrgetter(field), statuses)).tobytes()
+        for code, field in _SIGNATURE_COLUMNS
+    ]
 
 
 class _Joined(Sequence[str]):
@@ -316,14 +322,12 @@ def _shared_statuses(
     tasks = -(-len(entries) // _STATS_PER_TASK)
     done: list[list[bytes] | None] = [None] * tasks
 
+    def part(task: int) -> list[os.DirEntry[str]]:
+        return entries[task * _STATS_PER_TASK : (task + 1) * _STATS_PER_TASK]
+
     def columns_of(task: int) -> list[bytes] | None:
-        part = entries[task * _STATS_PER_TASK : (task + 1) * _STATS_PER_TASK]
         try:
-            statuses = [entry.stat() for entry in part]
-            return [
-                array.array(code, map(operator.attrgetter(field), statuses)).tobytes()
-                for code, field in _SIGNATURE_COLUMNS
-            ]
+            return _signature_columns([entry.stat() for entry in part(task)])
         except (OSError, OverflowError):
             return None
 
@@ -331,7 +335,7 @@ def _shared_statuses(
         done[task] = columns_of(task)
 
     def received(task: int, columns: object) -> None:
-        size = 8 * len(entries[task * _STATS_PER_TASK : (task + 1) * _STATS_PER_TASK])
+        size = 8 * len(part(task))
         if type(columns) is not list or len(columns) != len(_SIGNATURE_COLUMNS):
             return
         if all(type(column) is bytes and len(column) == size for column in columns):
@@ -341,12 +345,10 @@ def _shared_statuses(
     for task in range(tasks):
         if done[task] is None:  # not sent back by the forked process
             done[task] = columns_of(task)
-    if any(columns is None for columns in done):
+    made = [columns for columns in done if columns is not None]
+    if len(made) < tasks:
         return None
-    joined = [
-        b"".join(columns[at] for columns in done if columns)
-        for at in range(len(_SIGNATURE_COLUMNS))
-    ]
+    joined = [b"".join(columns[at] for columns in made) for at in range(len(_SIGNATURE_COLUMNS))]
     try:
         statuses = _RecordedStatuses(joined)
     except ValueError:  # columns of different lengths: not the forked process's to say
