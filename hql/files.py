@@ -13,11 +13,17 @@
 - Caches: sealed with a sha256 of their contents; a seal that does not match
   means the cache is rebuilt.
 - Locks: an advisory `flock` on the written file's directory, so concurrent writers wait.
+- Documents (the user's own notes, written by render and note writes) go through
+  `write_document` alone: every folder is opened relative to a descriptor of the
+  vault's root and never through a symlink, the new text replaces the old only if
+  the old is still what the work started from, and an edit that lands while the
+  new file is swapped in is put back (see `write_document`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import hashlib
 import os
@@ -26,6 +32,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 # A temporary of another writer is only removed once its process is gone; one in the
 # old naming (no process id) once it is older than this.
@@ -198,10 +205,13 @@ def write_atomically(path: str | os.PathLike[str], data: bytes) -> Path:
     return target
 
 
-def clean_stale_temporaries(directory: Path, name: str, also: tuple[str, ...] = ()) -> list[str]:
+def clean_stale_temporaries(
+    directory: Path | int, name: str, also: tuple[str, ...] = ()
+) -> list[str]:
     """Remove what killed writers of `directory/name` left: their temporaries and journals.
 
-    `also` names older prefixes of temporaries of the same file, removed when stale.
+    `directory` is a path or an open directory descriptor. `also` names older prefixes
+    of temporaries of the same file, removed when stale.
     """
     removed: list[str] = []
     prefix = f".{name}."
@@ -214,22 +224,25 @@ def clean_stale_temporaries(directory: Path, name: str, also: tuple[str, ...] = 
         ours = entry.startswith(prefix) and entry.endswith(_TEMP_SUFFIXES)
         if not ours and not (also and entry.startswith(also)):
             continue
-        path = directory / entry
-        if _abandoned(entry, path, now):
+        if isinstance(directory, int):
+            where: dict[str, Any] = {"path": entry, "dir_fd": directory}
+        else:
+            where = {"path": directory / entry}
+        if _abandoned(entry, where, now):
             with contextlib.suppress(OSError):
-                os.unlink(path)
+                os.unlink(**where)
                 removed.append(entry)
     return removed
 
 
-def _abandoned(entry: str, path: Path, now: float) -> bool:
+def _abandoned(entry: str, where: dict[str, Any], now: float) -> bool:
     marked = entry.rfind(_TEMP_MARK)
     if marked >= 0:
         pid_text = entry[marked + len(_TEMP_MARK) :].split("-", 1)[0]
         if pid_text.isdigit():
             return not _alive(int(pid_text))
     try:
-        return now - os.lstat(path).st_mtime > STALE_SECONDS
+        return now - os.lstat(**where).st_mtime > STALE_SECONDS
     except OSError:
         return False
 
@@ -244,6 +257,342 @@ def _alive(pid: int) -> bool:
     except (PermissionError, OverflowError):
         return True
     return True
+
+
+# --- documents: the one writer ----------------------------------------------------
+
+
+class WriteRefused(OSError):
+    """A document write HQL refused before touching the file; `strerror` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(errno.EPERM, reason)
+
+
+class Conflict(WriteRefused):
+    """The document is no longer what the work started from: nothing was written."""
+
+    def __init__(self, reason: str, current_digest: str | None) -> None:
+        super().__init__(reason)
+        self.current_digest = current_digest
+
+
+class Exists(WriteRefused):
+    """`create=True` named a document that is already there: nothing was written."""
+
+
+def document_digest(data: bytes) -> str:
+    """The digest `write_document` compares: "sha256:<hex>"."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+_DIRECTORY_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_DIRECTORY", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+# The largest document `write_document` reads back to compare (render's own cap).
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+
+
+def write_document(
+    root: str | os.PathLike[str],
+    relpath: str | os.PathLike[str],
+    data: bytes,
+    *,
+    base_digest: str | None,
+    create: bool = False,
+) -> str:
+    """Replace (or with `create`, make) the document `relpath` of the vault at `root`; its new digest.
+
+    Every folder on the way is opened relative to a descriptor of `root` opened
+    once for this write, never through a symlink (a folder swapped for a symlink
+    is refused, whatever it points to). The new text goes to a temporary beside
+    the document, gets the old file's mode (a new file the umask's), is synced,
+    and is swapped in only if the document still has `base_digest` (None: the
+    digest it had when this call began); otherwise `Conflict`, nothing written.
+    With `create`, an existing name raises `Exists` and missing folders are made.
+
+    Writers of HQL hold the folder's advisory lock, so they take turns. An editor
+    that saves in the instant between the last comparison and the swap is caught
+    too: where the file system can exchange two names atomically (Linux's
+    renameat2), the file swapped out is compared once more and, if it is not what
+    the work started from, swapped back (`Conflict`). Elsewhere the window is the
+    time between that comparison and the rename.
+    """
+    parts = _document_parts(relpath)
+    shown = "/".join(parts)
+    root_fd = os.open(
+        root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+    )
+    try:
+        parent = _open_folders(root_fd, parts, create)
+        try:
+            with _holding_lock(parent):
+                return _swap_in(root_fd, parent, parts[-1], shown, data, base_digest, create)
+        finally:
+            if parent != root_fd:
+                os.close(parent)
+    finally:
+        os.close(root_fd)
+
+
+def _document_parts(relpath: str | os.PathLike[str]) -> list[str]:
+    text = os.fspath(relpath)
+    path = Path(text)
+    parts = [part for part in path.parts if part not in ("", ".")]
+    if path.is_absolute() or not parts or ".." in parts or "\0" in text:
+        raise WriteRefused(_messages().document_not_inside(text))
+    return parts
+
+
+def _messages() -> Any:
+    from hql import messages  # wording lives in one module; files.py stays importable alone
+
+    return messages
+
+
+def _open_folders(root_fd: int, parts: list[str], create: bool) -> int:
+    """A descriptor of the document's folder, reached from `root_fd` without following a link."""
+    current = root_fd
+    for depth, name in enumerate(parts[:-1]):
+        try:
+            opened = _open_folder(current, name, create)
+        except BaseException:
+            if current != root_fd:
+                os.close(current)
+            raise
+        if current != root_fd:
+            os.close(current)
+        if opened is None:
+            raise WriteRefused(_messages().document_symlinked("/".join(parts[: depth + 1])))
+        current = opened
+    return current
+
+
+def _open_folder(parent: int, name: str, create: bool) -> int | None:
+    """The folder `name` in `parent`; None when it is a symlink (or not a folder)."""
+    try:
+        return os.open(name, _DIRECTORY_FLAGS, dir_fd=parent)
+    except FileNotFoundError:
+        if not create:
+            raise
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, 0o777, dir_fd=parent)
+        return _open_folder(parent, name, create=False)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENOTDIR):
+            return None
+        raise
+
+
+@contextlib.contextmanager
+def _holding_lock(directory: int) -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with contextlib.suppress(OSError):
+        fcntl.flock(directory, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(directory, fcntl.LOCK_UN)
+
+
+def _read_at(directory: int, name: str, shown: str) -> tuple[bytes, os.stat_result] | None:
+    """The document's bytes and status, None when it is not there; refuses links and non-files."""
+    try:
+        descriptor = os.open(name, _READ_FLAGS, dir_fd=directory)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise WriteRefused(_messages().document_symlinked(shown)) from None
+        raise
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise WriteRefused(_messages().document_not_regular(shown))
+        if status.st_size > MAX_DOCUMENT_BYTES:
+            raise TooLarge(status.st_size, MAX_DOCUMENT_BYTES)
+        chunks = []
+        while chunk := os.read(descriptor, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks), status
+    finally:
+        os.close(descriptor)
+
+
+def _digest_at(directory: int, name: str, shown: str) -> str | None:
+    found = _read_at(directory, name, shown)
+    return None if found is None else document_digest(found[0])
+
+
+def _swap_in(
+    root_fd: int,
+    parent: int,
+    name: str,
+    shown: str,
+    data: bytes,
+    base_digest: str | None,
+    create: bool,
+) -> str:
+    words = _messages()
+    found = _read_at(parent, name, shown)
+    if create and found is not None:
+        raise Exists(words.document_exists(shown))
+    if not create and found is None:
+        raise Conflict(words.document_gone(shown), None)
+    expected = base_digest
+    if found is not None:
+        current = document_digest(found[0])
+        expected = expected or current
+        if current != expected:
+            raise Conflict(words.document_changed(shown), current)
+    mode = stat.S_IMODE(found[1].st_mode) if found is not None else new_file_mode()
+    clean_stale_temporaries(parent, name)
+    temporary = _temporary_at(parent, name)
+    ours = os.stat(temporary, dir_fd=parent, follow_symlinks=False).st_ino
+    try:
+        _fill(parent, temporary, data, mode)
+        if not _below_root(root_fd, parent):
+            raise WriteRefused(words.document_moved_outside(shown))
+        if create:
+            _place_new(parent, temporary, name, shown)
+        else:
+            _replace_checked(parent, temporary, name, shown, expected)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            # after a swap back the name holds our text again, unless yet another writer
+            # put its own file there in between: that one is kept
+            if os.stat(temporary, dir_fd=parent, follow_symlinks=False).st_ino == ours:
+                os.unlink(temporary, dir_fd=parent)
+        raise
+    with contextlib.suppress(OSError):
+        os.fsync(parent)  # the rename itself is durable
+    return document_digest(data)
+
+
+def _temporary_at(parent: int, name: str) -> str:
+    while True:
+        candidate = f".{name}{_TEMP_MARK}{os.getpid()}-{os.urandom(4).hex()}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            descriptor = os.open(
+                candidate, flags | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=parent
+            )
+        except FileExistsError:
+            continue
+        os.close(descriptor)
+        return candidate
+
+
+def _fill(parent: int, temporary: str, data: bytes, mode: int) -> None:
+    descriptor = os.open(temporary, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), dir_fd=parent)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(descriptor, view) :]
+        os.fchmod(descriptor, mode)
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _below_root(root_fd: int, parent: int) -> bool:
+    """Whether the folder is still below the root (a folder moved out meanwhile is not).
+
+    Read from /proc where there is one; elsewhere the descriptors alone vouch for it."""
+    try:
+        root = os.readlink(f"/proc/self/fd/{root_fd}")
+        folder = os.readlink(f"/proc/self/fd/{parent}")
+    except OSError:
+        return True
+    return _below(folder, root)
+
+
+def _place_new(parent: int, temporary: str, name: str, shown: str) -> None:
+    try:
+        outcome = _rename_flags(parent, temporary, name, _RENAME_NOREPLACE)
+    except FileExistsError:
+        raise Exists(_messages().document_exists(shown)) from None
+    if outcome:
+        return
+    try:  # no renameat2: a hard link refuses an existing name just as well
+        os.link(temporary, name, src_dir_fd=parent, dst_dir_fd=parent, follow_symlinks=False)
+    except FileExistsError:
+        raise Exists(_messages().document_exists(shown)) from None
+    os.unlink(temporary, dir_fd=parent)
+
+
+def _replace_checked(
+    parent: int, temporary: str, name: str, shown: str, expected: str | None
+) -> None:
+    current = _digest_at(parent, name, shown)
+    if current != expected:
+        raise Conflict(_messages().document_changed(shown), current)
+    try:
+        exchanged = _rename_flags(parent, temporary, name, _RENAME_EXCHANGE)
+    except FileNotFoundError:
+        raise Conflict(_messages().document_gone(shown), None) from None
+    if not exchanged:
+        os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
+        return
+    # `temporary` now names the file that was the document a moment ago
+    try:
+        displaced = _digest_at(parent, temporary, shown)
+    except OSError:
+        displaced = None
+    if displaced != expected:
+        # an edit landed between the comparison and the exchange: give it back its name
+        _rename_flags(parent, temporary, name, _RENAME_EXCHANGE)
+        raise Conflict(_messages().document_changed(shown), displaced)
+    os.unlink(temporary, dir_fd=parent)
+
+
+_RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
+_RENAMEAT2: Any = None
+_RENAMEAT2_MISSING = False
+
+
+def _rename_flags(parent: int, source: str, target: str, flags: int) -> bool:
+    """renameat2 within one folder; False where the system or the file system lacks it."""
+    global _RENAMEAT2, _RENAMEAT2_MISSING
+    if _RENAMEAT2_MISSING:
+        return False
+    if _RENAMEAT2 is None:
+        try:
+            function = ctypes.CDLL(None, use_errno=True).renameat2
+        except (AttributeError, OSError):
+            _RENAMEAT2_MISSING = True
+            return False
+        function.argtypes = [
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_uint,
+        ]
+        function.restype = ctypes.c_int
+        _RENAMEAT2 = function
+    result = _RENAMEAT2(parent, os.fsencode(source), parent, os.fsencode(target), flags)
+    if result == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False  # this file system cannot: the plain rename does
+    raise OSError(code, os.strerror(code))
 
 
 # --- caches ---------------------------------------------------------------------

@@ -2099,3 +2099,38 @@ def watch_stopped() -> str:
 
 def api_vault_expected(given: str) -> str:
     return f"`vault` must be an opened hql.Vault or the path of a vault folder, not {given}"
+
+
+# --- hostile input and races, round three: the one writer of documents, the MCP
+# server's resources and fair share, render fences, extensions that exit --------------
+
+
+def document_symlinked(component: str) -> str:
+    return (
+        f"{component} is a symbolic link; documents are written only through the vault's "
+        "own folders, so nothing was written"
+    )
+
+
+def document_not_inside(relpath: str) -> str:
+    return f"{relpath} does not name a place inside the vault; nothing was written"
+
+
+def document_not_regular(relpath: str) -> str:
+    return f"{relpath} is not a regular file; nothing was written"
+
+
+def document_changed(relpath: str) -> str:
+    return f"{relpath} changed since it was read; nothing was written"
+
+
+def document_gone(relpath: str) -> str:
+    return f"{relpath} was removed since it was read; nothing was written"
+
+
+def document_exists(relpath: str) -> str:
+    return f"{relpath} already exists; nothing was written"
+
+
+def document_moved_outside(relpath: str) -> str:
+    return f"the folder of {relpath} was moved outside the vault; nothing was written"

@@ -9,6 +9,7 @@ render changes nothing. `--write` replaces the file atomically.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -24,7 +25,7 @@ QUERY_INFOS = {"hql", "hql#eval", "hql#query"}
 RESULT_INFO = "hql#result"
 FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
 # A document larger than this is not rendered: it is read whole, and written whole.
-MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+MAX_DOCUMENT_BYTES = files.MAX_DOCUMENT_BYTES
 
 
 @dataclass
@@ -175,21 +176,30 @@ def carries_blocks(text: str) -> bool:
     )
 
 
-def _save(path: str, original: bytes, text: str) -> None:
-    """Replace the document, unless it changed since it was read (then say so, write nothing)."""
+def _save(path: str, original: bytes, text: str, root: str | None = None) -> None:
+    """Replace the document, unless it changed since it was read (then say so, write nothing).
+
+    `root` is the vault the document belongs to (None: its own folder); the write is
+    made relative to it and refuses symlinked folders (files.write_document)."""
     try:
-        if _current_bytes(path) != original:
-            raise HostError(messages.render_changed_meanwhile(path))
-        write_atomically(path, text)
+        save_document(path, original, text.encode("utf-8"), root)
+    except files.Conflict:
+        raise HostError(messages.render_changed_meanwhile(path)) from None
     except OSError as error:
         raise HostError(messages.cannot_write(path, error)) from None
 
 
-def _current_bytes(path: str) -> bytes | None:
-    try:
-        return files.read_regular(path, MAX_DOCUMENT_BYTES)
-    except FileNotFoundError:
-        return None
+def save_document(path: str, original: bytes, data: bytes, root: str | None) -> str:
+    """Write `data` over the document at `path` if it still holds `original`; its new digest.
+
+    A symlinked document updates its target, when that is inside `root` (else
+    WriteRefused); the file keeps its mode."""
+    target = files.real(path)
+    base = files.real(root) if root is not None else os.path.dirname(target)
+    if not files.Containment(base).inside_vault(target) or target == base:
+        raise files.WriteRefused(messages.render_outside_vault(path))
+    relpath = os.path.relpath(target, base)
+    return files.write_document(base, relpath, data, base_digest=files.document_digest(original))
 
 
 def _read_bytes(path: str) -> bytes:
@@ -206,12 +216,13 @@ def _decode(path: str, data: bytes) -> str:
         raise HostError(messages.cannot_read(path, error)) from None
 
 
-def write_atomically(path: str, text: str) -> None:
-    """Write beside the real file, flush to disk, then rename over it: never a half-written document.
-
-    A symlinked document updates its target; the file keeps its mode (a new one gets the umask's).
-    """
-    files.write_atomically(path, text.encode("utf-8"))
+def _vault_of(session: Session, path: str) -> str | None:
+    """The session's vault root when the document is inside it (its writes are then checked
+    from the root down), else None."""
+    if session.vault is None:
+        return None
+    root = os.fspath(session.vault.root)
+    return root if files.Containment(root).inside_vault(path) else None
 
 
 def render_command(
@@ -233,7 +244,7 @@ def render_command(
         raise HostError(f"{args.file}: {refusal}") from None
     if args.write and args.file != "-":
         if rendered.text != text:
-            _save(args.file, original, rendered.text)
+            _save(args.file, original, rendered.text, _vault_of(session, args.file))
         print(f"{args.file}: {messages.plural(rendered.blocks, 'block')} rendered")
     else:
         sys.stdout.write(rendered.text)
@@ -270,7 +281,7 @@ def _render_all(
                 print(messages.render_outside_vault(card.path), file=sys.stderr)
                 failed += 1
                 continue
-            _save(card.path, original, rendered.text)
+            _save(card.path, original, rendered.text, os.fspath(session.vault.root))
         state = messages.render_state(changed, args.write)
         print(f"{card.path}: {messages.plural(rendered.blocks, 'block')} rendered{state}")
         report_failures(card.path, rendered)

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 import hql
+from hql import files
 from hql.api import HostError, Session
-from hql.render import render_command, write_atomically
+from hql.render import render_command
 
 SAMPLE = Path(__file__).resolve().parents[1] / "vaults" / "web-auth"
 DOCUMENT = "# Notes\n\n```hql\ncards | count\n```\n\n```python\nprint(1)\n```\n\n```hql\n1 +\n```\n"
@@ -64,10 +65,10 @@ def test_all_reports_each_document_and_writes_only_with_write(vault: Path, capsy
 def test_a_failed_write_is_a_host_error_and_the_document_is_intact(
     vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def refuse(source: str, target: object) -> None:
+    def refuse(descriptor: int) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(os, "replace", refuse)
+    monkeypatch.setattr(os, "fsync", refuse)
     notes = vault / "notes.md"
     with pytest.raises(HostError, match="cannot write .*: Permission denied"):
         render_command(_args(file=str(notes), write=True), _session(vault))
@@ -81,7 +82,7 @@ def test_atomic_write_keeps_the_file_mode(tmp_path: Path) -> None:
     target = tmp_path / "doc.md"
     target.write_text("old", encoding="utf-8")
     target.chmod(0o640)
-    write_atomically(str(target), "new")
+    files.write_document(tmp_path, "doc.md", b"new", base_digest=files.document_digest(b"old"))
     assert target.read_text(encoding="utf-8") == "new"
     assert target.stat().st_mode & 0o777 == 0o640
 

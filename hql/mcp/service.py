@@ -590,12 +590,14 @@ class VaultService:
         """Run a document's hql blocks and write their answers into it, atomically."""
         if not self.allow_write:
             raise ToolFailure(messages.mcp_write_not_allowed())
-        from hql.render import render_document, write_atomically
+        from hql import files
+        from hql.render import render_document, save_document
 
         path = self._document_path(document)
         vault = self.live.get()
         try:
-            text = path.read_text(encoding="utf-8")
+            original = files.read_regular(path, files.MAX_DOCUMENT_BYTES)
+            text = original.decode("utf-8")
         except (OSError, UnicodeDecodeError) as error:
             raise ToolFailure(messages.cannot_read(document, error)) from None
 
@@ -607,8 +609,12 @@ class VaultService:
             return {"ok": False, "path": document, "written": False, **self._answer(rendered)}
         changed = rendered.text != text
         if changed:
+            # written from the vault's root down: the document is replaced only if it still
+            # holds what was rendered, and never through a folder swapped for a symlink
             try:
-                write_atomically(str(path), rendered.text)
+                save_document(str(path), original, rendered.text.encode("utf-8"), self.live.root)
+            except files.Conflict:
+                raise ToolFailure(messages.render_changed_meanwhile(document)) from None
             except OSError as error:
                 raise ToolFailure(messages.cannot_write(document, error)) from None
             self.live.expire()
