@@ -163,8 +163,23 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = 
 
 
 def _mcp_arguments(parser: argparse.ArgumentParser) -> None:
+    # `--vault` again, once per vault: this replaces the global option's single DIR
     parser.add_argument(
-        "--allow-write", action="store_true", help="offer the `render` tool, which writes documents"
+        "--vault",
+        dest="vaults",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="a vault to serve; repeat it for several (the first answers calls that name none)",
+    )
+    parser.add_argument(
+        "--vaults",
+        dest="vaults_file",
+        metavar="FILE",
+        help="a TOML file naming the vaults to serve: [mcp.vaults.NAME] path, description",
+    )
+    parser.add_argument(
+        "--allow-write", action="store_true", help="offer the tools that write documents"
     )
     parser.add_argument(
         "--time-limit",
@@ -222,7 +237,10 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     commands.required = True
 
     def sub(name: str, help_text: str) -> argparse.ArgumentParser:
-        child = commands.add_parser(name, help=help_text, description=help_text)
+        # "resolve": a subcommand may give a global option its own meaning (`mcp --vault`, repeated)
+        child = commands.add_parser(
+            name, help=help_text, description=help_text, conflict_handler="resolve"
+        )
         _global_options(child, suppress=True)
         return child
 

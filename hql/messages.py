@@ -1470,7 +1470,7 @@ def needs_collections(step: str, found: object) -> str:
 
 
 def mcp_needs_vault() -> str:
-    return "`hql mcp` serves one vault: name it with `--vault DIR`"
+    return "`hql mcp` serves vaults: name one with `--vault DIR` (repeat it for more)"
 
 
 def mcp_bad_limit(option: str, value: str, floor: object) -> str:
@@ -1536,6 +1536,13 @@ def mcp_no_document(document: str) -> str:
 
 
 MCP_TOOLS = {
+    "vaults": (
+        "The vaults this server answers from: each one's name (what every tool's `vault` argument "
+        "takes), description, folder, number of cards, and what its indexes offer (bm25 always; "
+        "semantic when the vault has an embedding index, with its model). Call it first when the "
+        "server offers more than one vault."
+    ),
+    "vault": "The vault to ask, by the name `vaults` gives; the first vault when omitted.",
     "query": (
         "Run an HQL program against the vault and return its value as JSON, its static type, and "
         "every report (severity, stage, message, line, column and the caret text that points at "
@@ -1612,6 +1619,44 @@ Three programs:
 
 Programs run under a time budget and long answers are cut with a note saying so; narrow the
 program (filter, take, map to fewer fields) rather than asking for everything."""
+
+
+# --- the MCP server: HTTP, several vaults, lifecycle (hql mcp --http) -------------------
+
+
+def mcp_server_closing() -> str:
+    return "the server is stopping, so the program was not run (or was stopped); call again later"
+
+
+def mcp_vault_name_taken(name: str, folder: str) -> str:
+    return (
+        f"two vaults would be called `{name}` ({folder} is the second); name them in a vaults "
+        "file instead: `hql mcp --vaults FILE` with an [mcp.vaults.NAME] table for each"
+    )
+
+
+def mcp_vaults_file_shape() -> str:
+    return (
+        'expected [mcp.vaults.NAME] tables, each with `path = "DIR"` and optionally '
+        '`description = "..."`'
+    )
+
+
+def mcp_vaults_file_bad(path: str, why: str) -> str:
+    return f"{path} is not a vaults file: {why}"
+
+
+def mcp_unknown_vault(name: str, names: list[str]) -> str:
+    return (
+        f"this server has no vault called `{name}`; it has {', '.join(f'`{n}`' for n in names)} "
+        "(the `vaults` tool describes them)"
+    )
+
+
+MCP_BM25_OFFER = {
+    "available": True,
+    "ranks": "words (BM25F, multilingual), built from the cards on first use",
+}
 
 
 # --- operators, dates and parameters (everyday.md sections 1, 2 and 5) -----------------

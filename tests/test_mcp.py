@@ -66,9 +66,21 @@ def test_a_client_lists_the_tools_calls_each_and_survives_bad_programs() -> None
     async def talk(client: Any) -> None:
         assert "HQL" in client.instructions and "import bm25" in client.instructions
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        assert set(tools) == {"query", "search", "check", "card", "explain"}  # no render
+        assert set(tools) == {"vaults", "query", "search", "check", "card", "explain"}  # no render
         for tool in tools.values():
             assert len(tool.description) > 80 and tool.input_schema["type"] == "object"
+            hints = tool.annotations
+            assert (hints.read_only_hint, hints.destructive_hint, hints.open_world_hint) == (
+                True,
+                False,
+                False,
+            )
+            assert tool.output_schema["type"] == "object"
+            if tool.name != "vaults":
+                assert "vault" in tool.input_schema["properties"]
+        assert {"ok", "program", "hits", "retrieval", "reports"} <= set(
+            tools["search"].output_schema["required"]
+        )
         assert tools["search"].input_schema["properties"]["ranker"]["enum"] == [
             "bm25",
             "semantic",
@@ -156,8 +168,9 @@ def test_allow_write_adds_render_which_writes_one_document_atomically(vault: Pat
     seen: dict[str, Any] = {}
 
     async def talk(client: Any) -> None:
-        tools = {tool.name for tool in (await client.list_tools()).tools}
-        assert "render" in tools
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        hints = tools["render"].annotations
+        assert hints.read_only_hint is False and hints.destructive_hint is True
         seen["render"] = _answer(await client.call_tool("render", {"document": "notes.md"}))
         outside = await client.call_tool("render", {"document": "../elsewhere.md"})
         seen["outside"] = (outside.is_error, outside.content[0].text)

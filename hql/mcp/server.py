@@ -1,32 +1,92 @@
-"""The MCP server: `VaultService` offered as tools and resources over stdio, on the official SDK."""
+"""The MCP server: the vaults' tools and resources over stdio (or HTTP, `hql.mcp.http`), on the official SDK.
+
+Every tool is a function in `build_server`, registered with `@tool`, which
+gives it its row of `ANNOTATIONS` and its description (`messages.MCP_TOOLS`).
+Its return annotation `Annotated[CallToolResult, shapes.X]` publishes the
+answer's shape as the tool's output schema. It takes `vault: VaultName = None`
+and answers through `_answer(served, vault, work, key)`, where `work` gets the
+`VaultService` the call names. A tool whose row is not read-only is offered
+only when the server was started with `--allow-write`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any, Literal
+import io
+import os
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, Any, Literal, TypeVar
 
+import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from hql import messages
 from hql.api import HostError
-from hql.mcp.service import ToolFailure, VaultService, encode
+from hql.mcp import shapes
+from hql.mcp.service import ToolFailure, Vaults, VaultService, encode, stop_every_program
 from hql.version import __version__
 
 TOOLS = messages.MCP_TOOLS
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
+
+# --- what each tool may do: one row per tool ---------------------------------------------
+# No tool reaches outside the vaults it serves (open_world_hint=False). The write tools
+# change documents (destructive_hint=True); a tool whose second identical call changes
+# nothing more is idempotent.
+
+READ = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+)
+REWRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+
+ANNOTATIONS: dict[str, ToolAnnotations] = {
+    "vaults": READ,
+    "query": READ,
+    "search": READ,
+    "context": READ,
+    "check": READ,
+    "card": READ,
+    "explain": READ,
+    # offered only with --allow-write
+    "render": REWRITE,  # rendering again writes the same answers
+    "remember": WRITE,
+    "append_note": WRITE,
+    "edit_note": REWRITE,
+    "set_property": REWRITE,
+    "move_note": WRITE,
+    "archive_note": REWRITE,
+}
+
 Program = Annotated[str, Field(description="An HQL program.")]
-WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
+VaultName = Annotated[str | None, Field(description=TOOLS["vault"])]
+Function = TypeVar("Function", bound=Callable[..., Any])
 
 
-def _result(
-    call: Callable[[], dict[str, Any]], service: VaultService, key: str | None = None
+def offered(name: str, allow_write: bool) -> bool:
+    """Whether the server offers the tool `name`: a writing tool only with --allow-write."""
+    return allow_write or ANNOTATIONS[name].read_only_hint is True
+
+
+def _answer(
+    vaults: Vaults,
+    vault: str | None,
+    work: Callable[[VaultService], dict[str, Any]],
+    key: str | None = None,
 ) -> CallToolResult:
-    """A tool's answer as JSON text and structured content (its `key` shortened to fit the output
-    limit); a refused call as an error result. A program that failed is an error result too."""
+    """A tool's answer from the vault the call names, as JSON text and the same structured
+    content (its `key` shortened to fit the output limit). A refused call is an error result
+    with the reason as its text; a program that failed is an error result with its reports."""
     try:
-        answer = call()
+        service = vaults.get(vault)
+        answer = work(service)
     except (ToolFailure, HostError) as failure:
         return CallToolResult(content=[TextContent(type="text", text=str(failure))], is_error=True)
     answer, text = service.finish(answer, key) if key is not None else (answer, encode(answer))
@@ -37,25 +97,41 @@ def _result(
     )
 
 
-def build_server(service: VaultService) -> MCPServer[Any]:
-    vault = service.live.get()
-    example = vault.cards[0].name if vault.cards else "name"
+def build_server(served: Vaults) -> MCPServer[Any]:
+    first = served.first.live.get()
+    example = first.cards[0].name if first.cards else "name"
     server: MCPServer[Any] = MCPServer(
         name="hql",
         title="HQL",
         version=__version__,
-        instructions=messages.mcp_instructions(vault.root_text, len(vault.cards), example),
+        instructions=messages.mcp_instructions(first.root_text, len(first.cards), example),
         log_level="WARNING",
     )
 
-    @server.tool(description=TOOLS["query"], annotations=READ_ONLY, structured_output=False)
+    def tool(function: Function) -> Function:
+        name = function.__name__
+        if offered(name, served.allow_write):
+            server.add_tool(
+                function,
+                description=TOOLS[name],
+                annotations=ANNOTATIONS[name],
+                structured_output=True,
+            )
+        return function
+
+    @tool
+    def vaults() -> Annotated[CallToolResult, shapes.VaultsAnswer]:
+        return _answer(served, None, lambda _: served.listing())
+
+    @tool
     def query(
         program: Program,
         params: Annotated[dict[str, Any] | None, Field(description=TOOLS["query.params"])] = None,
-    ) -> CallToolResult:
-        return _result(lambda: service.query(program, params), service, "value")
+        vault: VaultName = None,
+    ) -> Annotated[CallToolResult, shapes.QueryAnswer]:
+        return _answer(served, vault, lambda service: service.query(program, params), "value")
 
-    @server.tool(description=TOOLS["search"], annotations=READ_ONLY, structured_output=False)
+    @tool
     def search(
         question: Annotated[str, Field(description=TOOLS["search.question"])],
         k: Annotated[int, Field(description=TOOLS["search.k"], ge=1, le=1000)] = 10,
@@ -63,48 +139,89 @@ def build_server(service: VaultService) -> MCPServer[Any]:
             Literal["bm25", "semantic", "hybrid"], Field(description=TOOLS["search.ranker"])
         ] = "bm25",
         relevant: Annotated[bool, Field(description=TOOLS["search.relevant"])] = True,
-    ) -> CallToolResult:
-        return _result(lambda: service.search(question, k, ranker, relevant), service, "hits")
+        vault: VaultName = None,
+    ) -> Annotated[CallToolResult, shapes.SearchAnswer]:
+        return _answer(
+            served, vault, lambda service: service.search(question, k, ranker, relevant), "hits"
+        )
 
-    @server.tool(description=TOOLS["check"], annotations=READ_ONLY, structured_output=False)
-    def check(program: Program) -> CallToolResult:
-        return _result(lambda: service.check(program), service)
+    @tool
+    def check(
+        program: Program, vault: VaultName = None
+    ) -> Annotated[CallToolResult, shapes.CheckAnswer]:
+        return _answer(served, vault, lambda service: service.check(program))
 
-    @server.tool(description=TOOLS["card"], annotations=READ_ONLY, structured_output=False)
+    @tool
     def card(
         name: Annotated[
             str, Field(description="The card's name, as `search` and `query` give it.")
         ],
-    ) -> CallToolResult:
-        return _result(lambda: service.card(name), service, "body")
+        vault: VaultName = None,
+    ) -> Annotated[CallToolResult, shapes.CardAnswer]:
+        return _answer(served, vault, lambda service: service.card(name), "body")
 
-    @server.tool(description=TOOLS["explain"], annotations=READ_ONLY, structured_output=False)
-    def explain(program: Program) -> CallToolResult:
-        return _result(lambda: service.explain(program), service, "value")
+    @tool
+    def explain(
+        program: Program, vault: VaultName = None
+    ) -> Annotated[CallToolResult, shapes.ExplainAnswer]:
+        return _answer(served, vault, lambda service: service.explain(program), "value")
 
-    if service.allow_write:
-
-        @server.tool(description=TOOLS["render"], annotations=WRITES, structured_output=False)
-        def render(
-            document: Annotated[
-                str, Field(description="The document's path inside the vault, e.g. queries.md.")
-            ],
-        ) -> CallToolResult:
-            return _result(lambda: service.render(document), service)
+    @tool
+    def render(
+        document: Annotated[
+            str, Field(description="The document's path inside the vault, e.g. queries.md.")
+        ],
+        vault: VaultName = None,
+    ) -> Annotated[CallToolResult, shapes.RenderAnswer]:
+        return _answer(served, vault, lambda service: service.render(document))
 
     @server.resource(
         "hql://card/{name}", description=TOOLS["card_resource"], mime_type="text/markdown"
     )
     def card_resource(name: str) -> str:
-        return service.card_text(name)
+        return served.first.card_text(name)
 
     @server.resource("hql://cards", description=TOOLS["cards"], mime_type="application/json")
     def cards_resource() -> str:
-        return encode(service.cards())
+        return encode(served.first.cards())
 
     return server
 
 
-def serve(service: VaultService) -> None:
+# --- stdio ---------------------------------------------------------------------------------
+
+# After the client hangs up, a program still running in C (where it cannot be stopped)
+# gets this long before the process leaves without it.
+EXIT_GRACE_SECONDS = 1.0
+
+
+class _Lines:
+    """The client's lines on stdin; when it closes stdin (or dies), every program is
+    stopped so the server exits at once instead of finishing calls nobody will read."""
+
+    def __init__(self, lines: Any) -> None:
+        self._lines = lines
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        async for line in self._lines:
+            yield line
+        _client_gone()
+
+
+def _client_gone() -> None:
+    stop_every_program()
+    timer = threading.Timer(EXIT_GRACE_SECONDS, os._exit, args=(0,))
+    timer.daemon = True
+    timer.start()
+
+
+async def _serve_stdio(server: MCPServer[Any]) -> None:
+    lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async, with our stdin
+    stdin = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    async with stdio_server(stdin=_Lines(stdin)) as (read_stream, write_stream):  # type: ignore[arg-type]
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
+def serve(served: Vaults) -> None:
     """Answer MCP requests on stdin and stdout until the client hangs up."""
-    build_server(service).run("stdio")
+    anyio.run(_serve_stdio, build_server(served))

@@ -140,21 +140,25 @@ class _Stopped(BaseException):
 
 
 class Overrun(Exception):
-    def __init__(self, seconds: float) -> None:
+    """A program stopped: its time was up, or (`closing`) the server is shutting down."""
+
+    def __init__(self, seconds: float, closing: bool = False) -> None:
         super().__init__(seconds)
         self.seconds = seconds
+        self.closing = closing
 
 
 _REFIRE_SECONDS = 0.1
 
 
 class _Watch:
-    __slots__ = ("deadline", "ident", "fired")
+    __slots__ = ("deadline", "ident", "fired", "closing")
 
     def __init__(self, deadline: float, ident: int) -> None:
         self.deadline = deadline
         self.ident = ident
         self.fired = False
+        self.closing = False
 
 
 def _raise_in(ident: int, exception: type[BaseException] | None) -> None:
@@ -176,6 +180,7 @@ class _Watchdog:
         self._watches: set[_Watch] = set()
         self._thread: threading.Thread | None = None
         self._wake_at = math.inf  # the deadline the watchdog sleeps until
+        self.closing = False  # set once by `stop_all`: no program runs after it
 
     def watch(self, seconds: float) -> _Watch:
         entry = _Watch(time.monotonic() + seconds, threading.get_ident())
@@ -194,6 +199,16 @@ class _Watchdog:
                 self._watches.discard(entry)
                 if entry.fired:  # fired but not yet raised: take it back
                     _raise_in(entry.ident, None)
+
+    def stop_all(self) -> None:
+        """Stop every program now, and every later one before it starts (the server is closing)."""
+        with self._condition:
+            self.closing = True
+            for entry in self._watches:
+                entry.deadline = 0.0
+                entry.closing = True
+            self._wake_at = 0.0
+            self._condition.notify()
 
     def _loop(self) -> None:
         with self._condition:
@@ -215,8 +230,16 @@ class _Watchdog:
 _WATCHDOG = _Watchdog()
 
 
+def stop_every_program() -> None:
+    """The server is closing: stop every program running under `within`, and refuse later ones
+    (each is answered with a report saying the server is stopping)."""
+    _WATCHDOG.stop_all()
+
+
 def within(seconds: float, work: Callable[[], Any]) -> Any:
     """`work()` on this thread; Overrun when it is stopped after `seconds`."""
+    if _WATCHDOG.closing:
+        raise Overrun(seconds, closing=True)
     entry = _WATCHDOG.watch(seconds)
     try:
         try:
@@ -230,7 +253,7 @@ def within(seconds: float, work: Callable[[], Any]) -> Any:
                 break
             except _Stopped:
                 continue
-        raise Overrun(seconds) from None
+        raise Overrun(seconds, closing=entry.closing) from None
 
 
 # --- answers ---------------------------------------------------------------------------
@@ -260,7 +283,10 @@ def overrun_outcome(program: str, origin: str, overrun: Overrun) -> Outcome:
     """The report a stopped program gets: the whole program is the culprit."""
     source = Source(program, origin)
     outcome = Outcome(source)
-    message = messages.mcp_time_budget(overrun.seconds)
+    if overrun.closing:
+        message = messages.mcp_server_closing()
+    else:
+        message = messages.mcp_time_budget(overrun.seconds)
     outcome.reports.append(
         Report(Stage.EVALUATION, Severity.FAILURE, message, Span(0, len(source.data)))
     )
@@ -433,6 +459,23 @@ class VaultService:
     def finish(self, answer: dict[str, Any], key: str = "value") -> tuple[dict[str, Any], str]:
         """The answer within the output limit, and its JSON text."""
         return fit(answer, key, self.limits.output_chars)
+
+    # -- about the vault
+
+    def description(self) -> str | None:
+        """The vault's own `[mcp] description` in its hql.toml, if it has one."""
+        text = self.live.get().config.section("mcp").get("description")
+        return text if isinstance(text, str) else None
+
+    def describe(self) -> dict[str, Any]:
+        """Where the vault is, how many cards it holds, and what its indexes offer."""
+        vault = self.live.get()
+        return {
+            "path": vault.root_text,
+            "cards": len(vault.cards),
+            "writable": self.allow_write,
+            "indexes": {"bm25": messages.MCP_BM25_OFFER, "semantic": _semantic_offer(vault)},
+        }
 
     # -- tools
 
@@ -636,6 +679,102 @@ class VaultService:
         return path
 
 
+# --- several vaults --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VaultEntry:
+    """One vault a server offers: the name tools call it by, its folder, what it holds."""
+
+    name: str
+    root: str
+    description: str | None = None
+
+
+def entries_from_folders(folders: list[str]) -> list[VaultEntry]:
+    """`--vault A --vault B`: each vault named after its folder (two folders of one name refused)."""
+    entries: list[VaultEntry] = []
+    for folder in folders:
+        name = Path(folder).resolve().name or "vault"
+        if any(entry.name == name for entry in entries):
+            raise HostError(messages.mcp_vault_name_taken(name, folder))
+        entries.append(VaultEntry(name, folder))
+    return entries
+
+
+def entries_from_file(path: str) -> list[VaultEntry]:
+    """The `[mcp.vaults.NAME]` tables of a TOML file (`path`, `description`), in their order;
+    a relative `path` is relative to the file."""
+    import tomllib
+
+    try:
+        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise HostError(messages.cannot_read(path, error)) from None
+    except tomllib.TOMLDecodeError as error:
+        raise HostError(messages.mcp_vaults_file_bad(path, str(error))) from None
+    tables = raw.get("mcp", {}).get("vaults") if isinstance(raw.get("mcp"), dict) else None
+    if not isinstance(tables, dict) or not tables:
+        raise HostError(messages.mcp_vaults_file_bad(path, messages.mcp_vaults_file_shape()))
+    entries = []
+    for name, table in tables.items():
+        folder = table.get("path") if isinstance(table, dict) else None
+        description = table.get("description") if isinstance(table, dict) else None
+        if not isinstance(folder, str) or not isinstance(description, str | None):
+            raise HostError(messages.mcp_vaults_file_bad(path, messages.mcp_vaults_file_shape()))
+        root = Path(path).parent / Path(folder).expanduser()
+        entries.append(VaultEntry(name, os.fspath(root), description))
+    return entries
+
+
+class Vaults:
+    """The vaults one server offers, each a `VaultService`, by name; a call that names none
+    is answered by the first."""
+
+    def __init__(
+        self,
+        entries: list[VaultEntry],
+        limits: Limits | None = None,
+        allow_write: bool = False,
+        warm: bool = False,
+        mode: str | None = None,
+    ) -> None:
+        self.entries = {entry.name: entry for entry in entries}
+        self.services = {
+            entry.name: VaultService(entry.root, limits, allow_write, warm, mode)
+            for entry in entries
+        }
+        self.default = entries[0].name
+        self.allow_write = allow_write
+
+    @property
+    def first(self) -> VaultService:
+        return self.services[self.default]
+
+    def get(self, name: str | None) -> VaultService:
+        """The vault a call names (None: the first); an unknown name is refused with the names."""
+        if name is None or name == "":
+            return self.first
+        service = self.services.get(name)
+        if service is None:
+            raise ToolFailure(messages.mcp_unknown_vault(name, list(self.services)))
+        return service
+
+    def listing(self) -> dict[str, Any]:
+        """The `vaults` tool: every vault with its description, card count and indexes."""
+        return {
+            "default": self.default,
+            "vaults": [
+                {
+                    "name": name,
+                    "description": self.entries[name].description or service.description(),
+                    **service.describe(),
+                }
+                for name, service in self.services.items()
+            ],
+        }
+
+
 def string_literal(text: str) -> str:
     """An HQL string literal that reads back as `text` (line breaks become spaces)."""
     text = text.replace("\r\n", " ").replace("\r", " ")
@@ -643,6 +782,31 @@ def string_literal(text: str) -> str:
         text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
     )
     return f'"{escaped}"'
+
+
+def _semantic_offer(vault: Vault) -> dict[str, Any]:
+    """What `semantic` and `hybrid` can use here: the index's model, or why there is none."""
+    from hql.index.config import load_semantics_config, resolve_index_path
+    from hql.index.errors import SemanticIndexError
+    from hql.index.producer import inspect_index
+
+    try:
+        config = load_semantics_config(vault.config.raw)
+        if config.index is not None and config.store == "qdrant":
+            model = config.embedder.model if config.embedder is not None else None
+            return {"available": True, "store": "qdrant", "model": model}
+        configured = config.require_index(for_producer=True)
+        result = inspect_index(resolve_index_path(Path(vault.root), configured))
+    except SemanticIndexError as error:
+        return {"available": False, "why": error.message}
+    return {
+        "available": True,
+        "store": "sqlite",
+        "model": result.model.id,
+        "revision": result.model.revision,
+        "dimensions": result.model.dimensions,
+        "cards": result.cards,
+    }
 
 
 def _hit_json(rank: int, hit: Any) -> dict[str, Any]:
@@ -677,4 +841,13 @@ def _unique(names: Any) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-__all__ = ["HostError", "Limits", "LiveVault", "ToolFailure", "VaultService", "within"]
+__all__ = [
+    "HostError",
+    "Limits",
+    "LiveVault",
+    "ToolFailure",
+    "VaultEntry",
+    "VaultService",
+    "Vaults",
+    "within",
+]
