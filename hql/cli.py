@@ -203,8 +203,8 @@ SUBCOMMANDS["mcp"] = (
 )
 SUBCOMMANDS["vault"] = (
     "about the vault itself: `warnings` lists every load warning; `watch` keeps watching it "
-    "so loads need not check every file",
-    _one("action", choices=("warnings", "watch"), help="what to do"),
+    "so loads need not check every file; `unwatch` stops that watcher",
+    _one("action", choices=("warnings", "watch", "unwatch"), help="what to do"),
 )
 VALUED_OPTIONS = {"--vault", "--format", "--report"}
 # A command prints this many load warnings, then a count; `hql vault warnings` lists them all.
@@ -483,6 +483,8 @@ def vault_command(args: argparse.Namespace) -> int:
         raise HostError(messages.vault_command_needs_vault())
     if args.action == "watch":
         return watch_command(args.vault)
+    if args.action == "unwatch":
+        return unwatch_command(args.vault)
     vault = open_vault(args.vault)
     if args.format == "json":
         from hql.printing import dumps
@@ -493,6 +495,24 @@ def vault_command(args: argparse.Namespace) -> int:
         print(f"warning: {item}")
     if not vault.warnings:
         print(messages.no_load_warnings())
+    return 0
+
+
+def unwatch_command(vault: str) -> int:
+    """Stop the vault's watcher, whether started by hand or by `[vault] watch = true`."""
+    from pathlib import Path
+
+    from hql.vault import watch
+    from hql.vault.config import load_config
+    from hql.vault.store import STATE_DIR
+
+    root = Path(vault)
+    if watch.tell(root / STATE_DIR, b"stop") != b"stopping\n":
+        print(messages.not_watched(vault), file=sys.stderr)
+        return 0
+    print(messages.unwatched(vault), file=sys.stderr)
+    if load_config(root)[0].watch:
+        print(f"note: {messages.unwatch_while_configured()}", file=sys.stderr)
     return 0
 
 

@@ -2139,6 +2139,21 @@ def watch_stopped() -> str:
     return "the watcher stopped; loads check every file again"
 
 
+def unwatched(vault: str) -> str:
+    return f"the watcher of `{vault}` stops; loads check every file again"
+
+
+def not_watched(vault: str) -> str:
+    return f"no watcher answers for `{vault}`: nothing to stop"
+
+
+def unwatch_while_configured() -> str:
+    return (
+        "`[vault] watch = true` is set, so the next load starts a watcher again "
+        "(set it to false to keep the vault unwatched)"
+    )
+
+
 # --- the Python API (hql.run, hql.check, hql.Session) ------------------------------
 
 

@@ -527,6 +527,65 @@ def test_hql_vault_watch_from_the_command_line(garden: Path) -> None:
     assert not (garden / ".hql" / watch.SOCKET).exists()
 
 
+def _until(condition: Callable[[], bool], seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def test_the_watch_setting_starts_a_detached_watcher_that_unwatch_stops(garden: Path) -> None:
+    (garden / "hql.toml").write_text("[vault]\nwatch = true\n")
+    state = garden / ".hql"
+    try:
+        counted = _hql("--vault", str(garden), "eval", "cards | count")
+        assert counted.returncode == 0 and counted.stderr == ""
+        # The command returned at once; the watcher it started comes up on its own.
+        assert _until(lambda: watch.ask(state) is not None)
+        token = watch.ask(state)
+        for _ in range(2):  # loads now find it: none starts another, none changes the count
+            assert _hql("--vault", str(garden), "eval", "cards | count").stdout == counted.stdout
+        assert watch.ask(state) == token
+        log = (state / watch.LOG).read_text()
+        assert log.count("watching ") == 1 and "already watched" not in log
+        _add(garden)
+        assert int(_hql("--vault", str(garden), "eval", "cards | count").stdout) == (
+            int(counted.stdout) + 1
+        )
+        stopped = _hql("--vault", str(garden), "vault", "unwatch")
+        assert stopped.returncode == 0
+        assert messages.unwatched(str(garden)) in stopped.stderr
+        assert messages.unwatch_while_configured() in stopped.stderr
+        assert _until(lambda: not (state / watch.SOCKET).exists(), 10)
+    finally:
+        watch.tell(state, b"stop")
+    again = _hql("--vault", str(garden), "vault", "unwatch")
+    assert again.stderr == f"{messages.not_watched(str(garden))}\n"
+
+
+def test_no_watcher_is_started_without_the_setting_or_too_soon(garden: Path) -> None:
+    state = garden / ".hql"
+    assert _hql("--vault", str(garden), "eval", "cards | count").returncode == 0
+    assert not (state / watch.LOG).exists()
+    assert watch.start_detached(garden, state)  # a start stamps the log ...
+    try:
+        assert not watch.start_detached(garden, state)  # ... so a second, at once, does not run
+        assert _until(lambda: watch.ask(state) is not None)
+    finally:
+        assert _until(lambda: watch.tell(state, b"stop") == b"stopping\n")
+
+
+def test_a_watch_setting_that_is_not_a_boolean_is_a_warning(garden: Path) -> None:
+    (garden / "hql.toml").write_text('[vault]\nwatch = "yes"\n')
+    vault = Vault.open(garden)
+    assert messages.config_bad_entry("vault.watch", "true or false") in [
+        w.message for w in vault.warnings
+    ]
+    assert not (garden / ".hql" / watch.LOG).exists()
+
+
 def test_hql_vault_watch_refuses_what_is_not_a_vault(tmp_path: Path) -> None:
     missing = _hql("--vault", str(tmp_path / "nowhere"), "vault", "watch")
     assert missing.returncode == 1

@@ -27,6 +27,7 @@ class VaultConfig:
     raw: dict[str, Any] = field(default_factory=dict)  # the whole parsed file
     path: Path | None = None  # the hql.toml, if there is one
     allow_outside: tuple[str, ...] = ()  # [vault] allow_outside: outside roots that may be read
+    watch: bool = False  # [vault] watch: a load starts `hql vault watch` when none answers
 
     def section(self, name: str) -> dict[str, Any]:
         """A top-level table such as `semantics` or `search`; {} when absent or not a table."""
@@ -99,6 +100,10 @@ def _interpret(raw: dict[str, Any], path: Path) -> tuple[VaultConfig, list[LoadW
         allow_outside = tuple(allowed)
     else:
         bad("vault.allow_outside", "a list of directories")
+    watch = vault.get("watch", False)
+    if not isinstance(watch, bool):
+        bad("vault.watch", "true or false")
+        watch = False
 
     config = VaultConfig(
         report_mode=mode,
@@ -109,6 +114,7 @@ def _interpret(raw: dict[str, Any], path: Path) -> tuple[VaultConfig, list[LoadW
         raw=raw,
         path=path,
         allow_outside=allow_outside,
+        watch=watch,
     )
     return config, warnings
 

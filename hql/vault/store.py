@@ -7,6 +7,7 @@ import functools
 import gc
 import marshal
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import Any, cast
 from hql import files, messages
 from hql.vault import walk, watch
 from hql.vault.catalog import Catalog, Listing, SearchColumns, listing_key, walk_digest
-from hql.vault.config import VaultConfig, load_config
+from hql.vault.config import CONFIG_FILE, VaultConfig, load_config
 from hql.vault.lazy import CardMaker, CardSequence, DeferredTable
 from hql.vault.model import Card, Edge, LoadWarning, VaultError
 
@@ -201,6 +202,8 @@ class Vault:
         metadata = sorted((name, dict(entries)) for name, entries in extension_metadata.items())
         context = (fingerprint, walk.assembly_fingerprint(), dialect, shown, metadata)
         token = watch.ask(state_dir) if cached else None
+        if token is None and cached and config.watch:
+            _start_watcher(root, state_dir, warnings)
         recorded = _recorded_walk(catalog, token, context, config) if token else None
         walked_of: Callable[[], walk.Walk]
         if recorded is not None:  # nothing changed since: the walk is unpacked if read
@@ -332,6 +335,14 @@ def _walk_files(shown: str, warnings: list[LoadWarning], config: VaultConfig) ->
 
 def _same(walked: walk.Walk) -> walk.Walk:
     return walked
+
+
+def _start_watcher(root: Path, state_dir: Path, warnings: list[LoadWarning]) -> None:
+    """`[vault] watch = true` and no watcher answered: start one for the loads after this."""
+    if not sys.platform.startswith("linux"):
+        warnings.append(LoadWarning(os.fspath(root / CONFIG_FILE), messages.watch_needs_linux()))
+        return
+    watch.start_detached(root, state_dir)
 
 
 def _recorded_walk(

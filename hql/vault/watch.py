@@ -10,6 +10,10 @@ ASK_SECONDS, and the load walks as always.
 
 This runs on every load: without a socket file it costs one `lstat`, and the
 socket module (its C part, `_socket`) is imported only when there is one.
+
+With `[vault] watch = true` a load that no watcher answered starts one itself,
+detached from the command that loaded (`start_detached`), as git starts its
+fsmonitor daemon: the commands after it find it running.
 """
 
 from __future__ import annotations
@@ -25,11 +29,25 @@ SOCKET = "watch.sock"
 # How long a load waits for a watcher's answer before walking as usual.
 ASK_SECONDS = 2.0
 _TOKEN = re.compile(r"[0-9a-f]{16} [0-9]{1,19}")
+# A started watcher's output goes here; its age keeps loads from starting one after another
+# while a watcher comes up (or cannot: the log then says why).
+LOG = "watch.log"
+RESTART_SECONDS = 10.0
+_LOG_LIMIT = 64 * 1024
 
 
 def ask(state_dir: Path) -> str | None:
     """The token of the watcher serving this state directory, or None (no watcher, or it
     did not answer in time: the load walks)."""
+    answer = tell(state_dir, b"token")
+    if answer is None:
+        return None
+    token = answer.decode("ascii", "replace").strip()
+    return token if _TOKEN.fullmatch(token) else None
+
+
+def tell(state_dir: Path, question: bytes) -> bytes | None:
+    """Ask the watcher one question and return its one-line answer, or None (no watcher)."""
     path = state_dir / SOCKET
     try:
         if not stat.S_ISSOCK(os.lstat(path).st_mode):
@@ -44,7 +62,7 @@ def ask(state_dir: Path) -> str | None:
         connection.settimeout(ASK_SECONDS)
         with address(path) as where:
             connection.connect(where)
-        connection.sendall(b"token\n")
+        connection.sendall(question + b"\n")
         answer = b""
         while not answer.endswith(b"\n") and len(answer) < 64:
             chunk = connection.recv(64)
@@ -55,8 +73,48 @@ def ask(state_dir: Path) -> str | None:
         return None
     finally:
         connection.close()
-    token = answer.decode("ascii", "replace").strip()
-    return token if _TOKEN.fullmatch(token) else None
+    return answer
+
+
+def start_detached(root: Path, state_dir: Path) -> bool:
+    """Start `hql --vault ROOT vault watch` in a session of its own, its output in
+    `.hql/watch.log`; False when one was started less than RESTART_SECONDS ago.
+
+    The load that calls this walks as usual: the watcher answers the loads after it.
+    Two loads racing here may both start one; the second finds the lock held and stops.
+    """
+    import subprocess
+    import sys
+    import time
+
+    log_path = state_dir / LOG
+    try:
+        state_dir.mkdir(exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            if time.time() - os.lstat(log_path).st_mtime < RESTART_SECONDS:
+                return False
+        large = log_path.exists() and os.lstat(log_path).st_size > _LOG_LIMIT
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_TRUNC if large else os.O_APPEND)
+        log = os.open(log_path, flags, 0o600)
+    except OSError:
+        return False
+    try:
+        os.utime(log)
+        command = [sys.executable, "-m", "hql", "--vault", os.path.abspath(root), "vault", "watch"]
+        subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            cwd="/",
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError:
+        return False
+    finally:
+        os.close(log)
+    return True
 
 
 @contextlib.contextmanager

@@ -328,6 +328,9 @@ class Watcher:
                     question = connection.recv(64)
                     if question.strip() == b"token":
                         connection.sendall(f"{self.token}\n".encode("ascii"))
+                    elif question.strip() == b"stop":  # `hql vault unwatch`
+                        connection.sendall(b"stopping\n")
+                        self.stop()
 
     def stop(self) -> None:
         """Ask `serve` to return (from another thread or a signal handler)."""
