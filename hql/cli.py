@@ -195,10 +195,42 @@ def _mcp_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="CHARS",
         help="cut an answer longer than this, with a note (default: 60000)",
     )
+    http = parser.add_argument_group("over HTTP (instead of stdio)")
+    http.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp")
+    http.add_argument("--host", help="the address to listen on (default: 127.0.0.1)")
+    http.add_argument("--port", type=int, help="the port (default: 8765; 0: any free port)")
+    http.add_argument(
+        "--token-env",
+        metavar="NAME",
+        help="the environment variable holding the bearer token every request must send "
+        "(required on any address but 127.0.0.1)",
+    )
+    http.add_argument(
+        "--allow-host", action="append", default=[], metavar="NAME", help="another Host to answer"
+    )
+    http.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a web page that may call the server (browsers send its Origin)",
+    )
+    http.add_argument(
+        "--rate-limit",
+        type=float,
+        metavar="PER_SECOND",
+        help="requests a second from one client address (default: 100; 0: no limit)",
+    )
+    http.add_argument(
+        "--max-request-bytes",
+        type=int,
+        metavar="BYTES",
+        help="refuse a larger request body (default: 1048576)",
+    )
 
 
 SUBCOMMANDS["mcp"] = (
-    "serve the vault to AI agents over the Model Context Protocol (stdio)",
+    "serve vaults to AI agents over the Model Context Protocol (stdio, or streamable HTTP)",
     _mcp_arguments,
 )
 SUBCOMMANDS["vault"] = (

@@ -1653,6 +1653,72 @@ def mcp_unknown_vault(name: str, names: list[str]) -> str:
     )
 
 
+def mcp_http_needs_token(host: str) -> str:
+    return (
+        f"serving on {host} lets other machines (or other users) call the server: give it a "
+        "token with `--token-env NAME`, the name of an environment variable that holds it "
+        "(only 127.0.0.1 is served without one)"
+    )
+
+
+def mcp_http_token_unset(name: str) -> str:
+    return f"--token-env names {name}, but that environment variable is unset or empty"
+
+
+def mcp_http_bad_port(port: int) -> str:
+    return f"--port must be between 0 (any free port) and 65535, not {port}"
+
+
+def mcp_http_cannot_listen(host: str, port: int, error: OSError) -> str:
+    return f"cannot listen on {host}:{port}: {error.strerror or error}"
+
+
+def mcp_http_serving(url: str) -> str:
+    return f"serving MCP over streamable HTTP at {url}"
+
+
+def mcp_http_flag_without_http(flag: str) -> str:
+    return f"{flag} is an option of the HTTP server: add `--http`"
+
+
+def mcp_http_stopping() -> str:
+    return "the server is stopping and takes no new requests"
+
+
+def mcp_http_wrong_path(path: str, served: str) -> str:
+    return f"nothing is served at {path or '/'}: the MCP endpoint is {served}"
+
+
+def mcp_http_bad_host(host: str | None) -> str:
+    shown = f"`{host}`" if host else "no Host header"
+    return (
+        f"this server does not answer to {shown} (a guard against DNS rebinding); "
+        "start it with `--allow-host NAME` to add a name"
+    )
+
+
+def mcp_http_bad_origin(origin: str) -> str:
+    return (
+        f"requests from the web page at {origin} are refused (a guard against DNS rebinding); "
+        "start the server with `--allow-origin URL` to let that page call it"
+    )
+
+
+def mcp_http_unauthorized() -> str:
+    return "this server needs its token: send `Authorization: Bearer TOKEN`"
+
+
+def mcp_http_rate(rate: float) -> str:
+    return (
+        f"too many requests from this address (the limit is {rate:g} a second): "
+        "wait as long as Retry-After says and call again"
+    )
+
+
+def mcp_http_too_large(limit: int) -> str:
+    return f"the request is larger than the server's limit of {limit} bytes"
+
+
 MCP_BM25_OFFER = {
     "available": True,
     "ranks": "words (BM25F, multilingual), built from the cards on first use",

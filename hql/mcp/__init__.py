@@ -2,6 +2,7 @@
 
     hql mcp --vault DIR [--vault DIR ...] [--vaults FILE] [--allow-write]
             [--time-limit SECONDS] [--max-output CHARS]
+            [--http [--host ADDRESS] [--port N] [--token-env NAME] ...]
     python -m hql.mcp --vault DIR
 
 Tools `vaults`, `query`, `search`, `check`, `card`, `explain` (and the
@@ -14,6 +15,7 @@ protocol through the `mcp` SDK (the `hql[mcp]` extra), imported only here.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from hql import messages
 from hql.api import HostError, resolve_mode
@@ -35,6 +37,10 @@ def run(args: argparse.Namespace) -> int:
         raise
     from hql.mcp.service import Limits, Vaults, entries_from_file, entries_from_folders
 
+    # the HTTP options are refused before any vault is opened, the quicker to say so
+    options = http_options(args) if args.http else None
+    if options is None and (http_only := [flag for flag, value in _http_flags(args) if value]):
+        raise HostError(messages.mcp_http_flag_without_http(http_only[0]))
     folders = [args.vault] if getattr(args, "vault", None) else []
     entries = entries_from_folders([*folders, *getattr(args, "vaults", [])])
     if getattr(args, "vaults_file", None):
@@ -51,5 +57,48 @@ def run(args: argparse.Namespace) -> int:
     # a vault that cannot be opened, or a bad --report, is a host error before any client talks
     for service in served.services.values():
         resolve_mode(service.mode, service.live.get())
-    serve(served)
+    if options is not None:
+        from hql.mcp.server import serve_over_http
+
+        serve_over_http(served, options)
+    else:
+        serve(served)
     return 0
+
+
+def _http_flags(args: argparse.Namespace) -> list[tuple[str, object]]:
+    return [
+        ("--host", args.host),
+        ("--port", args.port),
+        ("--token-env", args.token_env),
+        ("--allow-host", args.allow_host),
+        ("--allow-origin", args.allow_origin),
+        ("--rate-limit", args.rate_limit),
+        ("--max-request-bytes", args.max_request_bytes),
+    ]
+
+
+def http_options(args: argparse.Namespace) -> Any:
+    """The HTTP options of `hql mcp --http`, the token read from the variable --token-env names."""
+    import os
+
+    from hql.mcp.http import (
+        DEFAULT_MAX_REQUEST_BYTES,
+        DEFAULT_PORT,
+        DEFAULT_RATE,
+        HttpOptions,
+        check_options,
+        token_from_environment,
+    )
+
+    options = HttpOptions(
+        host=args.host if args.host is not None else HttpOptions.host,
+        port=args.port if args.port is not None else DEFAULT_PORT,
+        token=token_from_environment(args.token_env, os.environ),
+        allowed_hosts=tuple(args.allow_host),
+        allowed_origins=tuple(args.allow_origin),
+        max_request_bytes=args.max_request_bytes or DEFAULT_MAX_REQUEST_BYTES,
+        rate=args.rate_limit if args.rate_limit is not None else DEFAULT_RATE,
+    )
+    check_options(options)
+    return options

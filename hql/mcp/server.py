@@ -225,3 +225,13 @@ async def _serve_stdio(server: MCPServer[Any]) -> None:
 def serve(served: Vaults) -> None:
     """Answer MCP requests on stdin and stdout until the client hangs up."""
     anyio.run(_serve_stdio, build_server(served))
+
+
+# --- streamable HTTP -------------------------------------------------------------------------
+
+
+def serve_over_http(served: Vaults, options: Any) -> None:
+    """Answer MCP requests over streamable HTTP (`hql.mcp.http`) until SIGTERM or ^C."""
+    from hql.mcp.http import serve_http
+
+    serve_http(build_server(served), options, stop_every_program)
