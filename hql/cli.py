@@ -123,6 +123,16 @@ def _one(name: str, **options: Any) -> Callable[[argparse.ArgumentParser], None]
     return add
 
 
+def _analyze_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("text")
+    parser.add_argument(
+        "--envelope",
+        action="store_true",
+        help="read the text as an agent's prompt: language, segments, commands, paths, "
+        "symbols, constraints, keywords",
+    )
+
+
 SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "eval": ("evaluate a program given as an argument", _eval_arguments),
     "check": (
@@ -140,8 +150,9 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = 
         _render_arguments,
     ),
     "analyze": (
-        "show how bm25 analyses a text: words, terms, ignored words, synonyms",
-        _one("text"),
+        "show how bm25 analyses a text: words, terms, ignored words, synonyms "
+        "(--envelope: the text read as a prompt)",
+        _analyze_arguments,
     ),
     "builtins": (
         "list the registered extensions and their steps (installed packages too)",
@@ -464,6 +475,8 @@ def analyze_command(args: argparse.Namespace) -> int:
     from hql.steps.retrieval import analyzer_for
 
     vault = open_vault(args.vault) if args.vault else None
+    if args.envelope:
+        return _print_envelope(args, analyzer_for(vault))
     analysis = analyzer_for(vault).analyze(args.text)
     if args.format == "json":
         print(dumps(analysis.to_json()))
@@ -473,6 +486,20 @@ def analyze_command(args: argparse.Namespace) -> int:
     print(f"terms:    {' '.join(analysis.terms)}")
     print(f"ignored:  {' '.join(analysis.ignored)}")
     print(f"synonyms: {synonyms}")
+    return 0
+
+
+def _print_envelope(args: argparse.Namespace, analyzer: Any) -> int:
+    from hql.context.envelope import read_envelope
+    from hql.printing import dumps
+
+    tree = read_envelope(args.text, analyzer).to_json()
+    if args.format == "json":
+        print(dumps(tree))
+        return 0
+    for key, value in tree.items():
+        shown = value if isinstance(value, str) else " | ".join(value)
+        print(f"{key + ':':<13}{shown}")
     return 0
 
 

@@ -167,6 +167,23 @@ def describe_retrieval(retrieval: Retrieval) -> list[str]:
         )
     if "k" in retrieval.extra:
         lines.append(f"  k {retrieval.extra['k']}")
+    lines += _prompt_lines(retrieval.extra)
+    return lines
+
+
+def _prompt_lines(extra: Mapping[str, Any]) -> list[str]:
+    """A prompt ranking's variants, fusion and rejected candidates."""
+    variants = extra.get("variants")
+    if not isinstance(variants, list):
+        return []
+    fusion = extra.get("fusion", {})
+    lines = [messages.explain_prompt_fusion(fusion.get("rule", "rrf"), fusion.get("k", 60))]
+    for variant in variants:
+        lines.append(
+            messages.explain_prompt_variant(variant["name"], variant["query"], variant["hits"])
+        )
+    for rejected in extra.get("rejected", []):
+        lines.append(messages.explain_prompt_rejected(rejected["card"], rejected["gate"]))
     return lines
 
 
@@ -204,6 +221,9 @@ def _why(detail: Mapping[str, Any] | None) -> str:
         return ""
     if isinstance(detail.get("why"), str):  # an extension's own words (hql.extend.ranking)
         return str(detail["why"])
+    if "evidence" in detail and isinstance(detail["evidence"], Mapping):
+        channels = detail["evidence"].get("channels", {})
+        return ", ".join(f"{name} {points}" for name, points in channels.items()) or "no evidence"
     if "matched" in detail:
         matched = sorted(detail["matched"].items(), key=lambda item: -item[1])
         return ", ".join(f"{term} {weight:.3f}" for term, weight in matched)

@@ -2260,3 +2260,48 @@ def document_exists(relpath: str) -> str:
 
 def document_moved_outside(relpath: str) -> str:
     return f"the folder of {relpath} was moved outside the vault; nothing was written"
+
+# --- prompts as tasks, recall fields, evidence (memory.md §1-2) --------------------
+
+
+def context_fields_not_table() -> str:
+    return "`[context.fields]` must be a table mapping a recall field to a key or a list of keys"
+
+
+def context_field_unknown(name: str, known: tuple[str, ...]) -> str:
+    return (
+        f"`[context.fields]` names `{name}`, which is not a recall field "
+        f"(the fields are {', '.join(known)})"
+    )
+
+
+def context_field_keys(name: str) -> str:
+    return (
+        f"`[context.fields] {name}` must be a front-matter key or a list of keys "
+        '(a dotted key reaches into a map: "criteria.use_when")'
+    )
+
+
+def evidence_gate_ignore_when(phrase: str) -> str:
+    return f'ignore_when: "{phrase}"'
+
+
+def evidence_gate_status(status: str) -> str:
+    return f"status: {status}"
+
+
+def explain_prompt_fusion(rule: str, k: int) -> str:
+    return f"  variants fused by {rule} (k {k}):"
+
+
+def explain_prompt_variant(name: str, query: str, hits: int) -> str:
+    shown = query if len(query) <= 60 else query[:57] + "..."
+    return f"    {name}: {shown!r} ({plural(hits, 'hit')})"
+
+
+def explain_prompt_rejected(card: str, gate: str) -> str:
+    return f"  rejected {card}: {gate}"
+
+
+def relevant_min_or_evidence() -> str:
+    return "`relevant` takes `min` (a score floor) or `evidence` (0-100), not both"

@@ -10,8 +10,6 @@ when a step runs.
 from __future__ import annotations
 
 import functools
-import threading
-import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +21,8 @@ from hql.extend import Context, Extension, register
 from hql.interpreter import StepCall
 from hql.record import replace
 from hql.registry import REGISTRY, FunctionSpec, Param, StepSpec
+from hql.search.shared import _analyzers as _analyzers  # the per-vault analysers (tests clear them)
+from hql.search.shared import analyzer_for, bm25_index
 from hql.syntax import tree as t
 from hql.types import Type
 from hql.values import (
@@ -75,6 +75,19 @@ BM25 = Extension(
 )
 def _bm25(cards: Sequence[Card], query: str, context: Context) -> Ranking:
     return bm25_ranking(context, query, cards, context.limit, context.relevant, context.count_only)
+
+
+@BM25.step(
+    "Collection<T> | prompt(text: String) -> Ranking<T> where T: Doc",
+    summary="rank cards for an agent's prompt: the whole prompt, each segment and its technical "
+    "tokens fused by reciprocal rank; gates (ignore_when, status) and a 0-100 evidence score",
+    example='cards | prompt("Fix the login bug in src/auth.py, then run `npm test`") | relevant',
+    absorbs=("limit",),
+)
+def _prompt(cards: Sequence[Card], text: str, context: Context) -> Ranking:
+    from hql.context.prompt import rank_prompt
+
+    return rank_prompt(cards, text, vault=context.vault, limit=context.limit, warn=context.warn)
 
 
 register(BM25, REGISTRY)
@@ -161,34 +174,6 @@ def run_lexical(call: StepCall) -> Ranking:
 
 
 # --- bm25 --------------------------------------------------------------------------------
-
-_bm25_indexes: weakref.WeakKeyDictionary[Any, Bm25Index[Card]] = weakref.WeakKeyDictionary()
-_bm25_lock = threading.Lock()
-
-
-def bm25_index(
-    vault: Vault | None, cards: Sequence[Card], damaged: Bm25Index[Card] | None = None
-) -> tuple[Bm25Index[Card], list[str]]:
-    """The vault's BM25 index, built once per loaded vault (and kept per card digest under .hql/).
-
-    `damaged` is an index whose store was found damaged while searching (`StoreDamaged`
-    says why): it is replaced by one built without the store.
-    """
-    from hql.search.bm25 import Bm25Index
-    from hql.text.analyzer import Analyzer
-
-    if vault is None:
-        return Bm25Index.build(list(cards), Analyzer.from_config(None), None), []
-    with _bm25_lock:
-        index = _bm25_indexes.get(vault)
-        if index is None or index is damaged or getattr(index.cards, "stale", False):
-            analyzer = Analyzer.from_config(vault.config.section("search"))
-            why = damaged.damage if damaged is not None and index is damaged else None
-            # A vault opened from its catalogue builds only the cards the index hands out.
-            index = Bm25Index.build(vault.lazy_cards(), analyzer, vault.state_dir, trust_store=why)
-            _bm25_indexes[vault] = index
-            return index, list(index.warnings)
-    return index, []
 
 
 def _matched(hit: Bm25Hit[Card]) -> dict[str, Any]:
@@ -359,7 +344,43 @@ def check_relevant(call: StepTyping) -> Type:
             messages.argument_type("relevant", "min", ty.FLOAT, call.value("min")),
             call.arg_span("min"),
         )
+    if call.has("evidence") and call.value("evidence") not in (ty.INT, ty.FLOAT):
+        raise call.error(
+            messages.argument_type("relevant", "evidence", ty.INT, call.value("evidence")),
+            call.arg_span("evidence"),
+        )
+    if call.has("evidence") and call.has("min"):
+        raise call.error(messages.relevant_min_or_evidence(), call.arg_span("evidence"))
     return shape
+
+
+def apply_evidence(ranking: Ranking, threshold: float, vault: Vault | None = None) -> Ranking:
+    """The hits whose evidence score is at least `threshold`, the rule recorded. A hit
+    without recorded evidence (a `bm25` hit) has it worked out from the ranking's query."""
+    from hql.context.evidence import evidence_of
+    from hql.context.prompt import evidence_for_query
+
+    measured = evidence_for_query(ranking.retrieval.query, vault)
+    kept = []
+    for hit in ranking.hits:
+        found = evidence_of(hit)
+        if found is None:
+            found = measured(hit.card)
+            if found.gate is None and found.score >= threshold:
+                detail = {**(hit.detail or {}), "evidence": found.as_tree()}
+                kept.append(Hit(hit.card, hit.score, hit.retrieval, detail))
+            continue
+        if found.gate is None and found.score >= threshold:
+            kept.append(hit)
+    record = {
+        "rule": "evidence",
+        "evidence": threshold,
+        "kept": len(kept),
+        "candidates": len(ranking.hits),
+    }
+    retrieval = ranking.retrieval
+    extra = {key: value for key, value in retrieval.extra.items() if key != "precut"}
+    return restated(kept, replace(retrieval, extra={**extra, "cutoff": record}))
 
 
 def apply_relevance(ranking: Ranking, minimum: float | None, vault: Vault | None = None) -> Ranking:
@@ -433,6 +454,13 @@ def run_relevant(call: StepCall) -> Ranking:
     if ranking is None:
         return Ranking((), Retrieval("", "", "", "", "", False))
     minimum = call.args.get("min")
+    threshold = call.args.get("evidence")
+    if threshold is None and minimum is None and ranking.retrieval.metric == "evidence":
+        from hql.context.evidence import DEFAULT_EVIDENCE
+
+        threshold = DEFAULT_EVIDENCE
+    if threshold is not None:
+        return apply_evidence(ranking, threshold, call.vault)
     try:
         return apply_relevance(ranking, float(minimum) if minimum is not None else None, call.vault)
     except RelevanceError as error:
@@ -607,27 +635,25 @@ def check_analyze(
     return ty.DATA
 
 
-# A loaded vault's configuration is a snapshot: its analyser is built once (it folds every
-# stop word and synonym when built), for as long as the vault is alive.
-_analyzers: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-_default_analyzer: list[Any] = []
-
-
-def analyzer_for(vault: Vault | None) -> Any:
-    from hql.text.analyzer import Analyzer
-
-    if vault is None:
-        if not _default_analyzer:
-            _default_analyzer.append(Analyzer.from_config(None))
-        return _default_analyzer[0]
-    analyzer = _analyzers.get(vault)
-    if analyzer is None:
-        analyzer = _analyzers[vault] = Analyzer.from_config(vault.config.section("search"))
-    return analyzer
-
-
 def run_analyze(interpreter: Interpreter, expr: t.Node, values: list[Any]) -> Data:
     return Data(analyzer_for(interpreter.vault).analyze(values[0]).to_json())
+
+
+def check_envelope(
+    checker: Checker, expr: t.Node, types: tuple[Type, ...], args: Sequence[t.Argument]
+) -> Type:
+    if len(args) != 1 or args[0].name is not None:
+        raise HqlError(type_error(messages.function_arity("envelope", 1, len(args)), expr.span))
+    found = checker.expression(args[0].value)
+    if found != ty.STRING:
+        raise HqlError(type_error(messages.query_is_text(found), args[0].span))
+    return ty.DATA
+
+
+def run_envelope(interpreter: Interpreter, expr: t.Node, values: list[Any]) -> Data:
+    from hql.context.envelope import read_envelope
+
+    return Data(read_envelope(values[0], analyzer_for(interpreter.vault)).to_json())
 
 
 for spec in (
@@ -666,9 +692,13 @@ for spec in (
     StepSpec(
         "relevant",
         "core",
-        (Param("min", "Float", default=None),),
-        "Ranking<T> | relevant(min?: Float) -> Ranking<T>",
-        "keep the hits that pass a stated rule (a floor, or the metric's default) and record it",
+        (
+            Param("min", "Float", default=None),
+            Param("evidence", "Int", default=None, positional=False),
+        ),
+        "Ranking<T> | relevant(min?: Float, evidence?: Int) -> Ranking<T>",
+        "keep the hits that pass a stated rule (a floor, an evidence score 0-100, or the "
+        "metric's default) and record it",
         'cards | bm25("token") | relevant',
         check_relevant,
         run_relevant,
@@ -694,5 +724,15 @@ REGISTRY.add_function(
         'analyze("Quanto custa o cartão?")',
         check_analyze,
         run_analyze,
+    )
+)
+REGISTRY.add_function(
+    FunctionSpec(
+        "envelope",
+        "envelope(prompt: String) -> Data",
+        "a prompt read as a task: language, segments, commands, paths, symbols, constraints, keywords",
+        'envelope("Fix src/auth.py and run `npm test`; do not push")',
+        check_envelope,
+        run_envelope,
     )
 )
