@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from hql import messages
@@ -32,28 +32,30 @@ from hql.record import record
 
 DEFAULT_EVIDENCE = 40
 MAX_SCORE = 100
-TRIGGER = 60
-TRIGGER_MORE = 10
+TRIGGER = 60  # a trigger phrase found whole
+TRIGGER_MORE = 10  # each further trigger found whole
 TRIGGER_MAX = 80
+TRIGGER_WORD = 20  # a trigger of one plain word: a broad word is weak evidence
+TRIGGER_PARTIAL = 45  # times the share of the best trigger's units the prompt holds
+PARTIAL_SHARE = 0.5  # a trigger less covered than this is no trigger evidence
 ALIAS = 50
-TITLE_COVERAGE = 35
-PHRASE_COVERAGE = 35
-SUMMARY_COVERAGE = 25
-PROMPT_WORD = 6
-PROMPT_WORDS_MAX = 30
-BODY_WORD = 2
-BODY_WORDS_MAX = 10
-COVERAGE_MAX = 60
-TECHNICAL = 30
+TITLE_COVERAGE = 30  # times the share of the title's units the prompt holds
+SUMMARY_COVERAGE = 15
+TOPIC = 6  # each topic found whole
+TOPICS_MAX = 12
+PROMPT_UNIT = 2  # each distinct prompt unit a strong field holds
+PROMPT_UNITS_MAX = 10
+PROMPT_SHARE = 20  # times the share of the prompt's words the strong fields hold
+COVERAGE_MAX = 45
+TECHNICAL = 25
 TECHNICAL_MORE = 10
-TECHNICAL_MAX = 45
-CJK_PER_CHAR = 10
-CJK_MAX = 45
+TECHNICAL_MAX = 40
+CJK_PER_CHAR = 6  # each character of the longest shared run beyond two
+CJK_MAX = 24
 MUST = 10
 MAY = -10
 
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
-_NON_WORD = re.compile(r"[^\w]+")
 
 
 @record
@@ -89,30 +91,50 @@ class PromptView:
     """What every card's evidence is measured against: the prompt read once."""
 
     def __init__(self, prompt: str, analyzer: Any, envelope: Envelope | None = None) -> None:
-        from hql.search.relevance import affirmed_text
-
         self.prompt = prompt
         self.analyzer = analyzer
         self.envelope = envelope or read_envelope(prompt, analyzer)
         self.whole = phrase_form(prompt)
-        affirmed = affirmed_text(prompt)
+        affirmed = affirmed_part(prompt)
         self.affirmed = phrase_form(affirmed)
-        terms = analyzer.analyze(affirmed).terms
-        self.words = frozenset(t for t in terms if ":" not in t)
-        self.prefixes = frozenset(t for t in terms if t.startswith("pref:"))
+        self.units = units_of(analyzer, affirmed)
+        self.prefixes = frozenset(
+            t for t in analyzer.analyze(affirmed).terms if t.startswith("pref:")
+        )
         self.cjk_runs = tuple(_CJK.findall(self.affirmed))
         self.technical = tuple(
             dict.fromkeys(token.casefold() for token in self.envelope.technical if len(token) > 1)
         )
 
 
+# A prompt's clauses for negation: a negation runs to the end of its clause, across a
+# list (`不是 A、B 或 C`, `not A, B or C`).
+_CLAUSE = re.compile(r"[.;:!?。；：！？\n]|\bbut\b|但是|但|而是", re.IGNORECASE)
+
+
+def affirmed_part(prompt: str) -> str:
+    """The prompt without its negated parts: each clause cut at its first negation."""
+    from hql.search.relevance import _NEGATION
+
+    kept: list[str] = []
+    for clause in _CLAUSE.split(prompt):
+        found = _NEGATION.search(clause)
+        kept.append(clause[: found.start()] if found else clause)
+    return " ".join(kept)
+
+
+# Characters that separate phrases; `/`, `.`, `_`, `-`, `#` and `@` stay inside a token
+# (`/goal` is not `goal`, `hql.toml` is one token).
+_SOFT = re.compile(r"[\s,;:!?()\[\]{}<>\"'`“”‘’、，。；：！？「」『』《》【】…|*~]+|\.(?=\s|$)")
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def phrase_form(text: str) -> str:
-    """A text as phrases are compared: normalised (case, width, accents), words joined by
-    one space."""
+    """A text as phrases are compared: normalised (case, width, accents), split at
+    punctuation between words, words joined by one space."""
     from hql.text.analyzer import normalize
 
-    return " ".join(_NON_WORD.sub(" ", normalize(text)).split())
+    return " ".join(_SOFT.sub(" ", normalize(text)).split())
 
 
 def contains_phrase(text_form: str, phrase: str) -> bool:
@@ -122,19 +144,43 @@ def contains_phrase(text_form: str, phrase: str) -> bool:
     start = text_form.find(phrase)
     while start >= 0:
         end = start + len(phrase)
-        left_ok = start == 0 or not (_word_char(phrase[0]) and _word_char(text_form[start - 1]))
-        right_ok = end == len(text_form) or not (
-            _word_char(phrase[-1]) and _word_char(text_form[end])
-        )
+        left_ok = start == 0 or not (_joins(phrase[0]) and _joins(text_form[start - 1]))
+        right_ok = end == len(text_form) or not (_joins(phrase[-1]) and _joins(text_form[end]))
         if left_ok and right_ok:
             return True
         start = text_form.find(phrase, start + 1)
     return False
 
 
-def _word_char(char: str) -> bool:
-    """A character that joins a Latin-like word (CJK characters stand alone)."""
-    return char.isalnum() and not _CJK.match(char)
+def _joins(char: str) -> bool:
+    """A character that joins a Latin-like token (CJK characters stand alone)."""
+    return (char.isalnum() or char in "/._-#@") and not _CJK.match(char)
+
+
+_UNITS: dict[tuple[str, str], frozenset[str]] = {}
+
+
+def _units(analyzer: Any, text: str) -> frozenset[str]:
+    terms = analyzer.analyze(text).terms
+    units = {t for t in terms if ":" not in t and not _CJK.search(t)}
+    for run in _CJK.findall(phrase_form(text)):
+        if len(run) == 1:
+            units.add(run)
+        else:
+            units.update(run[i : i + 2] for i in range(len(run) - 1))
+    return frozenset(units)
+
+
+def units_of(analyzer: Any, text: str) -> frozenset[str]:
+    """What coverage counts: the words of a text as the analyser reads them (dictionary
+    words for Chinese and Japanese), without prefixes, bigrams or synonym groups."""
+    key = (analyzer.fingerprint, text)  # the fingerprint says how the analyser reads
+    known = _UNITS.get(key)
+    if known is None:
+        if len(_UNITS) >= 1 << 15:
+            _UNITS.clear()
+        known = _UNITS[key] = _units(analyzer, text)
+    return known
 
 
 # --- a card's evidence --------------------------------------------------------------------
@@ -150,25 +196,23 @@ def evidence(
     channels: dict[str, int] = {}
     gate = _gate(view, fields, statuses)
     title = getattr(card, "title", "") or ""
-    strong = _strong_texts(title, fields)
-
-    triggers = [t for t in fields.triggers if contains_phrase(view.affirmed, phrase_form(t))]
-    if triggers:
-        channels["trigger"] = min(TRIGGER_MAX, TRIGGER + TRIGGER_MORE * (len(triggers) - 1))
-    named = [a for a in (*fields.aliases, title) if _named(view, a)]
-    if named:
+    trigger = _trigger(view, fields)
+    if trigger:
+        channels["trigger"] = trigger
+    if any(_named(view, alias) for alias in (*fields.aliases, title)):
         channels["alias"] = ALIAS
-    coverage = _coverage(view, title, fields, strong, getattr(card, "body", "") or "")
+    coverage = _coverage(view, title, fields)
     if coverage:
         channels["coverage"] = coverage
     technical = _technical(view, card, fields)
     if technical:
         channels["technical"] = technical
-    cjk = _cjk(view, strong)
+    cjk = _cjk(view, title, fields)
     if cjk:
         channels["cjk"] = cjk
     base = sum(channels.values())
-    if base > 0 and fields.priority == "must":
+    # Priority orders cards that already have evidence; it never makes evidence.
+    if base >= DEFAULT_EVIDENCE and fields.priority == "must":
         channels["priority"] = MUST
     elif base > 0 and fields.priority == "may":
         channels["priority"] = MAY
@@ -185,70 +229,74 @@ def _gate(view: PromptView, fields: RecallFields, statuses: Iterable[str]) -> st
     return None
 
 
+def _trigger(view: PromptView, fields: RecallFields) -> int:
+    """Points for the triggers: whole phrases, else the best-covered one."""
+    whole = [t for t in fields.triggers if contains_phrase(view.affirmed, phrase_form(t))]
+    strong = [t for t in whole if not _plain_word(t)]
+    if strong:
+        return min(TRIGGER_MAX, TRIGGER + TRIGGER_MORE * (len(strong) - 1))
+    best = 0.0
+    for phrase in fields.triggers:
+        if phrase in whole:
+            continue
+        # A trigger of one unit is found whole or not at all (`/goal` is not `goal`).
+        if len(units_of(view.analyzer, phrase)) < 2:
+            continue
+        share = _share(view, phrase)
+        if share >= PARTIAL_SHARE:
+            best = max(best, TRIGGER_PARTIAL * share)
+    return max(round(best), TRIGGER_WORD if whole else 0)
+
+
+def _plain_word(phrase: str) -> bool:
+    """One Latin word with no technical mark: `review`, not `/goal` or `hql.toml`."""
+    form = phrase_form(phrase)
+    return " " not in form and form.isalpha() and not _CJK.search(form)
+
+
 def _named(view: PromptView, name: str) -> bool:
     """A name found whole in the prompt; one short word alone is not a naming."""
     form = phrase_form(name)
-    if len(form) < 4 and not _CJK.search(form):
+    if (" " not in form and len(form) < 8 and not _CJK.search(form)) or len(form) < 3:
         return False
     return contains_phrase(view.affirmed, form)
-
-
-def _strong_texts(title: str, fields: RecallFields) -> list[str]:
-    return [
-        title,
-        *fields.triggers,
-        *fields.aliases,
-        *_summary(fields),
-        *fields.use_when,
-        *fields.topics,
-    ]
 
 
 def _summary(fields: RecallFields) -> tuple[str, ...]:
     return (fields.summary,) if fields.summary else ()
 
 
-def _words(analyzer: Any, text: str) -> frozenset[str]:
-    return frozenset(t for t in analyzer.analyze(text).terms if ":" not in t)
-
-
 def _share(view: PromptView, text: str) -> float:
-    """How much of a text's words the prompt holds (a shared 5-letter prefix counts half)."""
-    analysis = view.analyzer.analyze(text)
-    words = [t for t in dict.fromkeys(analysis.terms) if ":" not in t]
-    if not words:
+    """How much of a text's units the prompt holds (a shared 5-letter prefix counts half)."""
+    units = units_of(view.analyzer, text)
+    if not units:
         return 0.0
     got = 0.0
-    for word in words:
-        if word in view.words:
+    for unit in units:
+        if unit in view.units:
             got += 1.0
-        elif len(word) >= 5 and f"pref:{word[:5]}" in view.prefixes:
+        elif len(unit) >= 5 and f"pref:{unit[:5]}" in view.prefixes:
             got += 0.5
-    return got / len(words)
+    return got / len(units)
 
 
-def _coverage(
-    view: PromptView, title: str, fields: RecallFields, strong: Sequence[str], body: str
-) -> int:
+def _coverage(view: PromptView, title: str, fields: RecallFields) -> int:
+    """Points for how much of the card's strong fields the prompt covers."""
     analyzer = view.analyzer
-    card_side = 0.0
-    if title:
-        card_side = max(card_side, TITLE_COVERAGE * _share(view, title))
-    for phrase in (*fields.triggers, *fields.aliases):
-        share = _share(view, phrase)
-        if share >= 0.5:
-            card_side = max(card_side, PHRASE_COVERAGE * share)
-    for text in (*_summary(fields), *fields.use_when):
-        card_side = max(card_side, SUMMARY_COVERAGE * _share(view, text))
-    strong_words: set[str] = set()
-    for text in strong:
-        strong_words |= _words(analyzer, text)
-    in_strong = view.words & strong_words
-    in_body = (view.words & _words(analyzer, body)) - in_strong if body else set()
-    prompt_side = min(PROMPT_WORDS_MAX, PROMPT_WORD * len(in_strong)) + min(
-        BODY_WORDS_MAX, BODY_WORD * len(in_body)
-    )
-    return min(COVERAGE_MAX, round(card_side + prompt_side))
+    points = TITLE_COVERAGE * _share(view, title) if title else 0.0
+    summaries = [*_summary(fields), *fields.use_when]
+    if summaries:
+        points += SUMMARY_COVERAGE * max(_share(view, text) for text in summaries)
+    topics = sum(contains_phrase(view.affirmed, phrase_form(topic)) for topic in fields.topics)
+    points += min(TOPICS_MAX, TOPIC * topics)
+    strong: set[str] = set()
+    for text in (title, *fields.triggers, *fields.aliases, *summaries, *fields.topics):
+        strong |= units_of(analyzer, text)
+    shared = view.units & strong
+    points += min(PROMPT_UNITS_MAX, PROMPT_UNIT * len(shared))
+    if view.units:
+        points += PROMPT_SHARE * len(shared) / len(view.units)
+    return min(COVERAGE_MAX, round(points))
 
 
 def _technical(view: PromptView, card: Any, fields: RecallFields) -> int:
@@ -256,8 +304,7 @@ def _technical(view: PromptView, card: Any, fields: RecallFields) -> int:
         return 0
     texts = [getattr(card, "title", "") or "", getattr(card, "body", "") or ""]
     texts += [*fields.triggers, *fields.aliases, *fields.topics, *fields.use_when]
-    if fields.summary:
-        texts.append(fields.summary)
+    texts += _summary(fields)
     haystack = "\n".join(texts).casefold()
     found = sum(1 for token in view.technical if _has_token(haystack, token))
     if not found:
@@ -267,8 +314,7 @@ def _technical(view: PromptView, card: Any, fields: RecallFields) -> int:
 
 def _has_token(haystack: str, token: str) -> bool:
     """A technical token in a text as a whole token: not inside a longer word or path."""
-    pattern = _token_pattern(token)
-    return pattern.search(haystack) is not None
+    return _token_pattern(token).search(haystack) is not None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -277,16 +323,21 @@ def _token_pattern(token: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w./:-]){body}(?![\w/-]|\.\w)")
 
 
-def _cjk(view: PromptView, strong: Sequence[str]) -> int:
+def _cjk(view: PromptView, title: str, fields: RecallFields) -> int:
+    """Points for the longest CJK run the prompt shares with the title or a trigger/alias."""
     if not view.cjk_runs:
         return 0
-    card_runs = [run for text in strong for run in _CJK.findall(phrase_form(text))]
+    card_runs = [
+        run
+        for text in (title, *fields.triggers, *fields.aliases)
+        for run in _CJK.findall(phrase_form(text))
+    ]
     if not card_runs:
         return 0
     longest = max(_longest_common(a, b) for a in view.cjk_runs for b in card_runs)
-    if longest < 2:
+    if longest < 3:
         return 0
-    return min(CJK_MAX, CJK_PER_CHAR * (longest - 1))
+    return min(CJK_MAX, CJK_PER_CHAR * (longest - 2))
 
 
 def _longest_common(a: str, b: str) -> int:

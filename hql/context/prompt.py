@@ -110,14 +110,9 @@ def rank_prompt(
             rejected.append({"card": card.name, "gate": found.gate, "evidence": found.score})
             continue
         kept.append((card, found, fields, item))
-    kept.sort(
-        key=lambda entry: (
-            not (entry[2].priority == "must" and entry[1].score >= threshold),
-            -entry[1].score,
-            -entry[3].score,
-            entry[0].name,
-        )
-    )
+    # Evidence first (a `must` card with evidence has its priority points), then the
+    # fused rank among equals.
+    kept.sort(key=lambda entry: (-entry[1].score, -entry[3].score, entry[0].name))
     if limit is not None:
         kept = kept[:limit]
     where = str(vault.state_dir) if vault is not None else ""
