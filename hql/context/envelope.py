@@ -171,26 +171,29 @@ def _script_of(char: str) -> str | None:
 
 
 def _latin_language(words: list[str]) -> str:
-    from hql.text.stopwords import BY_LANGUAGE
-
-    folded = [word.casefold() for word in words]
-    best, best_count = "en", 0
-    for language in _LATIN_LANGUAGES:
-        stop = _stop_set(language, BY_LANGUAGE)
-        count = sum(word in stop for word in folded)
-        if count > best_count:
-            best, best_count = language, count
-    return best
+    counts = dict.fromkeys(_LATIN_LANGUAGES, 0)
+    languages = _languages_of_stop_words()
+    for word in words:
+        for language in languages.get(word.casefold(), ()):
+            counts[language] += 1
+    best = max(_LATIN_LANGUAGES, key=lambda language: counts[language])  # ties: the first
+    return best if counts[best] else "en"
 
 
-_STOP_SETS: dict[str, frozenset[str]] = {}
+_BY_WORD: dict[str, tuple[str, ...]] = {}
 
 
-def _stop_set(language: str, by_language: dict[str, str]) -> frozenset[str]:
-    known = _STOP_SETS.get(language)
-    if known is None:
-        known = _STOP_SETS[language] = frozenset(by_language.get(language, "").split())
-    return known
+def _languages_of_stop_words() -> dict[str, tuple[str, ...]]:
+    """Each Latin-script stop word and the languages that list it."""
+    if not _BY_WORD:
+        from hql.text.stopwords import BY_LANGUAGE
+
+        found: dict[str, list[str]] = {}
+        for language in _LATIN_LANGUAGES:
+            for word in BY_LANGUAGE.get(language, "").split():
+                found.setdefault(word, []).append(language)
+        _BY_WORD.update({word: tuple(langs) for word, langs in found.items()})
+    return _BY_WORD
 
 
 # --- segments ------------------------------------------------------------------------------
@@ -263,10 +266,7 @@ def _command_at(words: list[str], strict: bool) -> str | None:
 
 
 def _is_stop_word(word: str) -> bool:
-    from hql.text.stopwords import BY_LANGUAGE
-
-    folded = word.casefold()
-    return any(folded in _stop_set(language, BY_LANGUAGE) for language in _LATIN_LANGUAGES)
+    return word.casefold() in _languages_of_stop_words()
 
 
 def _candidate_tokens(prompt: str) -> list[str]:

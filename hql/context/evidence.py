@@ -39,14 +39,14 @@ TRIGGER_WORD = 20  # a trigger of one plain word: a broad word is weak evidence
 TRIGGER_PARTIAL = 45  # times the share of the best trigger's units the prompt holds
 PARTIAL_SHARE = 0.5  # a trigger less covered than this is no trigger evidence
 ALIAS = 50
-TITLE_COVERAGE = 30  # times the share of the title's units the prompt holds
+TITLE = 50  # times the squared share of the title's units the prompt holds
 SUMMARY_COVERAGE = 15
 TOPIC = 6  # each topic found whole
 TOPICS_MAX = 12
 PROMPT_UNIT = 2  # each distinct prompt unit a strong field holds
 PROMPT_UNITS_MAX = 10
 PROMPT_SHARE = 20  # times the share of the prompt's words the strong fields hold
-COVERAGE_MAX = 45
+COVERAGE_MAX = 35
 TECHNICAL = 25
 TECHNICAL_MORE = 10
 TECHNICAL_MAX = 40
@@ -108,14 +108,23 @@ class PromptView:
 
 
 # A prompt's clauses for negation: a negation runs to the end of its clause, across a
-# list (`不是 A、B 或 C`, `not A, B or C`).
-_CLAUSE = re.compile(r"[.;:!?。；：！？\n]|\bbut\b|但是|但|而是", re.IGNORECASE)
+# list written with `、` (`不是 A、B 或 C`).
+_CLAUSE = re.compile(r"[.;:!?,。；：！？，\n]|\bbut\b|但是|但|而是", re.IGNORECASE)
+
+
+# What a prompt refuses (a prohibition or an exclusion), not what it reports as missing:
+# "没有做签名校验" (no signature check was done) asks for one.
+_NEGATION = re.compile(
+    r"(?:\b(?:don't|do\s+not|does\s+not|never|without|avoid|instead\s+of|not\s+about|"
+    r"isn't|is\s+not|aren't|are\s+not|no\s+need|nao|não|nunca|sem|sin|sans|jamais|"
+    r"ohne|nicht|kein|keine)\b"
+    r"|不要|不是|不用|无需|無需|不涉及|不必|不需要|别|別|勿|而不是)",
+    re.IGNORECASE,
+)
 
 
 def affirmed_part(prompt: str) -> str:
-    """The prompt without its negated parts: each clause cut at its first negation."""
-    from hql.search.relevance import _NEGATION
-
+    """The prompt without its refused parts: each clause cut at its first negation."""
     kept: list[str] = []
     for clause in _CLAUSE.split(prompt):
         found = _NEGATION.search(clause)
@@ -201,6 +210,9 @@ def evidence(
         channels["trigger"] = trigger
     if any(_named(view, alias) for alias in (*fields.aliases, title)):
         channels["alias"] = ALIAS
+    title_points = round(TITLE * _share(view, title) ** 2) if title else 0
+    if title_points:
+        channels["title"] = title_points
     coverage = _coverage(view, title, fields)
     if coverage:
         channels["coverage"] = coverage
@@ -283,7 +295,7 @@ def _share(view: PromptView, text: str) -> float:
 def _coverage(view: PromptView, title: str, fields: RecallFields) -> int:
     """Points for how much of the card's strong fields the prompt covers."""
     analyzer = view.analyzer
-    points = TITLE_COVERAGE * _share(view, title) if title else 0.0
+    points = 0.0
     summaries = [*_summary(fields), *fields.use_when]
     if summaries:
         points += SUMMARY_COVERAGE * max(_share(view, text) for text in summaries)
@@ -306,7 +318,8 @@ def _technical(view: PromptView, card: Any, fields: RecallFields) -> int:
     texts += [*fields.triggers, *fields.aliases, *fields.topics, *fields.use_when]
     texts += _summary(fields)
     haystack = "\n".join(texts).casefold()
-    found = sum(1 for token in view.technical if _has_token(haystack, token))
+    # Most tokens are absent: a substring test spares the boundary pattern.
+    found = sum(1 for token in view.technical if token in haystack and _has_token(haystack, token))
     if not found:
         return 0
     return min(TECHNICAL_MAX, TECHNICAL + TECHNICAL_MORE * (found - 1))

@@ -30,6 +30,8 @@ FUSION_K = 60
 MAX_SEGMENTS = 12
 # How many hits each variant contributes to the fusion, beside the limit asked for.
 VARIANT_DEPTH = 64
+# How many of the fused candidates have their evidence worked out (the best by fused rank).
+EVIDENCE_DEPTH = 100
 
 
 def variants_of(prompt: str, envelope: Envelope) -> list[tuple[str, str]]:
@@ -73,7 +75,6 @@ def rank_prompt(
     `index` is the BM25 index to use (the vault's, shared, when None); `warn` receives
     the index's warnings.
     """
-    from hql.search.fusion import fuse
     from hql.search.shared import analyzer_for, bm25_index
 
     if index is None:
@@ -87,19 +88,15 @@ def rank_prompt(
     envelope = read_envelope(prompt, analyzer)
     variants = variants_of(prompt, envelope)
     depth = max(VARIANT_DEPTH, (limit or 0) * 2)
-    rankings = [
-        [(hit.card, hit.score) for hit in index.search(query, depth, among=among)]
-        for _, query in variants
-    ]
-    fused = fuse(rankings, FUSION_K, name=lambda card: card.name)
+    keep = max(EVIDENCE_DEPTH, limit or 0)
+    fused, places, counts, considered = _fused(index, variants, depth, among, keep)
     view = PromptView(prompt, analyzer, envelope)
     mapping = mapping_for(vault)
     allowed = tuple(statuses)
     status_of = _status_hook(vault)
     kept: list[tuple[Any, Evidence, RecallFields, Any]] = []
     rejected: list[dict[str, Any]] = []
-    for item in fused:
-        card = item.key
+    for card, fused_score in fused:
         fields = recall_fields(card, mapping)
         if status_of is not None:
             derived = status_of(card, vault)
@@ -109,21 +106,23 @@ def rank_prompt(
         if found.gate is not None:
             rejected.append({"card": card.name, "gate": found.gate, "evidence": found.score})
             continue
-        kept.append((card, found, fields, item))
+        kept.append((card, found, fields, fused_score))
     # Evidence first (a `must` card with evidence has its priority points), then the
     # fused rank among equals.
-    kept.sort(key=lambda entry: (-entry[1].score, -entry[3].score, entry[0].name))
+    kept.sort(key=lambda entry: (-entry[1].score, -entry[3], entry[0].name))
     if limit is not None:
         kept = kept[:limit]
     where = str(vault.state_dir) if vault is not None else ""
     extra: dict[str, Any] = {
         "envelope": envelope.to_json(),
         "variants": [
-            {"name": name, "query": query, "hits": len(ranked)}
-            for (name, query), ranked in zip(variants, rankings, strict=True)
+            {"name": name, "query": query, "hits": ranked}
+            for (name, query), ranked in zip(variants, counts, strict=True)
         ],
         "fusion": {"rule": "rrf", "k": FUSION_K},
         "statuses": list(allowed),
+        "candidates": considered,
+        "evaluated": len(fused),
         "rejected": rejected,
     }
     retrieval = Retrieval(prompt, where, MODEL, index.revision, METRIC, False, extra)
@@ -135,16 +134,51 @@ def rank_prompt(
             {
                 "evidence": found.as_tree(),
                 "priority": fields.priority,
-                "fused": item.score,
-                "variants": [
-                    None if place is None else {"rank": place.rank, "score": place.score}
-                    for place in item.inputs
-                ],
+                "fused": fused_score,
+                "variants": places[id(card)],
             },
         )
-        for card, found, fields, item in kept
+        for card, found, fields, fused_score in kept
     )
     return Ranking(hits, retrieval)
+
+
+def _fused(
+    index: Any, variants: Sequence[tuple[str, str]], depth: int, among: Any, keep: int
+) -> tuple[list[tuple[Any, float]], dict[int, list[dict[str, Any] | None]], list[int], int]:
+    """Reciprocal rank fusion of the variants' best `depth` cards: the best `keep` (and any
+    tied with the last) as (card, fused score), best first, ties by name; each one's place
+    in every variant (by `id(card)`); how many cards each variant ranked; how many cards
+    the fusion held. Worked out on positions: no card is made that is not kept."""
+    import numpy as np
+
+    fused = np.zeros(len(index.cards), dtype=np.float64)
+    ranked = [index.best(query, depth, among) for _, query in variants]
+    for positions, _ in ranked:
+        fused[positions] += 1.0 / (FUSION_K + np.arange(1, len(positions) + 1))
+    candidates = np.flatnonzero(fused)
+    if len(candidates) > keep:  # only these cards are made (a lazy vault builds them now)
+        floor = np.partition(fused[candidates], len(candidates) - keep)[len(candidates) - keep]
+        candidates = candidates[fused[candidates] >= floor]
+    cards = index.cards
+    prefetch = getattr(cards, "prefetch", None)
+    if prefetch is not None:
+        prefetch(candidates.tolist())
+    chosen = {int(at): cards[int(at)] for at in candidates}
+    places: dict[int, list[dict[str, Any] | None]] = {
+        id(card): [None] * len(variants) for card in chosen.values()
+    }
+    for which, (positions, scores) in enumerate(ranked):
+        for rank, (at, score) in enumerate(zip(positions.tolist(), scores.tolist(), strict=True)):
+            if at in chosen:
+                places[id(chosen[at])][which] = {"rank": rank + 1, "score": score}
+    order = sorted(chosen, key=lambda at: (-fused[at], chosen[at].name))
+    return (
+        [(chosen[at], float(fused[at])) for at in order],
+        places,
+        [len(positions) for positions, _ in ranked],
+        int(np.count_nonzero(fused)),
+    )
 
 
 def _with_status(fields: RecallFields, status: str) -> RecallFields:
@@ -169,10 +203,12 @@ def evidence_for_query(query: str, vault: Any) -> Any:
     status gate: a ranking's own step chose them)."""
     from hql.search.shared import analyzer_for
 
-    view = PromptView(query, analyzer_for(vault))
-    mapping = mapping_for(vault)
+    made: list[tuple[PromptView, Any]] = []
 
     def measured(card: Any) -> Evidence:
+        if not made:  # most rankings carry their evidence: read the query only when asked
+            made.append((PromptView(query, analyzer_for(vault)), mapping_for(vault)))
+        view, mapping = made[0]
         return evidence(view, card, recall_fields(card, mapping), STATUSES_ANY)
 
     return measured

@@ -948,6 +948,23 @@ class Bm25Index(Generic[CardT]):
                 found = _best_with_ties(found, scores, limit)
             return self._hits(found, scores, term_ids, limit)
 
+    def best(
+        self, query: str, limit: int, among: Sequence[CardT] | None = None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """What `search(query, limit, among)` ranks, as each card's position in `cards` and
+        its score, best first, without making hits (raises as `search` does)."""
+        with self._noting_damage():
+            scored = self._scored(query, among)
+            if scored is None or limit <= 0:
+                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+            scores, _ = scored
+            found = np.flatnonzero(scores)
+            if len(found) > limit:
+                found = _best_with_ties(found, scores, limit)
+            order = np.lexsort((self._name_rank[found], -scores[found]))
+            ranked = found[order][:limit]
+            return self._card_of_slot[ranked], scores[ranked]
+
     def count(self, query: str, among: Sequence[CardT] | None = None) -> int:
         """How many hits `search` gives, without making any (raises as `search` does)."""
         with self._noting_damage():
