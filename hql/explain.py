@@ -159,6 +159,22 @@ def describe_retrieval(retrieval: Retrieval) -> list[str]:
             f"{key} {_number(value)}" for key, value in cutoff.items() if key != "rule"
         )
         lines.append(f"  relevant: rule {cutoff.get('rule')} ({details})")
+    collapse = retrieval.extra.get("collapse")
+    if isinstance(collapse, dict):
+        threshold = collapse.get("threshold")
+        shown = (
+            ", ".join(f"{method} {value}" for method, value in threshold.items())
+            if isinstance(threshold, dict)
+            else _number(threshold)
+        )
+        lines.append(
+            messages.collapse_line(
+                shown,
+                ", ".join(collapse.get("methods", [])),
+                int(collapse.get("hidden", 0)),
+                len(collapse.get("groups", [])),
+            )
+        )
     if "fallback" in retrieval.extra:
         lines.append(f"  fell back: {retrieval.extra['fallback'].get('reason')}")
     for number, source in enumerate(retrieval.extra.get("inputs", []), start=1):
@@ -219,6 +235,11 @@ def describe_ranking(ranking: Ranking, heading: str | None = None) -> list[str]:
 def _why(detail: Mapping[str, Any] | None) -> str:
     if not detail:
         return ""
+    if "collapsed" in detail:
+        from hql.context.collapse import describe
+
+        rest = {key: value for key, value in detail.items() if key not in ("collapsed", "collapse")}
+        return "; ".join(part for part in (_why(rest), describe(detail)) if part)
     if isinstance(detail.get("why"), str):  # an extension's own words (hql.extend.ranking)
         return str(detail["why"])
     if "evidence" in detail and isinstance(detail["evidence"], Mapping):

@@ -2305,3 +2305,41 @@ def explain_prompt_rejected(card: str, gate: str) -> str:
 
 def relevant_min_or_evidence() -> str:
     return "`relevant` takes `min` (a score floor) or `evidence` (0-100), not both"
+
+
+# --- context blocks: collapse, budget, libraries (memory.md §3, §4, §6) -----------------
+
+
+def collapse_kept_best_ranked() -> str:
+    return "kept: the best-ranked of the alike cards"
+
+
+def collapse_kept_project() -> str:
+    return "kept: the project's own card over a library's"
+
+
+def collapse_kept_must() -> str:
+    return "kept: the `must` card over the others"
+
+
+def collapse_kept_higher_score() -> str:
+    return "kept: the higher score"
+
+
+def collapse_explained(alike: str, representative: str) -> str:
+    return f"stands for {alike}; {representative}"
+
+
+def collapse_line(threshold: str, methods: str, hidden: int, groups: int) -> str:
+    return (
+        f"  collapse: threshold {threshold} ({methods}); {plural(hidden, 'repeat')} hidden "
+        f"in {plural(groups, 'group')}"
+    )
+
+
+def collapse_threshold_range(found: float) -> str:
+    return f"`collapse` needs a threshold between 0 and 1; found {found}"
+
+
+def collapse_needs_ranking(found: object) -> str:
+    return f"`collapse` reads a ranking; found {found}"

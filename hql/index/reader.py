@@ -190,6 +190,13 @@ class SemanticIndex:
             known[text] = vector
         return known[text]
 
+    def card_vector(self, name: str, digest: str) -> np.ndarray | None:
+        """The card's whole-note vector while the index holds it for this very text, else None."""
+        row = self._loaded.row_of.get(name)
+        if row is None or self._loaded.hashes[row] != digest:
+            return None
+        return self._loaded.matrix[row]
+
     @property
     def model_row(self) -> schema.ModelRow:
         return self._loaded.model

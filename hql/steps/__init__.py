@@ -6,6 +6,7 @@
 
 from hql.steps import (  # noqa: F401
     collections,
+    context,
     conversions,
     core,
     dates,
