@@ -752,6 +752,8 @@ def field_type(receiver: Type, name: str) -> Type | None:
         }.get(name)
     if receiver == ty.GRAPH:
         return {"nodes": ty.list_of(ty.STRING), "edges": ty.list_of(ty.EDGE)}.get(name)
+    if receiver == ty.CONTEXT:
+        return CONTEXT_FIELDS.get(name)
     if receiver.name == "Group":
         return {"key": receiver.args[0], "items": ty.list_of(receiver.args[1])}.get(name)
     if receiver == ty.DATE:
@@ -775,6 +777,19 @@ NOTE_FIELDS: dict[str, Type] = {
     "outlinks": ty.list_of(ty.STRING),
     "inlinks": ty.list_of(ty.STRING),
     "unresolved": ty.list_of(ty.STRING),
+    "library": ty.STRING,  # `project`, or the library's name ([vault] libraries)
+    "scope": ty.STRING,  # `project`, or the library's scope (`global`, …)
+}
+
+
+# What a context block (`ranking | context`) shows of itself.
+CONTEXT_FIELDS: dict[str, Type] = {
+    "items": ty.list_of(ty.DATA),
+    "trimmed": ty.list_of(ty.DATA),
+    "rendered": ty.STRING,
+    "tokens": ty.INT,
+    "abstention": ty.option(ty.STRING),
+    "diagnostics": ty.DATA,
 }
 
 
@@ -804,6 +819,7 @@ def fields_of(receiver: Type) -> list[str]:
         "items",
         *DATE_FIELDS,
         *NOTE_FIELDS,
+        *CONTEXT_FIELDS,
     ]
     return [
         name

@@ -496,6 +496,8 @@ def get_field(receiver: Any, name: str) -> Any:
         from hql.dates import field
 
         return field(receiver, name)
+    if hasattr(receiver, "context_field"):  # a context block (hql.context.block.Context)
+        return receiver.context_field(name)
     if name == "nodes":
         return ListValue(tuple(receiver.nodes))
     if name == "edges":

@@ -2343,3 +2343,143 @@ def collapse_threshold_range(found: float) -> str:
 
 def collapse_needs_ranking(found: object) -> str:
     return f"`collapse` reads a ranking; found {found}"
+
+
+def context_heading(count: int) -> str:
+    return f"Context: {plural(count, 'card')} that may bear on the task"
+
+
+def context_preamble() -> str:
+    return (
+        "Each card says when it applies and when to ignore it. These are excerpts: "
+        "read a card whole before relying on details."
+    )
+
+
+def context_read_hint(name: str) -> str:
+    quoted = f'"{name}"' if any(char.isspace() for char in name) else name
+    return f"`hql card {quoted}` (MCP: the `card` tool)"
+
+
+def context_matched_words(words: list[str]) -> str:
+    return "words " + ", ".join(words)
+
+
+def context_matched_section(heading: str) -> str:
+    return f"section {heading}"
+
+
+def context_stands_for(names: list[str]) -> str:
+    return "also stands for " + ", ".join(f"`{name}`" for name in names)
+
+
+def context_trimmed_items(max_items: int) -> str:
+    return f"beyond max_items = {max_items}"
+
+
+def context_trimmed_budget(needs: int, left: int, budget: int) -> str:
+    return f"needs {needs} tokens, {left} of the budget of {budget} left"
+
+
+def context_required_trimmed(name: str, reason: str) -> str:
+    return (
+        f"the required card `{name}` (priority: must) does not fit the context block: "
+        f"{reason}; raise the budget or max_items, or narrow the prompt"
+    )
+
+
+def context_nothing_fits(budget: int) -> str:
+    return f"no card fits the budget of {budget} tokens"
+
+
+def context_nothing_passed_ranking() -> str:
+    return "no card passed: the ranking is empty"
+
+
+def context_abstained_display(reason: str) -> str:
+    return f"(empty context: {reason})"
+
+
+def context_needs_ranking(found: object) -> str:
+    return f"`context` reads a ranking; found {found}"
+
+
+def context_bad_format(found: str) -> str:
+    return f'`context` writes format "markdown" or "json"; found "{found}"'
+
+
+def context_bad_number(name: str, found: object) -> str:
+    return f"`context` needs {name} of at least 1; found {found}"
+
+
+def context_cutoff_kept_none(rule: str, candidates: int) -> str:
+    return (
+        f"no card passed: `relevant` (rule {rule}) kept none of {plural(candidates, 'candidate')}"
+    )
+
+
+def context_no_candidates() -> str:
+    return "no card passed: the ranking found no candidate"
+
+
+def context_rejected_repeat(kept: str) -> str:
+    return f"a near-duplicate of `{kept}`, which is in its place"
+
+
+def context_rejected_evidence(score: int, floor: int) -> str:
+    return f"evidence {score} below the threshold {floor}"
+
+
+def context_rejected_declared(score: int, floor: int) -> str:
+    return (
+        f"evidence {score} below the threshold {floor}; the words rule does not apply to a card "
+        "that declares when it applies"
+    )
+
+
+def context_none_passed(candidates: int, best: int, floor: int) -> str:
+    return (
+        f"no card passed: {plural(candidates, 'candidate')}, the best evidence {best} is below "
+        f"the threshold {floor} and the words rule kept none"
+    )
+
+
+def library_failed(name: str, path: str, reason: str) -> str:
+    return f"the library `{name}` ({path}) was left out: {reason}"
+
+
+def library_is_the_vault() -> str:
+    return "it is the vault itself"
+
+
+def cards_call_arguments() -> str:
+    return "`cards(…)` takes one argument, `libraries = true` or `libraries = false`"
+
+
+def command_needs_vault(command: str) -> str:
+    return f"`hql {command}` needs a vault: pass --vault <directory>"
+
+
+def context_option_positive(option: str, found: int) -> str:
+    return f"{option} needs a number of at least 1; found {found}"
+
+
+def context_prompt_twice() -> str:
+    return "give the prompt once: as an argument, or with --file, not both"
+
+
+def context_prompt_empty() -> str:
+    return "the prompt is empty: give it as an argument, with --file, or on stdin"
+
+
+def context_abstained_note(reason: str) -> str:
+    return f"note: the context block is empty: {reason}"
+
+
+def card_not_found(name: str) -> str:
+    return f"no card is named `{name}` in the vault or its libraries"
+
+
+def context_prompt_unreadable(path: str, error: BaseException) -> str:
+    reason = getattr(error, "strerror", None) or str(error)
+    return f"{path}: cannot read the prompt: {reason}"

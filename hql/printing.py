@@ -34,6 +34,14 @@ def is_graph(value: Any) -> bool:
     return isinstance(value, Graph)
 
 
+def is_context(value: Any) -> bool:
+    """A context block (hql.context.block): only a program that made one loaded that module."""
+    import sys
+
+    block = sys.modules.get("hql.context.block")
+    return block is not None and isinstance(value, block.Context)
+
+
 # --- scalars -----------------------------------------------------------------
 
 
@@ -129,6 +137,8 @@ def display(value: Any) -> str:
         return f"Group {{key: {display(value.key)}, items: {display(value.items)}}}"
     if is_graph(value):
         return f"graph of {len(value.nodes)} nodes and {len(value.induced_edges)} edges"
+    if is_context(value):
+        return str(value.display())
     return str(value)
 
 
@@ -204,6 +214,8 @@ def to_json(value: Any) -> Any:
             ],
             "edges": [edge_json(edge) for edge in value.induced_edges],
         }
+    if is_context(value):
+        return value.to_json()
     return str(value)
 
 
@@ -326,6 +338,9 @@ def table(value: Any) -> str:
         return layout(["key", "value"], [[display(k), display(v)] for k, v in value.items()])
     if isinstance(value, Presentation):
         return value.text
+    if is_context(value):
+        header, rows = value.table_rows()
+        return layout(header, rows)
     return layout(["value"], [[display(value)]])
 
 

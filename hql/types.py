@@ -40,6 +40,7 @@ RELATION_CARD = atom("RelationCard")
 EDGE = atom("Edge")
 GRAPH = atom("Graph")
 PRESENTATION = atom("Presentation")
+CONTEXT = atom("Context")  # a context block (hql.context.block)
 ORDERING = atom("Ordering")
 ORDERABLE = atom("Orderable")
 
@@ -91,6 +92,7 @@ ATOM_PARENTS: dict[str, tuple[str, ...]] = {
     "Edge": (),
     "Graph": (),
     "Presentation": (),
+    "Context": (),
     "Ordering": (),
 }
 ABSTRACT_ATOMS = {"Scalar", "Orderable", "Never"}

@@ -18,6 +18,15 @@ CONFIG_FILE = "hql.toml"
 
 
 @dataclass(frozen=True)
+class LibrarySpec:
+    """One `[vault] libraries` entry: another vault whose cards join the candidate set."""
+
+    path: str  # as written: relative to the vault, or absolute, `~` allowed
+    scope: str = "global"
+    name: str = ""  # how its cards are qualified on a clash; its scope when unsaid
+
+
+@dataclass(frozen=True)
 class VaultConfig:
     report_mode: str | None = None  # [report] mode
     imports: tuple[str, ...] = ()  # [extensions] import
@@ -28,6 +37,7 @@ class VaultConfig:
     path: Path | None = None  # the hql.toml, if there is one
     allow_outside: tuple[str, ...] = ()  # [vault] allow_outside: outside roots that may be read
     watch: bool = False  # [vault] watch: a load starts `hql vault watch` when none answers
+    libraries: tuple[LibrarySpec, ...] = ()  # [vault] libraries: other vaults beside this one
 
     def section(self, name: str) -> dict[str, Any]:
         """A top-level table such as `semantics` or `search`; {} when absent or not a table."""
@@ -104,6 +114,7 @@ def _interpret(raw: dict[str, Any], path: Path) -> tuple[VaultConfig, list[LoadW
     if not isinstance(watch, bool):
         bad("vault.watch", "true or false")
         watch = False
+    libraries = _libraries(vault.get("libraries", []), bad)
 
     config = VaultConfig(
         report_mode=mode,
@@ -115,8 +126,45 @@ def _interpret(raw: dict[str, Any], path: Path) -> tuple[VaultConfig, list[LoadW
         path=path,
         allow_outside=allow_outside,
         watch=watch,
+        libraries=libraries,
     )
     return config, warnings
+
+
+def _libraries(declared: Any, bad: Any) -> tuple[LibrarySpec, ...]:
+    """`[vault] libraries = [{ path = "…", scope = "global", name = "…" }]`; a bad entry is
+    left out with a warning, the others kept."""
+    if not isinstance(declared, list):
+        bad("vault.libraries", 'a list of tables such as { path = "~/notes", scope = "global" }')
+        return ()
+    found: list[LibrarySpec] = []
+    names: set[str] = {"project"}
+    for number, entry in enumerate(declared, start=1):
+        key = f"vault.libraries[{number}]"
+        path = entry.get("path") if isinstance(entry, dict) else None
+        scope = entry.get("scope", "global") if isinstance(entry, dict) else None
+        name = entry.get("name", "") if isinstance(entry, dict) else None
+        if not (isinstance(path, str) and path):
+            bad(key, 'a table with a `path`, such as { path = "~/notes", scope = "global" }')
+            continue
+        if not (isinstance(scope, str) and _plain_name(scope)) or scope == "project":
+            bad(f"{key}.scope", "a word other than `project`, such as `global` or `team`")
+            continue
+        if not (isinstance(name, str) and (name == "" or _plain_name(name))):
+            bad(f"{key}.name", "a word naming the library")
+            continue
+        shown = name or scope
+        if shown in names:
+            bad(f"{key}.name", f"a name no other library has (`{shown}` is taken)")
+            continue
+        names.add(shown)
+        found.append(LibrarySpec(path, scope, shown))
+    return tuple(found)
+
+
+def _plain_name(text: str) -> bool:
+    """A library's scope or name: letters, digits, `-` and `_` (it prefixes card names)."""
+    return bool(text) and all(char.isalnum() or char in "-_" for char in text)
 
 
 def _vault_table(

@@ -12,6 +12,7 @@ from typing import Any
 from hql import messages
 from hql.record import record
 
+PROJECT = "project"  # the library and scope of a vault's own cards
 CONCEPT_CARD = "ConceptCard"
 RELATION_CARD = "RelationCard"
 
@@ -81,6 +82,7 @@ class Card:
         "extras",
         "_table",
         "_note",
+        "_origin",
     )
 
     name: str
@@ -103,6 +105,7 @@ class Card:
     extras: dict[str, Any] | None  # what the Obsidian dialect read beside the links
     _table: Any  # the vault's LinkTable, shared by its cards (outlinks, inlinks)
     _note: dict[str, Any] | None  # tags, aliases, tasks, ... worked out on first use
+    _origin: tuple[str, str] | None  # (library, scope) of a library's card; None: the project's
 
     def __init__(
         self,
@@ -146,6 +149,7 @@ class Card:
         setter(self, "extras", extras)
         setter(self, "_table", None)
         setter(self, "_note", None)
+        setter(self, "_origin", None)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"a Card is immutable; cannot set `{name}`")
@@ -161,6 +165,27 @@ class Card:
 
     def __repr__(self) -> str:
         return f"Card({self.name!r}, {self.kind})"
+
+    @property
+    def library(self) -> str:
+        """The library the card comes from: `project` for the vault's own cards."""
+        return self._origin[0] if self._origin is not None else PROJECT
+
+    @property
+    def scope(self) -> str:
+        """`project` for the vault's own cards, the library's scope (`global`, …) for others."""
+        return self._origin[1] if self._origin is not None else PROJECT
+
+    def in_library(self, library: str, scope: str, name: str | None = None) -> Card:
+        """This card as a library's card in another vault's candidate set: the same file,
+        tagged with its library and scope, named `name` (qualified) when given."""
+        copy = object.__new__(Card)
+        for slot in Card.__slots__:
+            object.__setattr__(copy, slot, getattr(self, slot))
+        object.__setattr__(copy, "_origin", (library, scope))
+        if name is not None:
+            object.__setattr__(copy, "name", name)
+        return copy
 
     @property
     def is_relation(self) -> bool:

@@ -76,6 +76,9 @@ class Vault:
         self._lazy_source: Callable[[], CardSequence | None] | None = None
         self._lazy: CardSequence | None = None
         self._lazy_lock = threading.Lock()
+        self._libraries: tuple[Any, ...] | None = None
+        self._libraries_lock = threading.Lock()
+        self.use_cache = True  # how it was opened: its libraries are opened the same way
 
     @property
     def cards(self) -> tuple[Card, ...]:
@@ -268,6 +271,7 @@ class Vault:
 
             vault._lazy_source = sequence
         vault.dialect = dialect
+        vault.use_cache = use_cache
         return vault
 
     @classmethod
@@ -277,6 +281,24 @@ class Vault:
 
     def card(self, name: str) -> Card | None:
         return self._by_name.get(name)
+
+    @property
+    def libraries(self) -> tuple[Any, ...]:
+        """The vaults `[vault] libraries` names (hql.vault.libraries.Library), opened on
+        first use; none unless the vault's hql.toml names some."""
+        found = self._libraries
+        if found is None:
+            with self._libraries_lock:
+                if self._libraries is None:
+                    from hql.vault.libraries import open_libraries
+
+                    self._libraries = open_libraries(self, self.use_cache)
+                found = self._libraries
+        return found
+
+    def library_warnings(self) -> list[str]:
+        """Why each library that could not be opened was left out."""
+        return [library.warning for library in self.libraries if library.warning]
 
     def resolve(self, name: str) -> Card | None:
         """The card `[[name]]` names in a program: the exact name, else as a link resolves."""
