@@ -244,6 +244,44 @@ SUBCOMMANDS["mcp"] = (
     "serve vaults to AI agents over the Model Context Protocol (stdio, or streamable HTTP)",
     _mcp_arguments,
 )
+
+
+def _context_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "prompt", nargs="?", help="the prompt (or - for stdin; read from stdin when left out)"
+    )
+    parser.add_argument("--file", metavar="FILE", help="read the prompt from this file")
+    parser.add_argument(
+        "--budget", type=int, default=2000, metavar="TOKENS", help="the block's budget (2000)"
+    )
+    parser.add_argument(
+        "--max-items", type=int, default=8, metavar="N", help="at most this many cards (8)"
+    )
+    parser.add_argument(
+        "--block",
+        choices=("markdown", "json"),
+        default="markdown",
+        help="how the block itself is written (default: markdown)",
+    )
+    parser.add_argument(
+        "--no-libraries", action="store_true", help="only the vault's own cards, no libraries"
+    )
+
+
+SUBCOMMANDS["context"] = (
+    "the context block for a prompt: the cards it may need, within a token budget; "
+    "--format json adds the diagnostics (every candidate and why it was left out)",
+    _context_arguments,
+)
+SUBCOMMANDS["log"] = (
+    "the retrieval log ([log] retrieval = true): what each context block chose and left out, "
+    "newest first; prompts are kept only as hashes",
+    _one("--limit", type=int, default=20, metavar="N", help="the last N blocks (20)"),
+)
+SUBCOMMANDS["card"] = (
+    "print a card's file whole (a library's card by its qualified name, `global:name`)",
+    _one("name", help="the card's name, as a context block or a ranking gives it"),
+)
 SUBCOMMANDS["vault"] = (
     "about the vault itself: `warnings` lists every load warning; `watch` keeps watching it "
     "so loads need not check every file; `unwatch` stops that watcher",
@@ -602,6 +640,111 @@ def watch_command(vault: str) -> int:
     except KeyboardInterrupt:
         pass
     print(messages.watch_stopped(), file=sys.stderr)
+    return 0
+
+
+@command("context")
+def context_command(args: argparse.Namespace) -> int:
+    from hql.context.block import ContextError
+    from hql.context.read_path import assemble
+    from hql.printing import dumps
+
+    vault = _needs_vault(args)
+    prompt = _prompt_text(args)
+    for name, number in (("--budget", args.budget), ("--max-items", args.max_items)):
+        if number < 1:
+            raise HostError(messages.context_option_positive(name, number))
+
+    def warn(message: str) -> None:
+        print(f"warning: {message}", file=sys.stderr)
+
+    try:
+        block = assemble(
+            vault,
+            prompt,
+            budget=args.budget,
+            max_items=args.max_items,
+            format=args.block,
+            libraries=not args.no_libraries,
+            warn=warn,
+        )
+    except ContextError as error:
+        raise HostError(str(error)) from None
+    if args.format == "json":
+        print(dumps(block.to_json()))
+        return 0
+    if block.abstention is not None:
+        print(messages.context_abstained_note(block.abstention), file=sys.stderr)
+    sys.stdout.write(block.rendered)
+    return 0
+
+
+def _needs_vault(args: argparse.Namespace) -> Any:
+    if not args.vault:
+        raise HostError(messages.command_needs_vault(args.command))
+    return open_vault(args.vault)
+
+
+def _prompt_text(args: argparse.Namespace) -> str:
+    """The prompt: the argument, a file (`--file`), or stdin (`-`, or nothing given)."""
+    if args.file is not None and args.prompt is not None:
+        raise HostError(messages.context_prompt_twice())
+    if args.file is not None and args.file != "-":
+        try:
+            with open(args.file, encoding="utf-8") as handle:
+                text = handle.read()
+        except (OSError, UnicodeDecodeError) as error:
+            raise HostError(messages.context_prompt_unreadable(args.file, error)) from None
+    elif args.file == "-" or args.prompt is None or args.prompt == "-":
+        text, _ = read_program("-", "context")
+    else:
+        text = args.prompt
+    if not text.strip():
+        raise HostError(messages.context_prompt_empty())
+    return text
+
+
+@command("log")
+def log_command(args: argparse.Namespace) -> int:
+    from hql.context.log import LogError, enabled, log_path, read_entries
+    from hql.printing import dumps
+
+    vault = _needs_vault(args)
+    if args.limit < 1:
+        raise HostError(messages.context_option_positive("--limit", args.limit))
+    try:
+        entries = read_entries(vault, args.limit)
+    except LogError as error:
+        raise HostError(str(error)) from None
+    if args.format == "json":
+        print(dumps(entries))
+        return 0
+    if not entries:
+        print(messages.log_empty(str(log_path(vault)), enabled(vault)))
+        return 0
+    for entry in entries:
+        print(messages.log_entry_line(entry))
+    return 0
+
+
+@command("card")
+def card_command(args: argparse.Namespace) -> int:
+    from hql.context.read_path import find_card
+    from hql.printing import card_json, dumps
+
+    vault = _needs_vault(args)
+    card = find_card(vault, args.name)
+    if card is None:
+        raise HostError(messages.card_not_found(args.name))
+    try:
+        with open(card.path, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise HostError(messages.cannot_read(card.relpath, error)) from None
+    if args.format == "json":
+        print(dumps({**card_json(card), "library": card.library, "text": text}))
+        return 0
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 
 

@@ -2261,6 +2261,7 @@ def document_exists(relpath: str) -> str:
 def document_moved_outside(relpath: str) -> str:
     return f"the folder of {relpath} was moved outside the vault; nothing was written"
 
+
 # --- prompts as tasks, recall fields, evidence (memory.md §1-2) --------------------
 
 
@@ -2483,3 +2484,72 @@ def card_not_found(name: str) -> str:
 def context_prompt_unreadable(path: str, error: BaseException) -> str:
     reason = getattr(error, "strerror", None) or str(error)
     return f"{path}: cannot read the prompt: {reason}"
+
+
+def log_outside_vault(state_dir: str) -> str:
+    return f"the retrieval log was not written: {state_dir} leads outside the vault"
+
+
+def log_unwritable(path: str, reason: str) -> str:
+    return f"the retrieval log {path} could not be written: {reason}"
+
+
+def log_unreadable(path: str, reason: str) -> str:
+    return f"the retrieval log {path} could not be read: {reason}"
+
+
+def log_empty(path: str, enabled: bool) -> str:
+    if enabled:
+        return f"the retrieval log {path} holds no block yet"
+    return "no retrieval log: set `[log] retrieval = true` in hql.toml to keep one"
+
+
+def log_entry_line(entry: dict) -> str:
+    selected = ", ".join(entry["selected"]) or "(none)"
+    rejected = len(entry["rejected"])
+    labels = entry.get("labels") or {}
+    line = (
+        f"{entry['at']}  {entry['prompt_sha256'][:19]}…  {entry['prompt_chars']} chars"
+        f" ({labels.get('language') or '?'})  {entry['tokens']}/{entry['budget']} tokens\n"
+        f"  selected: {selected}\n  rejected: {plural(rejected, 'card')}"
+    )
+    if entry.get("abstention"):
+        line += f"\n  empty: {entry['abstention']}"
+    return line
+
+
+MCP_TOOLS["context"] = (
+    "The context block for a task: the cards of the vault (and of its libraries) the prompt may "
+    "need, each with its title, summary, when to use it and when to ignore it, what matched and "
+    "how to read it whole (the `card` tool), within a token budget (estimated as ceil(chars / 4)). "
+    "An empty block means no card passed the evidence rule (`abstention` says why): answer "
+    "without the vault rather than guess. Put `block` in your context as it is."
+)
+MCP_TOOLS["context.prompt"] = (
+    "The task or question, as the user wrote it (any length, any language)."
+)
+MCP_TOOLS["context.budget"] = "The most tokens the block may take (estimated)."
+MCP_TOOLS["context.max_items"] = "The most cards the block may hold."
+MCP_TOOLS["context.format"] = "How the block is written: markdown, or json for a program to read."
+MCP_TOOLS["context.diagnostics"] = (
+    "Also return the diagnostics: versions, counts, the threshold, every candidate left out and why."
+)
+
+
+def mcp_context_arguments(budget: int, max_items: int, form: str) -> str:
+    return (
+        f"`context` needs budget and max_items of at least 1 and format markdown or json; "
+        f"found budget {budget}, max_items {max_items}, format {form}"
+    )
+
+
+def mcp_context_overrun(seconds: float) -> str:
+    return f"the context block took longer than {seconds:g} s and was stopped; narrow the prompt"
+
+
+def context_rejected_words(score: int, floor: int) -> str:
+    return f"evidence {score} below the threshold {floor}, and the words rule did not keep it"
+
+
+def context_not_considered(considered: int) -> str:
+    return f"passed, but after the {considered} best candidates the block considers"

@@ -66,7 +66,15 @@ def test_a_client_lists_the_tools_calls_each_and_survives_bad_programs() -> None
     async def talk(client: Any) -> None:
         assert "HQL" in client.instructions and "import bm25" in client.instructions
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        assert set(tools) == {"vaults", "query", "search", "check", "card", "explain"}  # no render
+        assert set(tools) == {
+            "vaults",
+            "query",
+            "search",
+            "context",
+            "check",
+            "card",
+            "explain",
+        }  # no render
         for tool in tools.values():
             assert len(tool.description) > 80 and tool.input_schema["type"] == "object"
             hints = tool.annotations
@@ -100,6 +108,9 @@ def test_a_client_lists_the_tools_calls_each_and_survives_bad_programs() -> None
             await client.call_tool(
                 "explain", {"program": 'import bm25\ncards | bm25("token") | take(2)'}
             )
+        )
+        seen["context"] = _answer(
+            await client.call_tool("context", {"prompt": "refresh an expired access token"})
         )
         malformed = await client.call_tool("query", {"program": "cards | map(c => c.tittle"})
         seen["malformed"] = (malformed.is_error, _answer(malformed))
@@ -142,6 +153,9 @@ def test_a_client_lists_the_tools_calls_each_and_survives_bad_programs() -> None
     assert all(stage["ms"] >= 0 for stage in explain["stages"])
     assert explain["retrievals"][0]["retrieval"]["metric"] == "bm25"
 
+    context = seen["context"]
+    assert context["ok"] and context["block"].startswith("# Context: ")
+    assert context["items"][0]["card"] == "refresh-tokens" and context["token_kind"] == "estimated"
     is_error, malformed = seen["malformed"]
     assert is_error and not malformed["ok"] and malformed["value"] is None
     report = malformed["reports"][0]
@@ -370,7 +384,7 @@ def test_the_transcript_in_the_agents_page_is_what_the_server_answers(
         page,
         re.S,
     )
-    assert [call[0] for call in calls] == ["search", "query", "query"]
+    assert [call[0] for call in calls] == ["context", "search", "query", "query"]
     service = VaultService("vaults/web-auth")
     for tool, arguments, is_error, shown in calls:
         answer = getattr(service, tool)(**json.loads(arguments))

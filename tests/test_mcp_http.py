@@ -159,7 +159,16 @@ def test_every_tool_answers_over_http_from_either_vault(server: Server) -> None:
     seen = talk(server.url, conversation)
     assert seen["protocol"] == "2026-07-28"
     tools = seen["tools"]
-    assert set(tools) == {"vaults", "query", "search", "check", "card", "explain", "render"}
+    assert set(tools) == {
+        "vaults",
+        "query",
+        "search",
+        "context",
+        "check",
+        "card",
+        "explain",
+        "render",
+    }
     assert tools["render"].annotations.destructive_hint is True
     assert all(tools[name].annotations.read_only_hint for name in set(tools) - {"render"})
 

@@ -39,6 +39,7 @@ MEASURED = "measured"
 # Characters of a card's opening shown when it declares no summary.
 EXCERPT_CHARS = 280
 MATCHED_TERMS_SHOWN = 6
+_ANNOTATION = re.compile(r"\]\]\s*\{[^{}\n]*\}")
 
 TokenCounter = Callable[[str], int]
 
@@ -228,7 +229,8 @@ def excerpt(body: str, limit: int = EXCERPT_CHARS) -> str | None:
             continue
         if fenced or not stripped or stripped.startswith("#"):
             continue
-        lines.append(stripped)
+        # A link's annotation (`[[oauth]] {relation: extends}`) is for the graph, not the reader.
+        lines.append(_ANNOTATION.sub("]]", stripped))
         if sum(len(part) + 1 for part in lines) > limit:
             break
     text = re.sub(r"\s+", " ", " ".join(lines)).strip()

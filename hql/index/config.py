@@ -49,6 +49,7 @@ OnUnavailable = Literal["fail", "lexical"]
 SEMANTICS_KEYS = (
     "index",
     "embed_queries",
+    "store_question_text",
     "on_unavailable",
     "embedder",
     "store",
@@ -130,6 +131,8 @@ class QdrantConfig:
 class SemanticsConfig:
     index: str | None = None
     embed_queries: bool = False
+    # false: a stored question is kept by its digest (`sha256:…`), never as text
+    store_question_text: bool = True
     on_unavailable: OnUnavailable = "fail"
     embedder: EmbedderConfig | None = None
     store: str = "sqlite"
@@ -167,6 +170,13 @@ def load_semantics_config(raw: Mapping[str, object] | None) -> SemanticsConfig:
                 "semantics.embed_queries", "true or false", embed_queries
             )
         )
+    store_question_text = table.get("store_question_text", True)
+    if not isinstance(store_question_text, bool):
+        raise SemanticIndexError(
+            messages.semantics_config_bad_value(
+                "semantics.store_question_text", "true or false", store_question_text
+            )
+        )
     on_unavailable = table.get("on_unavailable", "fail")
     if on_unavailable not in ("fail", "lexical"):
         raise SemanticIndexError(
@@ -182,6 +192,7 @@ def load_semantics_config(raw: Mapping[str, object] | None) -> SemanticsConfig:
     return SemanticsConfig(
         index=index,
         embed_queries=embed_queries,
+        store_question_text=store_question_text,
         on_unavailable="lexical" if on_unavailable == "lexical" else "fail",
         embedder=None if embedder is None else load_embedder_config(embedder),
         store=store,
@@ -434,3 +445,16 @@ def _seconds(table: Mapping[str, object], label: str, default: float) -> float:
     raise SemanticIndexError(
         messages.semantics_config_bad_value(label, "a positive number of seconds", value)
     )
+
+
+QUESTION_DIGEST = "sha256:"
+
+
+def question_key(text: str, config: SemanticsConfig) -> str:
+    """How a question is stored in the index: as written, or (`store_question_text = false`)
+    by its SHA-256 digest, so an index file never holds what was asked."""
+    if config.store_question_text:
+        return text
+    import hashlib
+
+    return QUESTION_DIGEST + hashlib.sha256(text.encode("utf-8")).hexdigest()

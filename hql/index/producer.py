@@ -17,7 +17,7 @@ import json
 import os
 import sqlite3
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -25,9 +25,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 from hql import files, messages
 from hql.index import schema
 from hql.index.config import (
+    QUESTION_DIGEST,
     EmbedderConfig,
     SemanticsConfig,
     load_semantics_config,
+    question_key,
     resolve_index_path,
 )
 from hql.index.embedders import Embedder, make_embedder, max_tokens_of, token_counter
@@ -173,7 +175,9 @@ def _build_locked(
         if card.name not in card_blobs:
             card_blobs[card.name] = _reusable(previous, card) or b""
             section_rows.extend(previous.sections.get(card.name, []))
-    query_blobs = _query_blobs(embedder, previous.queries, [*queries, *previous.damaged_queries])
+    query_blobs = _query_blobs(
+        embedder, previous.queries, [*queries, *previous.damaged_queries], _question_key(vault)
+    )
     dimensions = dimensions or _width(query_blobs) or _probe_width(embedder)
     rows = [
         schema.CardRow(card.name, _relative_path(vault, card), card.digest, card_blobs[card.name])
@@ -271,14 +275,21 @@ def _same_width(vectors: np.ndarray, dimensions: int | None) -> int:
 
 
 def _query_blobs(
-    embedder: Embedder, kept: dict[str, bytes], wanted: Iterable[str]
+    embedder: Embedder,
+    kept: dict[str, bytes],
+    wanted: Iterable[str],
+    key: Callable[[str], str] = str,
 ) -> dict[str, bytes]:
-    """Earlier queries stay; new ones are embedded with the query prefix, deduplicated."""
+    """Earlier queries stay; new ones are embedded with the query prefix, deduplicated, and
+    stored under `key(text)` (the text, or its digest). A damaged question stored by its
+    digest cannot be embedded again (its text is not kept): it is left out."""
     blobs = dict(kept)
-    new = sorted({text for text in wanted if text not in blobs})
+    new = sorted(
+        {text for text in wanted if key(text) not in blobs and not text.startswith(QUESTION_DIGEST)}
+    )
     if new:
         for text, vector in zip(new, embedder.embed_queries(new), strict=True):
-            blobs[text] = schema.vector_to_blob(vector)
+            blobs[key(text)] = schema.vector_to_blob(vector)
     widths = {len(blob) for blob in blobs.values()}
     if len(widths) > 1:
         raise SemanticIndexError(
@@ -713,3 +724,12 @@ def _store_cards(
         )
         for card in cards
     ]
+
+
+def _question_key(vault: VaultLike) -> Callable[[str], str]:
+    """How this vault's index keeps the questions it is given (`store_question_text`)."""
+    import functools
+
+    from hql.index.reader import raw_config
+
+    return functools.partial(question_key, config=load_semantics_config(raw_config(vault)))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hql import messages
-from hql.index.config import SemanticsConfig, load_semantics_config
+from hql.index.config import SemanticsConfig, load_semantics_config, question_key
 from hql.index.embedders import Embedder, make_embedder
 from hql.index.errors import EmbedderUnavailable, SemanticIndexError, StoreUnavailable
 from hql.index.reader import CardLike, SectionHit, VaultLike, raw_config
@@ -106,7 +106,10 @@ def _ranking(
 ) -> SemanticRanking:
     store = open_store(vault, config)
     warnings: list[str] = []
-    vector = store.query_vector(query)
+    key = question_key(query, config)
+    vector = store.query_vector(key)
+    if vector is None and key != query:  # a question stored as text before the setting
+        vector = store.query_vector(query)
     embedded_now = vector is None
     if vector is None:
         if not (config.embed_queries and config.embedder is not None):
@@ -116,7 +119,7 @@ def _ranking(
         except EmbedderUnavailable as error:
             error.on_unavailable = config.on_unavailable  # type: ignore[attr-defined]
             raise
-        stored = store.add_query(query, vector)
+        stored = store.add_query(key, vector)
         warnings.extend([stored] if stored else [])
     among = vault.cards if cards is None else cards
     result = store.search(vector, k, SearchFilter(among, store_filter), exact)

@@ -146,6 +146,23 @@ def build_server(served: Vaults) -> MCPServer[Any]:
         )
 
     @tool
+    def context(
+        prompt: Annotated[str, Field(description=TOOLS["context.prompt"])],
+        budget: Annotated[int, Field(description=TOOLS["context.budget"], ge=1)] = 2000,
+        max_items: Annotated[int, Field(description=TOOLS["context.max_items"], ge=1)] = 8,
+        format: Annotated[  # noqa: A002 (the block's format, as the step names it)
+            Literal["markdown", "json"], Field(description=TOOLS["context.format"])
+        ] = "markdown",
+        diagnostics: Annotated[bool, Field(description=TOOLS["context.diagnostics"])] = False,
+        vault: VaultName = None,
+    ) -> Annotated[CallToolResult, shapes.ContextAnswer]:
+        return _answer(
+            served,
+            vault,
+            lambda service: service.context(prompt, budget, max_items, format, diagnostics),
+        )
+
+    @tool
     def check(
         program: Program, vault: VaultName = None
     ) -> Annotated[CallToolResult, shapes.CheckAnswer]:

@@ -575,9 +575,69 @@ class VaultService:
         answer: dict[str, Any] = result
         return answer
 
-    def card(self, name: str) -> dict[str, Any]:
+    def context(
+        self,
+        prompt: str,
+        budget: int = 2000,
+        max_items: int = 8,
+        format: str = "markdown",  # noqa: A002 (the tool's argument)
+        diagnostics: bool = False,
+    ) -> dict[str, Any]:
+        """The context block for a prompt (hql.context.read_path), under the time budget."""
+        from hql.context.block import FORMATS, ContextError
+        from hql.context.read_path import assemble
+
+        if not prompt.strip():
+            raise ToolFailure(messages.context_prompt_empty())
+        if budget < 1 or max_items < 1 or format not in FORMATS:
+            raise ToolFailure(messages.mcp_context_arguments(budget, max_items, format))
         vault = self.live.get()
-        card = vault.card(name)
+        warnings: list[str] = []
+
+        def work() -> Any:
+            return assemble(
+                vault,
+                prompt,
+                budget=budget,
+                max_items=max_items,
+                format=format,
+                warn=warnings.append,
+            )
+
+        try:
+            block = within(self.limits.seconds, work)
+        except Overrun as overrun:
+            raise ToolFailure(messages.mcp_context_overrun(overrun.seconds)) from None
+        except ContextError as error:
+            raise ToolFailure(str(error)) from None
+        answer: dict[str, Any] = {
+            "ok": True,
+            "block": block.rendered,
+            "tokens": block.tokens,
+            "token_kind": block.token_kind,
+            "items": [
+                {
+                    "card": item.name,
+                    "title": item.title,
+                    "scope": item.scope,
+                    "priority": item.priority,
+                    "tokens": item.tokens,
+                }
+                for item in block.items
+            ],
+            "trimmed": [cut.to_json() for cut in block.trimmed],
+            "abstention": block.abstention,
+            "warnings": list(dict.fromkeys(warnings)),
+        }
+        if diagnostics:
+            answer["diagnostics"] = block.diagnostics
+        return answer
+
+    def card(self, name: str) -> dict[str, Any]:
+        from hql.context.read_path import find_card
+
+        vault = self.live.get()
+        card = vault.card(name) or find_card(vault, name)  # a library's card by its qualified name
         if card is None:
             from hql.registry import closest
 

@@ -53,6 +53,28 @@ class QueryAnswer(Answer):
     truncated: NotRequired[Truncated]
 
 
+class ContextItem(TypedDict):
+    card: str
+    title: str
+    scope: str
+    priority: str
+    tokens: int
+
+
+class ContextAnswer(TypedDict):
+    """A context block: its text (empty when nothing passed), its cards, and why it is empty."""
+
+    ok: bool
+    block: str
+    tokens: int
+    token_kind: str
+    items: list[ContextItem]
+    trimmed: list[dict[str, Any]]
+    abstention: str | None
+    warnings: list[str]
+    diagnostics: NotRequired[dict[str, Any]]
+
+
 class CheckAnswer(Answer):
     type: str | None
 

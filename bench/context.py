@@ -1,0 +1,285 @@
+"""Context blocks: what an agent gets from `hql context`, on LoCoMo and at 5k cards.
+
+    .venv/bin/python bench/context.py [--budget 1500] [--quality-only | --cost-only]
+                                      [--reuse DIR] [--repeats 7]
+
+Quality (../shared/datasets/locomo-dev, three conversations; see its README): one note per
+session (front matter with the date and speakers, each turn a line `D3:7 Caroline: …`),
+every question asked of the whole corpus. For `hql context` with the budget (1,500 tokens):
+
+* answerable (categories 1-4): the share whose block holds a session their evidence turns
+  fall in (any of them; the share of those sessions is printed too), and the share whose
+  block is empty (wrongly empty);
+* unanswerable (category 5): the share whose block is empty (abstention);
+* the blocks' mean estimated tokens;
+
+against `bm25 | take(5)` in the same run (evidence session among the five; never empty;
+its tokens are the five cards' whole text, what an agent pastes without a block).
+
+Cost: `hql context` on a 2,000-character prompt at 5k cards (SciFact abstracts, as
+bench/scale.py) against `bm25 | take(10)` of the same text, both whole calls on an open
+vault (`assemble` vs `hql.run`), interleaved, best of runs; then both as CLI calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import hql  # noqa: E402
+from hql.context.block import estimate_tokens  # noqa: E402
+from hql.context.read_path import assemble  # noqa: E402
+
+SHARED = Path(os.environ.get("HQL_SHARED", ROOT.parent / "shared")) / "datasets"
+LOCOMO = SHARED / "locomo-dev"
+SCIFACT = SHARED / "scifact"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+TURN = re.compile(r"D(\d+):\d+")
+
+
+# --- LoCoMo ------------------------------------------------------------------------------
+
+
+def session_note(conversation: str, number: int, data: dict, turns: list[dict]) -> str:
+    when = data.get(f"session_{number}_date_time", "")
+    speakers = [data["speaker_a"], data["speaker_b"]]
+    lines = [
+        "---",
+        f"date: {json.dumps(when)}",
+        f"speakers: [{', '.join(speakers)}]",
+        f"conversation: {json.dumps(conversation)}",
+        "---",
+        f"# Session {number} ({when})",
+        "",
+    ]
+    for turn in turns:
+        text = turn.get("text", "")
+        if turn.get("blip_caption"):
+            text += f" [shares a photo: {turn['blip_caption']}]"
+        lines.append(f"{turn['dia_id']} {turn['speaker']}: {text}")
+    return "\n".join(lines) + "\n"
+
+
+def locomo_vault(root: Path) -> list[dict]:
+    """The session notes under `root`; the questions, each with its evidence notes."""
+    questions = []
+    for path in sorted(LOCOMO.glob("*.json")):
+        conversation = path.stem
+        data = json.loads(path.read_text(encoding="utf-8"))
+        folder = root / f"conversation-{conversation}"
+        folder.mkdir(parents=True)
+        number = 1
+        while f"session_{number}" in data:
+            note = session_note(conversation, number, data, data[f"session_{number}"])
+            (folder / f"{conversation}-session-{number:02d}.md").write_text(note, encoding="utf-8")
+            number += 1
+        for qa in data["qa"]:
+            sessions = {
+                f"{conversation}-session-{int(m.group(1)):02d}"
+                for evidence in qa.get("evidence", [])
+                for m in TURN.finditer(evidence)
+            }
+            questions.append(
+                {
+                    "question": qa["question"],
+                    "category": qa["category"],
+                    "sessions": sessions,
+                }
+            )
+    return questions
+
+
+def quality(budget: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder) / "locomo"
+        questions = locomo_vault(root)
+        vault = hql.Vault.open(root)
+        session = hql.Session(vault)
+        program = "import bm25\ncards | bm25($q) | take(5)"
+        rows: dict[str, list[float]] = {
+            key: []
+            for key in (
+                "ctx_hit",
+                "ctx_share",
+                "ctx_empty_answerable",
+                "ctx_empty_unanswerable",
+                "ctx_tokens",
+                "bm_hit",
+                "bm_share",
+                "bm_tokens",
+            )
+        }
+        started = time.perf_counter()
+        for item in questions:
+            block = assemble(vault, item["question"], budget=budget)
+            chosen = {entry.name for entry in block.items}
+            outcome = session.run(program, "<bench>", params={"q": item["question"]})
+            top = [hit.card for hit in outcome.value]
+            answerable = item["category"] != 5 and item["sessions"]
+            if answerable:
+                wanted = item["sessions"]
+                rows["ctx_hit"].append(bool(chosen & wanted))
+                rows["ctx_share"].append(len(chosen & wanted) / len(wanted))
+                rows["ctx_empty_answerable"].append(not chosen)
+                names = {card.name for card in top}
+                rows["bm_hit"].append(bool(names & wanted))
+                rows["bm_share"].append(len(names & wanted) / len(wanted))
+            elif item["category"] == 5:
+                rows["ctx_empty_unanswerable"].append(not chosen)
+            rows["ctx_tokens"].append(block.tokens)
+            rows["bm_tokens"].append(sum(estimate_tokens(card.text) for card in top))
+        elapsed = time.perf_counter() - started
+    answerable = len(rows["ctx_hit"])
+    unanswerable = len(rows["ctx_empty_unanswerable"])
+    mean = statistics.fmean
+    print(
+        f"LoCoMo dev ({len(questions)} questions: {answerable} answerable with evidence, "
+        f"{unanswerable} unanswerable), budget {budget} tokens, {elapsed:.1f} s for both"
+    )
+    print(f"{'':44}{'hql context':>14}{'bm25|take(5)':>14}")
+    print(
+        f"{'evidence session in the block (answerable)':44}"
+        f"{mean(rows['ctx_hit']):>14.3f}{mean(rows['bm_hit']):>14.3f}   target >= 0.92"
+    )
+    print(
+        f"{'  share of evidence sessions':44}"
+        f"{mean(rows['ctx_share']):>14.3f}{mean(rows['bm_share']):>14.3f}"
+    )
+    print(
+        f"{'empty block, unanswerable (abstained)':44}"
+        f"{mean(rows['ctx_empty_unanswerable']):>14.3f}{0.0:>14.3f}   target >= 0.25"
+    )
+    print(
+        f"{'empty block, answerable (wrongly empty)':44}"
+        f"{mean(rows['ctx_empty_answerable']):>14.3f}{0.0:>14.3f}   target <= 0.05"
+    )
+    print(
+        f"{'mean tokens (estimated, ceil(chars / 4))':44}"
+        f"{mean(rows['ctx_tokens']):>14.1f}{mean(rows['bm_tokens']):>14.1f}"
+    )
+
+
+# --- cost at 5k cards --------------------------------------------------------------------
+
+
+def scifact_vault(root: Path, size: int) -> list[str]:
+    docs = [json.loads(line) for line in (SCIFACT / "corpus.jsonl").open(encoding="utf-8")]
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(size):
+        doc = docs[i % len(docs)]
+        name = f"{doc['_id']}-{i // len(docs)}" if i >= len(docs) else doc["_id"]
+        (root / f"{name}.md").write_text(f"# {doc['title']}\n\n{doc['text']}\n", encoding="utf-8")
+    return [json.loads(line)["text"] for line in (SCIFACT / "queries.jsonl").open()]
+
+
+def long_prompt(queries: list[str], chars: int = 2000) -> str:
+    """An agent's task of about `chars` characters: a request, then claims to check."""
+    parts = ["Review the following claims for the literature survey and find what supports them:"]
+    for query in queries:
+        if sum(len(part) + 2 for part in parts) >= chars:
+            break
+        parts.append(f"- {query}")
+    return "\n".join(parts)[:chars]
+
+
+def interleaved(repeats: int, *actions: Callable[[], object]) -> list[float]:
+    best = [float("inf")] * len(actions)
+    for _ in range(repeats):
+        for i, action in enumerate(actions):
+            start = time.perf_counter()
+            action()
+            best[i] = min(best[i], time.perf_counter() - start)
+    return best
+
+
+def cost(repeats: int, reuse: Path | None) -> None:
+    folder = reuse or Path(tempfile.mkdtemp())
+    root = folder / "context-5000"
+    try:
+        if not (folder / "context-5000.complete").exists():
+            shutil.rmtree(root, ignore_errors=True)
+            queries = scifact_vault(root, 5000)
+            (folder / "context-5000.complete").touch()
+        else:
+            queries = [json.loads(line)["text"] for line in (SCIFACT / "queries.jsonl").open()]
+        prompt = long_prompt(queries)
+        vault = hql.Vault.open(root)
+        session = hql.Session(vault)
+        program = "import bm25\ncards | bm25($q) | take(10)"
+
+        def context() -> object:
+            return assemble(vault, prompt, budget=2000)
+
+        def ranked() -> object:
+            return session.run(program, "<bench>", params={"q": prompt})
+
+        context(), ranked()  # warm: both build the vault's index once
+        mine, anchor = interleaved(repeats, context, ranked)
+        print(f"\ncost at 5,000 cards, a {len(prompt)}-character prompt (best of {repeats})")
+        print(
+            f"  API  hql context   {mine * 1000:8.1f} ms   bm25 | take(10) {anchor * 1000:8.1f} ms"
+            f"   ratio {mine / anchor:5.2f}x   target <= 3x"
+        )
+        prompt_file = folder / "prompt.txt"
+        prompt_file.write_text(prompt, encoding="utf-8")
+        hql_cli = [sys.executable, "-m", "hql", "--vault", str(root)]
+        eval_program = "import bm25\ncards | bm25($q) | take(10)"
+
+        def cli_context() -> object:
+            return subprocess.run(
+                [*hql_cli, "context", "--file", str(prompt_file)],
+                env=ENV,
+                check=True,
+                capture_output=True,
+            )
+
+        def cli_ranked() -> object:
+            return subprocess.run(
+                [*hql_cli, "eval", eval_program, "--param", f"q={prompt}"],
+                env=ENV,
+                check=True,
+                capture_output=True,
+            )
+
+        cli_context(), cli_ranked()
+        mine, anchor = interleaved(max(3, repeats // 2), cli_context, cli_ranked)
+        print(
+            f"  CLI  hql context   {mine * 1000:8.1f} ms   bm25 | take(10) {anchor * 1000:8.1f} ms"
+            f"   ratio {mine / anchor:5.2f}x"
+        )
+    finally:
+        if reuse is None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--budget", type=int, default=1500)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--reuse", type=Path, default=None)
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--quality-only", action="store_true")
+    which.add_argument("--cost-only", action="store_true")
+    args = parser.parse_args()
+    if not args.cost_only:
+        quality(args.budget)
+    if not args.quality_only:
+        cost(args.repeats, args.reuse)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,360 @@
+"""The read path of an agent's memory: a prompt in, a context block out.
+
+    envelope -> candidates from every library -> gates -> evidence -> collapse
+             -> budget -> render
+
+Candidates come from `rank_prompt` (query variants fused by reciprocal rank,
+the gates, an evidence score per card) in the project and in every library.
+A candidate passes when
+
+- its evidence reaches the threshold (40 by default), or
+- it declares no recall field (a plain note: its body is its only evidence)
+  and the words rule keeps it: among the best BM25 hits of the whole prompt,
+  it shares a whole word with what the prompt affirms (`relevant`'s evidence
+  rule) and scores at least 40% of the best.
+
+Passing cards are ordered by evidence, then those the words rule kept in its
+order (libraries interleaved by rank, the project first); near-duplicates are
+collapsed (a project's card over a library's); the block is filled within the
+budget. Every candidate that did not make it is in the diagnostics with its
+reason, and nothing here stores the prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from hql import messages
+from hql.context.block import (
+    DEFAULT_BUDGET,
+    DEFAULT_MAX_ITEMS,
+    MARKDOWN,
+    Context,
+    TokenCounter,
+    build_context,
+    item_for,
+)
+from hql.context.collapse import collapsed_hits, priority_of
+from hql.record import record
+from hql.values import Hit
+from hql.version import __version__
+
+CANDIDATES_PER_LIBRARY = 50
+# How many passing candidates are compared for repeats and offered to the budget, per item
+# the block may hold (the rest could enter it only if nearly all of these were trimmed).
+CONSIDERED_PER_ITEM = 3
+CONSIDERED_AT_LEAST = 24
+# A plain note passes the words rule at this share of the best words score or above.
+WORDS_SHARE = 0.4
+WORDS_RULE = "words"
+EVIDENCE_RULE = "evidence"
+
+
+@record
+class Source:
+    """One place candidates come from: the project, or a library (its cards tagged)."""
+
+    vault: Any
+    library: str
+    scope: str
+    # The card each of this vault's cards stands for in the candidate set (qualified, tagged).
+    tag: Callable[[Any], Any]
+
+
+@record(frozen=False)
+class Candidate:
+    hit: Hit
+    library: str
+    rank: int  # its place in its own library's ranking
+    rule: str | None = None  # the rule that let it pass: "evidence" or "words"
+    reason: str | None = None  # why it did not pass
+
+
+def assemble(
+    vault: Any,
+    prompt: str,
+    *,
+    budget: int = DEFAULT_BUDGET,
+    max_items: int = DEFAULT_MAX_ITEMS,
+    format: str = MARKDOWN,  # noqa: A002 (the option's name everywhere else)
+    libraries: bool = True,
+    threshold: int | None = None,
+    collapse_threshold: float | None = None,
+    count_tokens: TokenCounter | None = None,
+    statuses: Iterable[str] = ("active",),
+    warn: Callable[[str], None] | None = None,
+) -> Context:
+    """The context block for `prompt` from `vault` (and its libraries); see the module."""
+    from hql.context.evidence import DEFAULT_EVIDENCE
+
+    floor = DEFAULT_EVIDENCE if threshold is None else threshold
+    sources = sources_of(vault, libraries, warn)
+    allowed = tuple(statuses)
+    candidates: list[Candidate] = []
+    rejected: list[dict[str, Any]] = []
+    counts = {"input": 0, "eligible": 0, "evaluated": 0}
+    versions: dict[str, Any] = {"hql": __version__, "libraries": {}}
+    labels: dict[str, Any] = {}
+    for source in sources:
+        found, gated, said = _candidates(source, prompt, floor, allowed, warn)
+        labels = labels or said.pop("labels")
+        said.pop("labels", None)
+        candidates += found
+        rejected += gated
+        counts["input"] += len(source.vault.lazy_cards())
+        counts["evaluated"] += len(found) + len(gated)
+        versions["libraries"][source.library] = said
+    passing = _ordered([c for c in candidates if c.rule is not None])
+    rejected += [_rejection(c) for c in candidates if c.rule is None]
+    counts["eligible"] = len(passing)
+    # Only so many can reach the block: the rest are not compared for repeats.
+    considered = max(max_items * CONSIDERED_PER_ITEM, CONSIDERED_AT_LEAST)
+    rejected += [
+        {
+            "card": c.hit.card.name,
+            "library": c.library,
+            "reason": messages.context_not_considered(considered),
+        }
+        for c in passing[considered:]
+    ]
+    passing = passing[:considered]
+    hits, collapse = collapsed_hits([c.hit for c in passing], collapse_threshold)
+    hidden = {name: group["kept"] for group in collapse["groups"] for name in group["hidden"]}
+    rejected += [
+        {
+            "card": name,
+            "library": library_of(name, passing),
+            "reason": messages.context_rejected_repeat(kept),
+        }
+        for name, kept in hidden.items()
+    ]
+    items = [item_for(hit, _fields(hit, sources)) for hit in hits]
+    abstention = None if items else _abstention(candidates, floor)
+    diagnostics: dict[str, Any] = {
+        "versions": versions,
+        "counts": counts,
+        "threshold": {
+            "evidence": floor,
+            "words": {"share_of_best": WORDS_SHARE, "depth": CANDIDATES_PER_LIBRARY},
+        },
+        "collapse": {"threshold": collapse["threshold"], "hidden": collapse["hidden"]},
+        "abstention": abstention,
+        "selected": [],
+        "rejected": rejected,
+    }
+    block = build_context(
+        items,
+        budget=budget,
+        max_items=max_items,
+        form=format,
+        count_tokens=count_tokens,
+        abstention=abstention,
+        diagnostics=diagnostics,
+    )
+    rules = {c.hit.card.name: c for c in passing}
+    diagnostics = block.diagnostics
+    diagnostics["selected"] = [
+        {
+            "card": item.name,
+            "library": rules[item.name].library,
+            "rule": rules[item.name].rule,
+            "score": item.score,
+            "tokens": item.tokens,
+        }
+        for item in block.items
+    ]
+    rejected += [
+        {"card": cut.name, "library": library_of(cut.name, passing), "reason": cut.reason}
+        for cut in block.trimmed
+    ]
+    diagnostics["abstention"] = block.abstention
+    _log(vault, prompt, block, labels, warn)
+    return block
+
+
+def _log(vault: Any, prompt: str, block: Context, labels: dict[str, Any], warn: Any) -> None:
+    """The block in the vault's retrieval log, when `[log] retrieval = true` (never the prompt)."""
+    from hql.context import log
+
+    if not log.enabled(vault):
+        return
+    try:
+        log.record_block(vault, prompt, block, labels)
+    except log.LogError as error:
+        if warn is not None:
+            warn(str(error))
+
+
+# --- where candidates come from ----------------------------------------------------------
+
+
+def sources_of(vault: Any, libraries: bool, warn: Callable[[str], None] | None) -> list[Source]:
+    """The project, then each library that loaded (a library that did not is a warning)."""
+    sources = [Source(vault, "project", "project", _same)]
+    if not libraries:
+        return sources
+    for library in getattr(vault, "libraries", ()):
+        if library.vault is None:
+            if warn is not None and library.warning:
+                warn(library.warning)
+            continue
+        sources.append(Source(library.vault, library.name, library.scope, library.tagged))
+    return sources
+
+
+def _same(card: Any) -> Any:
+    return card
+
+
+def _candidates(
+    source: Source,
+    prompt: str,
+    floor: int,
+    statuses: tuple[str, ...],
+    warn: Callable[[str], None] | None,
+) -> tuple[list[Candidate], list[dict[str, Any]], dict[str, Any]]:
+    """This library's candidates, each marked with the rule that passes it (or why not), the
+    cards its gates rejected, and the versions that ranked them."""
+    from hql.context.fields import recall_fields
+    from hql.context.prompt import mapping_for, rank_prompt
+    from hql.search.shared import analyzer_for, bm25_index
+
+    vault = source.vault
+    cards = vault.lazy_cards()
+    index, warnings = bm25_index(vault, cards)
+    for message in warnings:
+        if warn is not None:
+            warn(message)
+    ranking = rank_prompt(
+        cards,
+        prompt,
+        vault=vault,
+        limit=CANDIDATES_PER_LIBRARY,
+        statuses=statuses,
+        index=index,
+        warn=warn,
+    )
+    kept_by_words = _words_rule(index, analyzer_for(vault), prompt)
+    mapping = mapping_for(vault)
+    found = []
+    for rank, hit in enumerate(ranking.hits):
+        card = source.tag(hit.card)
+        tagged = Hit(card, hit.score, hit.retrieval, hit.detail)
+        candidate = Candidate(tagged, source.library, rank)
+        if hit.score >= floor:
+            candidate.rule = EVIDENCE_RULE
+        elif not recall_fields(hit.card, mapping).declared and hit.card.name in kept_by_words:
+            candidate.rule = WORDS_RULE
+            candidate.rank, matched = kept_by_words[hit.card.name]
+            candidate.hit = Hit(
+                card, hit.score, hit.retrieval, {**(hit.detail or {}), "matched": matched}
+            )
+        elif hit.card.name in kept_by_words:
+            candidate.reason = messages.context_rejected_declared(int(hit.score), floor)
+        elif recall_fields(hit.card, mapping).declared:
+            candidate.reason = messages.context_rejected_evidence(int(hit.score), floor)
+        else:
+            candidate.reason = messages.context_rejected_words(int(hit.score), floor)
+        found.append(candidate)
+    # A plain note the words rule keeps but the prompt ranking did not reach.
+    ranked = {hit.card.name for hit in ranking.hits}
+    for name, (rank, matched) in kept_by_words.items():
+        card = vault.card(name)
+        if name in ranked or card is None or recall_fields(card, mapping).declared:
+            continue
+        hit = Hit(source.tag(card), 0.0, ranking.retrieval, {"matched": matched})
+        found.append(Candidate(hit, source.library, rank, WORDS_RULE))
+    gated = [
+        {"card": item["card"], "library": source.library, "reason": item["gate"]}
+        for item in ranking.retrieval.extra.get("rejected", [])
+    ]
+    from hql.context.log import labels_of
+
+    said = {
+        "prompt": ranking.retrieval.model,
+        "bm25": index.revision,
+        "labels": labels_of(ranking.retrieval.extra.get("envelope")),
+    }
+    return found, gated, said
+
+
+def _words_rule(index: Any, analyzer: Any, prompt: str) -> dict[str, tuple[int, dict[str, float]]]:
+    """The plain notes the prompt's words call for, by name, with their rank and matched terms:
+    the best `CANDIDATES_PER_LIBRARY` of `bm25(prompt)` that share a whole word with what the
+    prompt affirms (`relevant`'s evidence rule: a negated or prefix-only match is no evidence)
+    and score at least `WORDS_SHARE` of the best."""
+    from hql.search.relevance import affirmed_text, evidence_filter
+
+    hits = index.search(prompt, CANDIDATES_PER_LIBRARY)
+    if not hits:
+        return {}
+    affirmed = set(analyzer.analyze(affirmed_text(prompt)).terms)
+    floor = WORDS_SHARE * hits[0].score
+    kept = [hit for hit in evidence_filter(hits, _matched, affirmed) if hit.score >= floor]
+    return {hit.card.name: (rank, dict(hit.matched)) for rank, hit in enumerate(kept)}
+
+
+def _matched(hit: Any) -> Any:
+    return hit.matched
+
+
+def _ordered(passing: Sequence[Candidate]) -> list[Candidate]:
+    """Evidence first (by score, then `must` cards, then the project before a library), then
+    the words rule's cards by rank, libraries interleaved (the project first at each rank)."""
+    order = {"project": 0}
+
+    def key(candidate: Candidate) -> tuple[Any, ...]:
+        library = order.setdefault(candidate.library, len(order))
+        if candidate.rule == EVIDENCE_RULE:
+            return (0, -candidate.hit.score, not _must(candidate.hit), library, candidate.rank)
+        return (1, candidate.rank, not _must(candidate.hit), library, 0.0)
+
+    return sorted(passing, key=key)
+
+
+def _must(hit: Hit) -> bool:
+    return priority_of(hit) == "must"
+
+
+def _fields(hit: Hit, sources: Sequence[Source]) -> Any:
+    from hql.context.fields import recall_fields
+    from hql.context.prompt import mapping_for
+
+    vault = next((s.vault for s in sources if s.library == getattr(hit.card, "library", "")), None)
+    return recall_fields(hit.card, mapping_for(vault if vault is not None else sources[0].vault))
+
+
+def _rejection(candidate: Candidate) -> dict[str, Any]:
+    return {
+        "card": candidate.hit.card.name,
+        "library": candidate.library,
+        "reason": candidate.reason or "",
+    }
+
+
+def library_of(name: str, candidates: Sequence[Candidate]) -> str:
+    return next((c.library for c in candidates if c.hit.card.name == name), "project")
+
+
+def _abstention(candidates: Sequence[Candidate], floor: int) -> str:
+    if not candidates:
+        return messages.context_no_candidates()
+    best = max(int(c.hit.score) for c in candidates)
+    return messages.context_none_passed(len(candidates), best, floor)
+
+
+__all__ = ["assemble", "sources_of"]
+
+
+def find_card(vault: Any, name: str) -> Any:
+    """The card a block names: the project's by its name, a library's by its qualified name
+    (or its own name when no other card has it)."""
+    card = vault.card(name)
+    if card is not None:
+        return card
+    for library in getattr(vault, "libraries", ()):
+        for tagged in library.cards:
+            if tagged.name == name:
+                return tagged
+    return None
