@@ -43,7 +43,16 @@ import hql  # noqa: E402
 from hql.context.block import estimate_tokens  # noqa: E402
 from hql.context.read_path import assemble  # noqa: E402
 
-SHARED = Path(os.environ.get("HQL_SHARED", ROOT.parent / "shared")) / "datasets"
+
+def _shared() -> Path:
+    """../shared beside the checkout (or beside the folder of worktrees), or $HQL_SHARED."""
+    if "HQL_SHARED" in os.environ:
+        return Path(os.environ["HQL_SHARED"])
+    near = [ROOT.parent / "shared", ROOT.parent.parent / "shared"]
+    return next((place for place in near if place.is_dir()), near[0])
+
+
+SHARED = _shared() / "datasets"
 LOCOMO = SHARED / "locomo-dev"
 SCIFACT = SHARED / "scifact"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -76,6 +85,8 @@ def session_note(conversation: str, number: int, data: dict, turns: list[dict]) 
 
 def locomo_vault(root: Path) -> list[dict]:
     """The session notes under `root`; the questions, each with its evidence notes."""
+    if not list(LOCOMO.glob("*.json")):
+        raise SystemExit(f"no LoCoMo conversations in {LOCOMO}: set HQL_SHARED")
     questions = []
     for path in sorted(LOCOMO.glob("*.json")):
         conversation = path.stem
