@@ -60,6 +60,7 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|[a-z][.)]|#{1,6})\s+", re.IGNO
 _SHELL_PROMPT = re.compile(r"^\s*\$\s+(.+)$")
 # A technical token: letters, digits and the joiners code uses, with no space.
 _TOKEN = re.compile(r"[~./]?[\w$@*?\[\]{}~+=-]+(?:(?:::|[./:\\])[\w$@*?\[\]{}~+=-]+)*/?")
+_MARKED = re.compile(r"[./*?_:~]|[a-z][A-Z]|[A-Z]{2}[a-z]")
 _COMMAND_WORD = re.compile(r"[a-z0-9][\w.:/=@+-]*|--?[\w][\w=.-]*")
 _CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _WORD = re.compile(r"\w+")
@@ -119,8 +120,10 @@ class Envelope:
 def read_envelope(prompt: str, analyzer: Any = None) -> Envelope:
     """The envelope of a prompt; `analyzer` (hql.text) finds the keywords (the defaults: None)."""
     commands = _commands(prompt)
-    paths = _paths(prompt)
-    symbols = _symbols(prompt, set(paths))
+    # Only a token with one of these marks can be a path or a symbol.
+    tokens = [t for t in _candidate_tokens(prompt) if _MARKED.search(t)]
+    paths = _paths(prompt, tokens)
+    symbols = _symbols(tokens, set(paths))
     return Envelope(
         language=language_of(prompt, {*paths, *_whole(symbols)}),
         segments=tuple(segments_of(prompt)),
@@ -278,11 +281,11 @@ def _candidate_tokens(prompt: str) -> list[str]:
     return tokens
 
 
-def _paths(prompt: str) -> list[str]:
+def _paths(prompt: str, tokens: list[str]) -> list[str]:
     """Paths and globs: `src/a/b.py`, `./run.sh`, `*.md`, `hql.toml`."""
     found = []
     quoted = {match.group(1).strip() for match in _BACKTICKED.finditer(prompt)}
-    for token in _candidate_tokens(prompt):
+    for token in tokens:
         if token.startswith(("http:", "https:")) or "://" in token:
             continue
         if _is_path(token, token in quoted):
@@ -310,10 +313,10 @@ def _is_path(token: str, quoted: bool) -> bool:
     return quoted and "/" in token
 
 
-def _symbols(prompt: str, paths: set[str]) -> list[str]:
+def _symbols(tokens: list[str], paths: set[str]) -> list[str]:
     """Code symbols, each whole and then its parts: `readEnvelope` → readEnvelope, read, envelope."""
     found: list[str] = []
-    for token in _candidate_tokens(prompt):
+    for token in tokens:
         token = token.strip("()[]{}")
         if token.endswith("()"):
             token = token[:-2]

@@ -26,12 +26,12 @@ from hql.values import Hit, Ranking, Retrieval
 MODEL = "hql.prompt.v1"
 METRIC = "evidence"
 FUSION_K = 60
-# A prompt of many lines is ranked as at most this many segments (the longest kept).
+# A prompt of many lines is ranked as at most this many runs of neighbouring segments.
 MAX_SEGMENTS = 12
 # How many hits each variant contributes to the fusion, beside the limit asked for.
 VARIANT_DEPTH = 64
 # How many of the fused candidates have their evidence worked out (the best by fused rank).
-EVIDENCE_DEPTH = 100
+EVIDENCE_DEPTH = 60
 
 
 def variants_of(prompt: str, envelope: Envelope) -> list[tuple[str, str]]:
@@ -39,15 +39,25 @@ def variants_of(prompt: str, envelope: Envelope) -> list[tuple[str, str]]:
     variants = [("prompt", prompt)]
     segments = list(envelope.segments)
     if len(segments) > 1:
-        if len(segments) > MAX_SEGMENTS:
-            longest = sorted(range(len(segments)), key=lambda i: -len(segments[i]))
-            keep = sorted(longest[:MAX_SEGMENTS])
-            segments = [segments[i] for i in keep]
-        variants += [(f"segment {i}", text) for i, text in enumerate(segments, start=1)]
+        variants += _segment_variants(segments)
     technical = envelope.technical
     if technical:
         variants.append(("technical", " ".join(technical)))
     return variants
+
+
+def _segment_variants(segments: Sequence[str]) -> list[tuple[str, str]]:
+    """A variant per segment; a prompt of more than MAX_SEGMENTS segments is ranked as that
+    many runs of neighbouring segments (named by their numbers, `segment 3-5`)."""
+    if len(segments) <= MAX_SEGMENTS:
+        return [(f"segment {i}", text) for i, text in enumerate(segments, start=1)]
+    made = []
+    for group in range(MAX_SEGMENTS):
+        first = group * len(segments) // MAX_SEGMENTS
+        last = (group + 1) * len(segments) // MAX_SEGMENTS
+        name = f"segment {first + 1}-{last}" if last - first > 1 else f"segment {first + 1}"
+        made.append((name, "\n".join(segments[first:last])))
+    return made
 
 
 def mapping_for(vault: Any) -> dict[str, tuple[str, ...]]:
@@ -89,7 +99,9 @@ def rank_prompt(
     variants = variants_of(prompt, envelope)
     depth = max(VARIANT_DEPTH, (limit or 0) * 2)
     keep = max(EVIDENCE_DEPTH, limit or 0)
-    fused, places, counts, considered = _fused(index, variants, depth, among, keep)
+    # The segment variants hold every segment: the whole prompt scores as their sum.
+    whole_is_sum = len(envelope.segments) > 1
+    fused, places, counts, considered = _fused(index, variants, depth, among, keep, whole_is_sum)
     view = PromptView(prompt, analyzer, envelope)
     mapping = mapping_for(vault)
     allowed = tuple(statuses)
@@ -144,7 +156,12 @@ def rank_prompt(
 
 
 def _fused(
-    index: Any, variants: Sequence[tuple[str, str]], depth: int, among: Any, keep: int
+    index: Any,
+    variants: Sequence[tuple[str, str]],
+    depth: int,
+    among: Any,
+    keep: int,
+    whole_is_sum: bool,
 ) -> tuple[list[tuple[Any, float]], dict[int, list[dict[str, Any] | None]], list[int], int]:
     """Reciprocal rank fusion of the variants' best `depth` cards: the best `keep` (and any
     tied with the last) as (card, fused score), best first, ties by name; each one's place
@@ -153,7 +170,16 @@ def _fused(
     import numpy as np
 
     fused = np.zeros(len(index.cards), dtype=np.float64)
-    ranked = [index.best(query, depth, among) for _, query in variants]
+    scored = {name: index.scores(query, among) for name, query in variants if name != "prompt"}
+    segments = [scores for name, scores in scored.items() if name.startswith("segment")]
+    if segments and whole_is_sum:
+        # BM25 is a sum over the query's terms, so the whole prompt scores as the sum of
+        # its segments (terms that span two segments, such as a CJK bigram, aside).
+        present = [scores for scores in segments if scores is not None]
+        scored["prompt"] = np.sum(present, axis=0) if present else None
+    else:
+        scored["prompt"] = index.scores(variants[0][1], among)
+    ranked = [index.best(scored[name], depth) for name, _ in variants]
     for positions, _ in ranked:
         fused[positions] += 1.0 / (FUSION_K + np.arange(1, len(positions) + 1))
     candidates = np.flatnonzero(fused)

@@ -948,22 +948,28 @@ class Bm25Index(Generic[CardT]):
                 found = _best_with_ties(found, scores, limit)
             return self._hits(found, scores, term_ids, limit)
 
-    def best(
-        self, query: str, limit: int, among: Sequence[CardT] | None = None
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """What `search(query, limit, among)` ranks, as each card's position in `cards` and
-        its score, best first, without making hits (raises as `search` does)."""
+    def scores(
+        self, query: str, among: Sequence[CardT] | None = None
+    ) -> npt.NDArray[np.float32] | None:
+        """Every slot's score for the query as `search` scores it (None: no card shares a
+        term), to add up or rank with `best`; raises as `search` does."""
         with self._noting_damage():
             scored = self._scored(query, among)
-            if scored is None or limit <= 0:
-                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-            scores, _ = scored
-            found = np.flatnonzero(scores)
-            if len(found) > limit:
-                found = _best_with_ties(found, scores, limit)
-            order = np.lexsort((self._name_rank[found], -scores[found]))
-            ranked = found[order][:limit]
-            return self._card_of_slot[ranked], scores[ranked]
+        return None if scored is None else scored[0]
+
+    def best(
+        self, scores: npt.NDArray[np.float32] | None, limit: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The best `limit` of these slot scores as `search` orders them (ties by card name),
+        as each card's position in `cards` and its score, without making hits."""
+        if scores is None or limit <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        found = np.flatnonzero(scores)
+        if len(found) > limit:
+            found = _best_with_ties(found, scores, limit)
+        order = np.lexsort((self._name_rank[found], -scores[found]))
+        ranked = found[order][:limit]
+        return self._card_of_slot[ranked], scores[ranked]
 
     def count(self, query: str, among: Sequence[CardT] | None = None) -> int:
         """How many hits `search` gives, without making any (raises as `search` does)."""
