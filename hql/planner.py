@@ -95,6 +95,8 @@ def relevant_cut(plan: Plan, hints: dict[t.Node, dict[str, Any]], rewrites: list
         inner_spec = plan.steps.get(inner)
         if inner_spec is None or "relevant" not in inner_spec.absorbs:
             continue
+        if "evidence" in plan.arguments.get(node, {}):
+            continue  # an evidence threshold is not the ranker's rule: every hit is judged
         argument = plan.arguments.get(node, {}).get("min")
         minimum = argument.value if argument is not None else None
         if minimum is None:

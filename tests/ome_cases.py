@@ -15,7 +15,10 @@ from typing import Any
 
 import yaml
 
-EVAL = Path(os.environ.get("HQL_SHARED", "/work/shared")) / "eval" / "ome-cases.json"
+_SHARED = os.environ.get("HQL_SHARED") or str(Path(__file__).resolve().parents[2] / "shared")
+EVAL = Path(_SHARED) / "eval" / "ome-cases.json"
+if not EVAL.exists() and not os.environ.get("HQL_SHARED"):  # a worktree beside the checkout
+    EVAL = Path(__file__).resolve().parents[3] / "shared" / "eval" / "ome-cases.json"
 
 
 def load() -> dict[str, Any]:

@@ -201,3 +201,17 @@ def test_envelope_function_and_command(tmp_path: Path) -> None:
     )
     tree = json.loads(done.stdout)
     assert tree["commands"] == ["git push"] and tree["language"] in ("zh", "mixed")
+
+
+def test_relevant_evidence_judges_every_bm25_hit() -> None:
+    """bm25's relevant-cut must not pre-cut for an evidence threshold (it is not its rule)."""
+    vault = hql.Vault.open("vaults/web-auth")
+    every = hql.run(
+        'import bm25\ncards | bm25("refresh an expired access token") | count', vault=vault
+    )
+    judged = hql.run(
+        'import bm25\ncards | bm25("refresh an expired access token") | relevant(evidence = 30)',
+        vault=vault,
+    )
+    assert judged.value.retrieval.extra["cutoff"]["candidates"] == every.value
+    assert [hit.card.name for hit in judged.value] == ["refresh-tokens"]

@@ -27,7 +27,7 @@ MODEL = "hql.prompt.v1"
 METRIC = "evidence"
 FUSION_K = 60
 # A prompt of many lines is ranked as at most this many runs of neighbouring segments.
-MAX_SEGMENTS = 12
+MAX_SEGMENTS = 8
 # How many hits each variant contributes to the fusion, beside the limit asked for.
 VARIANT_DEPTH = 64
 # How many of the fused candidates have their evidence worked out (the best by fused rank).

@@ -363,6 +363,11 @@ def apply_evidence(ranking: Ranking, threshold: float, vault: Vault | None = Non
     measured = evidence_for_query(ranking.retrieval.query, vault)
     kept = []
     for hit in ranking.hits:
+        recorded = (hit.detail or {}).get("evidence")
+        if isinstance(recorded, dict):  # the prompt ranker's own: read, not rebuilt
+            if recorded.get("gate") is None and recorded["score"] >= threshold:
+                kept.append(hit)
+            continue
         found = evidence_of(hit)
         if found is None:
             found = measured(hit.card)
