@@ -779,6 +779,14 @@ NOTE_FIELDS: dict[str, Type] = {
     "unresolved": ty.list_of(ty.STRING),
     "library": ty.STRING,  # `project`, or the library's name ([vault] libraries)
     "scope": ty.STRING,  # `project`, or the library's scope (`global`, …)
+    # The recall fields (memory.md §2), through the vault's `[context.fields]` mapping.
+    "summary": ty.option(ty.STRING),
+    "triggers": ty.list_of(ty.STRING),
+    "use_when": ty.list_of(ty.STRING),
+    "ignore_when": ty.list_of(ty.STRING),
+    "topics": ty.list_of(ty.STRING),
+    "priority": ty.STRING,
+    "status": ty.STRING,
 }
 
 

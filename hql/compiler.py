@@ -190,7 +190,27 @@ class Compiler:
 
     def _field(self, expr: t.Field) -> Compiled:
         receiver, name = self.expression(expr.receiver), expr.name
+        if name in _RECALL_FIELDS:
+            return self._recall_field(receiver, name)
         return lambda: get_field(receiver(), name)
+
+    def _recall_field(self, receiver: Compiled, name: str) -> Compiled:
+        """`c.priority`, `c.triggers`, …: read through the vault's `[context.fields]`."""
+        from hql.context.fields import recall_fields
+        from hql.context.prompt import mapping_for
+
+        mapping = mapping_for(self.interpreter.vault)
+
+        def recalled() -> Any:
+            card = receiver()
+            if not isinstance(card, Card):
+                return get_field(card, name)
+            value = getattr(recall_fields(card, mapping), name)
+            if isinstance(value, tuple):
+                return ListValue(value)
+            return ABSENT if value is None else value
+
+        return recalled
 
     # --- operators ---------------------------------------------------------------
 
@@ -504,6 +524,10 @@ def get_field(receiver: Any, name: str) -> Any:
         return ListValue(tuple(receiver.induced_edges))
     raise AssertionError(f"no field {name} on {type(receiver).__name__}")  # pragma: no cover
 
+
+_RECALL_FIELDS = frozenset(
+    {"summary", "triggers", "use_when", "ignore_when", "topics", "priority", "status"}
+)
 
 _NOTE_LISTS = frozenset(
     {"tags", "aliases", "tasks", "headings", "outlinks", "inlinks", "unresolved"}

@@ -215,3 +215,19 @@ def test_relevant_evidence_judges_every_bm25_hit() -> None:
     )
     assert judged.value.retrieval.extra["cutoff"]["candidates"] == every.value
     assert [hit.card.name for hit in judged.value] == ["refresh-tokens"]
+
+
+def test_recall_fields_on_c() -> None:
+    vault = hql.Vault.open("vaults/agent-memory")
+    outcome = hql.run(
+        'cards | filter(c => c.priority == "must") | map(c => [c.name, c.use_when])', vault=vault
+    )
+    assert outcome.value.items == (
+        hql.run('["git-commit-safety", []]').value,
+        hql.run('["secret-handling", ["handling credentials for PyPI, npm or GitHub"]]').value,
+    )
+    archived = hql.run(
+        'cards | filter(c => c.status == "archived") | map(c => c.name)', vault=vault
+    )
+    assert list(archived.value.items) == ["old-release-process"]
+    assert str(hql.check("cards | map(c => c.summary)", vault=vault).type) == "List<Option<String>>"

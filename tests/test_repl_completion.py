@@ -52,7 +52,7 @@ def test_only_steps_that_can_take_the_input_are_offered(completer: HqlCompleter)
     assert {"count", "take", "graph", "table"} <= on_a_set
     assert "get" not in on_a_set  # `get` looks keys up in a map
     assert "relevant" not in on_a_set  # relevant needs a ranking
-    assert "relevant" in texts(completer, "import lexical\ncards | lexical(\"owl\") | ")
+    assert "relevant" in texts(completer, 'import lexical\ncards | lexical("owl") | ')
     on_a_number = set(texts(completer, "x = cards | count | "))  # the binding is not the input
     assert "table" in on_a_number and "count" not in on_a_number
     assert "get" in texts(completer, 'Map([1, 2], ["a", "b"]) | ')
@@ -106,7 +106,12 @@ def test_card_names_inside_a_document_reference(completer: HqlCompleter) -> None
 
 def test_lambda_parameters_get_the_fields_of_the_steps_input(completer: HqlCompleter) -> None:
     # the prefix match first; `outlinks` holds t-i in order, so it follows
-    assert texts(completer, "cards | filter(c => c.ti") == ["title", "outlinks"]
+    assert texts(completer, "cards | filter(c => c.ti") == [
+        "title",
+        "outlinks",
+        "triggers",
+        "topics",
+    ]
     found = complete(completer, "owls | map(c => c.")
     assert ("kind", "String", 0) in found and ("metadata", "Data", 0) in found
     hits = "cards | take(5) | sort(by = c => c.name) | map(c => c.card"
@@ -116,7 +121,7 @@ def test_lambda_parameters_get_the_fields_of_the_steps_input(completer: HqlCompl
 
 
 def test_fields_after_a_dot_on_a_card_and_metadata_keys(completer: HqlCompleter) -> None:
-    assert texts(completer, "[[barn-owl]].ti") == ["title", "outlinks"]
+    assert texts(completer, "[[barn-owl]].ti") == ["title", "outlinks", "triggers", "topics"]
     assert {"name", "title", "metadata", "kind"} <= set(texts(completer, "cards | filter(c => c."))
     assert {"status", "knowledge"} <= set(texts(completer, "cards | filter(c => c.metadata."))
     assert {"type", "relation"} <= set(
