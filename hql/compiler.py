@@ -197,14 +197,18 @@ class Compiler:
     def _recall_field(self, receiver: Compiled, name: str) -> Compiled:
         """`c.priority`, `c.triggers`, …: read through the vault's `[context.fields]`."""
         from hql.context.fields import recall_fields
-        from hql.context.prompt import mapping_for
+        from hql.context.prompt import mapping_for, status_hook
 
-        mapping = mapping_for(self.interpreter.vault)
+        vault = self.interpreter.vault
+        mapping = mapping_for(vault)
+        derived = status_hook() if name == "status" else None
 
         def recalled() -> Any:
             card = receiver()
             if not isinstance(card, Card):
                 return get_field(card, name)
+            if derived is not None:  # hql.notes derives `superseded` from `supersedes:`
+                return derived(card, vault)
             value = getattr(recall_fields(card, mapping), name)
             if isinstance(value, tuple):
                 return ListValue(value)

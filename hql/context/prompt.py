@@ -105,7 +105,7 @@ def rank_prompt(
     view = PromptView(prompt, analyzer, envelope)
     mapping = mapping_for(vault)
     allowed = tuple(statuses)
-    status_of = _status_hook(vault)
+    status_of = status_hook()
     kept: list[tuple[Any, Evidence, RecallFields, Any]] = []
     rejected: list[dict[str, Any]] = []
     for card, fused_score in fused:
@@ -213,7 +213,7 @@ def _with_status(fields: RecallFields, status: str) -> RecallFields:
     return replace(fields, status=status)
 
 
-def _status_hook(vault: Any) -> Any:
+def status_hook() -> Any:
     """hql.notes' `status_of(card, vault)` when it is present (it derives `superseded`)."""
     import importlib
 
