@@ -2553,3 +2553,57 @@ def context_rejected_words(score: int, floor: int) -> str:
 
 def context_not_considered(considered: int) -> str:
     return f"passed, but after the {considered} best candidates the block considers"
+
+
+# --- semantic meaning: pinned vectors, fusion, relevant, rerank, doctor ------------------
+
+
+def index_vectors_not_pinned(path: str, cards: list[str]) -> str:
+    where = f"the index {path}"
+    if not cards:
+        return (
+            f"{where} does not hold the vectors its build pinned (its manifest does not match "
+            f"its rows: a card was added, removed or edited by hand); HQL answers from none "
+            f"of them: run `hql index build` to embed them again"
+        )
+    shown = ", ".join(f"`{name}`" for name in cards[:5])
+    more = f" and {plural(len(cards) - 5, 'other')}" if len(cards) > 5 else ""
+    return (
+        f"{where} does not hold the vectors its build pinned: {shown}{more} "
+        f"{'was' if len(cards) == 1 else 'were'} changed after the build (vectors swapped "
+        f"or edited); HQL answers from none of them: run `hql index build` to embed "
+        f"{'it' if len(cards) == 1 else 'them'} again"
+    )
+
+
+def index_query_not_pinned(path: str, text: str) -> str:
+    return (
+        f"the stored question `{text}` in {path} does not have the vector its build pinned "
+        f"(changed after the build): run `hql index build` to embed it again"
+    )
+
+
+def index_verify_vectors_changed(cards: list[str]) -> str:
+    return (
+        f"{plural(len(cards), 'card')} whose vectors changed after the build (swapped or "
+        "edited; the pins do not match): " + ", ".join(f"`{name}`" for name in cards)
+    )
+
+
+def index_verify_manifest_mismatch() -> str:
+    return "the build manifest does not match the index's rows (edited after the build)"
+
+
+def index_verify_queries_changed(texts: list[str]) -> str:
+    return (
+        f"{plural(len(texts), 'stored question')} whose vector changed after the build: "
+        + ", ".join(f"`{text}`" for text in texts)
+    )
+
+
+def index_verify_unpinned() -> str:
+    return "note: the vectors are not pinned (built by another tool); `hql index build` pins them"
+
+
+def index_verify_rebuild() -> str:
+    return "run `hql index build` to embed them again"

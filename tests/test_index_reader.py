@@ -10,9 +10,9 @@ import pytest
 from standin_embedder import BASE_CARDS, standin_vector, write_vault
 from store_parity import StoreVaults, on_every_store
 
-from hql.index import SemanticIndexError
+from hql.index import SemanticIndexError, pins
 from hql.index.commands import build_command
-from hql.index.reader import SemanticIndex, _top_positions, open_vault_index
+from hql.index.reader import SemanticIndex, _top_positions, open_vault_index, read_model
 from hql.index.semantic import semantic_ranking
 from hql.vault import Vault
 
@@ -75,6 +75,12 @@ def tamper(root: Path, statement: str) -> None:
     with db:
         db.execute(statement)
     db.close()
+
+
+def reseal(db: sqlite3.Connection) -> None:
+    """Pin the file's rows as they are now, as a build that wrote them would."""
+    with db:
+        pins.seal(db, read_model(db))
 
 
 def refusal(root: Path, query: str = QUERY) -> str:
@@ -475,6 +481,7 @@ def test_ranking_with_one_or_several_vectors_per_card_matches_the_file(
 def test_an_empty_section_table_ranks_each_card_by_its_own_vector(tmp_path: Path) -> None:
     vault = dense_vault(tmp_path / "dense", 1)
     tamper(vault.root, "DELETE FROM section")  # the table stays, empty
+    reseal(sqlite3.connect(index_file(vault.root)))
     index = open_vault_index(vault)
     assert index._loaded.sections is None  # no second copy of the card matrix
     for n in range(4):
@@ -515,6 +522,7 @@ def test_an_index_path_pointed_at_another_file_is_read_again(tmp_path: Path) -> 
         for name, other in ((best, worst), (worst, best)):
             db.execute("UPDATE section SET embedding = ? WHERE card = ?", (vectors[other], name))
             db.execute("UPDATE card SET embedding = ? WHERE name = ?", (vectors[other], name))
+    reseal(db)
     db.close()
     first = (hql_dir / "first.sqlite").stat()
     os.utime(hql_dir / "second.sqlite", ns=(first.st_atime_ns, first.st_mtime_ns))
@@ -557,6 +565,7 @@ def test_a_vault_reuses_its_store_until_the_index_file_changes(root: Path) -> No
                 f"SELECT embedding FROM {table} WHERE {key} = ?", (worst,)
             ).fetchone()
             db.execute(f"UPDATE {table} SET embedding = ? WHERE {key} = ?", (vector, best))
+    reseal(db)  # a build that wrote these vectors
     db.close()
     after = semantic_ranking(vault, QUERY)
     assert _OPENED[vault][1] is not store

@@ -199,8 +199,9 @@ def test_the_card_row_keeps_the_references_layout(vault: Vault) -> None:
 
 def test_an_index_without_sections_still_ranks_card_by_card(vault: Vault) -> None:
     db = sqlite3.connect(vault.root / ".hql/index.sqlite")
-    with db:
-        db.execute("DROP TABLE section")
+    with db:  # the reference's layout: no sections, no pins
+        for table in ("section", "pin", "manifest"):
+            db.execute(f"DROP TABLE {table}")
     db.close()
     ranking = semantic_ranking(vault, "backups copies thirty days")
     assert {name for name, _ in ranking.hits} == {"owl", "sync"}

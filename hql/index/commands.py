@@ -74,7 +74,8 @@ def verify_command(vault: VaultLike) -> tuple[int, str]:
     except SemanticIndexError as error:
         return EXIT_PROBLEM, error.message
     if result.ok:
-        return EXIT_OK, messages.index_verify_ok(result.cards, result.queries)
+        ok = messages.index_verify_ok(result.cards, result.queries)
+        return EXIT_OK, ok if result.pinned else f"{ok}\n{messages.index_verify_unpinned()}"
     return EXIT_PROBLEM, "\n".join(_verify_lines(result))
 
 
@@ -96,6 +97,14 @@ def _verify_lines(result: VerifyResult) -> list[str]:
         lines.append(messages.index_verify_bad_vectors(result.bad_vectors))
     if result.bad_queries:
         lines.append(messages.index_verify_bad_queries(result.bad_queries))
+    if result.changed_vectors:
+        lines.append(messages.index_verify_vectors_changed(result.changed_vectors))
+    if result.manifest_mismatch:
+        lines.append(messages.index_verify_manifest_mismatch())
+    if result.changed_queries:
+        lines.append(messages.index_verify_queries_changed(result.changed_queries))
+    if result.changed_vectors or result.manifest_mismatch or result.changed_queries:
+        lines.append(messages.index_verify_rebuild())
     return lines
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from hql import files, messages
-from hql.index import schema
+from hql.index import pins, schema
 from hql.index.config import (
     QUESTION_DIGEST,
     EmbedderConfig,
@@ -77,11 +77,18 @@ class VerifyResult:
     orphan_sections: list[str] = field(default_factory=list)
     bad_vectors: list[str] = field(default_factory=list)  # not unit vectors (NaN, inf, zero, …)
     bad_queries: list[str] = field(default_factory=list)
+    changed_vectors: list[str] = field(default_factory=list)  # not what their pins record
+    manifest_mismatch: bool = False  # the rows are not what the build manifest records
+    changed_queries: list[str] = field(default_factory=list)
+    pinned: bool = True  # False: an index without pins (the reference's)
 
     @property
     def ok(self) -> bool:
         return not (
-            self.stale
+            self.changed_vectors
+            or self.manifest_mismatch
+            or self.changed_queries
+            or self.stale
             or self.missing
             or self.extra
             or self.wrong_length
@@ -336,6 +343,11 @@ def _previous_build(path: Path, model_id: str, revision: str, notes: list[str]) 
             }
             rows = connection.execute("SELECT text, embedding FROM query").fetchall()
             damaged = _damaged(rows, width)
+            if pins.is_pinned(connection):
+                # Vectors changed since their build are never reused: they are embedded again.
+                for name in pins.unpinned_cards(connection):
+                    cards.pop(name, None)
+                damaged |= set(pins.unpinned_queries(connection))
             queries = {
                 str(text): blob
                 for text, blob in rows
@@ -487,21 +499,35 @@ def _verify(connection: sqlite3.Connection, path: Path, vault: VaultLike) -> Ver
         if not isinstance(blob, bytes) or len(blob) != width
     }
     damaged_queries = _damaged(connection.execute("SELECT text, embedding FROM query"), width)
+    wrong_lengths = {
+        n for n, (_, b) in stored.items() if not isinstance(b, bytes) or len(b) != width
+    } | bad_sections
+    pinned = pins.is_pinned(connection)
+    every_changed = pins.unpinned_cards(connection) if pinned else []
+    shown = wrong_lengths | damaged  # already named, whatever their pins say
+    changed = [name for name in every_changed if name not in shown]
+    recorded = pins.manifest_digest(connection) if pinned else None
+    mismatch = pinned and recorded != pins.index_digest(pins.read_rows(connection, model))
     return VerifyResult(
         cards=len(stored),
         queries=int(queries),
         stale=sorted(n for n, (h, _) in stored.items() if n in digests and digests[n] != h),
         missing=sorted(set(digests) - set(stored)),
         extra=sorted(set(stored) - set(digests)),
-        wrong_length=sorted(
-            {n for n, (_, b) in stored.items() if not isinstance(b, bytes) or len(b) != width}
-            | bad_sections
-        ),
+        wrong_length=sorted(wrong_lengths),
         sections=section_count,
         unsectioned=unsectioned,
         orphan_sections=orphans,
         bad_vectors=sorted(damaged),
         bad_queries=sorted(wrong_queries | damaged_queries),
+        changed_vectors=changed,
+        manifest_mismatch=mismatch and not every_changed,
+        changed_queries=[
+            text
+            for text in (pins.unpinned_queries(connection) if pinned else [])
+            if text not in wrong_queries | damaged_queries
+        ],
+        pinned=pinned,
     )
 
 

@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hql import messages
-from hql.index import schema
+from hql.index import pins, schema
 from hql.index.config import load_semantics_config, resolve_index_path
 from hql.index.errors import SemanticIndexError
 
@@ -98,6 +98,8 @@ class _Loaded:
     last_alignment: list[_Alignment] = field(default_factory=list, compare=False)
     # Vault roots `check_vault` accepted this revision for (its recorded vault cannot change).
     vaults_checked: set[Path] = field(default_factory=set, compare=False)
+    # The file carries pins (`hql.index.pins`): every stored question is checked against its own.
+    pinned: bool = False
 
 
 @dataclass(slots=True)
@@ -182,7 +184,7 @@ class SemanticIndex:
     def query_vector(self, text: str) -> np.ndarray | None:
         known = self._loaded.queries
         if text not in known:
-            vector = _read_query(self.path, text, self.dimensions)
+            vector = _read_query(self.path, text, self.dimensions, self._loaded.pinned)
             if _stamp_or_none(self.path) != self._loaded.stamp:
                 return vector  # the file changed meanwhile: not kept for this revision
             if len(known) >= _QUERY_MEMO:
@@ -380,6 +382,7 @@ class SemanticIndex:
                             "INSERT OR REPLACE INTO query (text, embedding) VALUES (?, ?)",
                             (text, blob),
                         )
+                        pins.pin_query(connection, text, blob)
                 finally:
                     connection.close()
             except sqlite3.Error as error:
@@ -570,12 +573,19 @@ def _read(connection: sqlite3.Connection, path: Path, stamp: tuple[int, int, int
         raise SemanticIndexError(messages.index_missing_table(str(path), missing[0]))
     meta = read_meta(connection)
     model = read_model(connection)
-    names, hashes, matrix = _read_cards(connection, model.dimensions)
+    names, hashes, card_bytes = _read_cards(connection, model.dimensions)
+    matrix = _card_matrix(names, card_bytes, model.dimensions)
+    keys: list[pins.SectionKey] = []
+    section_bytes: list[bytes] = []
     sections = (
-        _read_sections(connection, names, matrix, model.dimensions)
+        _read_sections(connection, names, matrix, model.dimensions, keys, section_bytes)
         if schema.has_sections(connection)
         else None
     )
+    pinned = pins.is_pinned(connection)
+    if pinned:
+        rows = pins.VectorRows(model, names, hashes, card_bytes, keys, b"".join(section_bytes))
+        check_pins(connection, path, rows)
     return _Loaded(
         stamp=stamp,
         model=model,
@@ -585,16 +595,32 @@ def _read(connection: sqlite3.Connection, path: Path, stamp: tuple[int, int, int
         hashes=hashes,
         matrix=matrix,
         sections=sections,
+        pinned=pinned,
     )
 
 
+def check_pins(connection: sqlite3.Connection, path: Path, rows: pins.VectorRows) -> None:
+    """Refuse an index whose vectors are not the ones its build pinned (fail closed)."""
+    recorded = pins.manifest_digest(connection)
+    if recorded is not None and recorded == pins.index_digest(rows):
+        return
+    changed = pins.unpinned_cards(connection)
+    raise SemanticIndexError(messages.index_vectors_not_pinned(str(path), changed))
+
+
 def _read_sections(
-    connection: sqlite3.Connection, names: tuple[str, ...], cards: np.ndarray, dimensions: int
+    connection: sqlite3.Connection,
+    names: tuple[str, ...],
+    cards: np.ndarray,
+    dimensions: int,
+    keys: list[pins.SectionKey],
+    raw: list[bytes],
 ) -> _Sections | None:
     """The section vectors in card-row order; a card without sections scores by its own vector.
 
     None when the table holds no section at all: every card scores by its own vector, as
-    in an index without the table (not a second copy of the card matrix).
+    in an index without the table (not a second copy of the card matrix). `keys` and
+    `raw` receive every row as stored, for the pins.
     """
     import numpy as np
 
@@ -608,6 +634,8 @@ def _read_sections(
         if not isinstance(blob, bytes) or len(blob) != width:
             size = len(blob) if isinstance(blob, bytes | str) else 0
             raise SemanticIndexError(messages.index_section_wrong_length(str(card), size, width))
+        keys.append(pins.section_key(card, ordinal, heading, start, end))
+        raw.append(blob)
         path = _heading_path(heading)
         by_card.setdefault(str(card), []).append(
             (path, int(start or 0), int(end or 0), int(ordinal or 0), blob)
@@ -681,9 +709,8 @@ def read_model(connection: sqlite3.Connection) -> schema.ModelRow:
 
 def _read_cards(
     connection: sqlite3.Connection, dimensions: int
-) -> tuple[tuple[str, ...], tuple[str, ...], np.ndarray]:
-    import numpy as np
-
+) -> tuple[tuple[str, ...], tuple[str, ...], bytes]:
+    """Names, text digests and every vector's bytes, in name order."""
     width = dimensions * 4
     names: list[str] = []
     hashes: list[str] = []
@@ -696,7 +723,13 @@ def _read_cards(
         names.append(str(name))
         hashes.append(str(content_hash or ""))
         blobs.append(blob)
-    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(names), dimensions)
+    return tuple(names), tuple(hashes), b"".join(blobs)
+
+
+def _card_matrix(names: tuple[str, ...], data: bytes, dimensions: int) -> np.ndarray:
+    import numpy as np
+
+    matrix = np.frombuffer(data, dtype="<f4").reshape(len(names), dimensions)
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
     bad = schema.unusable_rows(matrix)
     if len(bad):
@@ -706,17 +739,26 @@ def _read_cards(
             if not np.isfinite(norm)
             else messages.index_vector_not_unit(names[bad[0]], norm)
         )
-    return tuple(names), tuple(hashes), matrix
+    return matrix
 
 
-def _read_query(path: Path, text: str, dimensions: int) -> np.ndarray | None:
-    """One stored question's vector, found through the table's key: never the whole table."""
+def _read_query(path: Path, text: str, dimensions: int, pinned: bool) -> np.ndarray | None:
+    """One stored question's vector, found through the table's key: never the whole table.
+
+    In a pinned index the vector must be the one its pin records."""
     try:
         connection = schema.connect_readonly(path)
         try:
             row = connection.execute(
                 "SELECT embedding FROM query WHERE text = ?", (text,)
             ).fetchone()
+            pin = (
+                connection.execute(
+                    "SELECT digest FROM pin WHERE kind = ? AND name = ?", (pins.QUERY, text)
+                ).fetchone()
+                if pinned and row is not None
+                else None
+            )
         finally:
             connection.close()
     except sqlite3.Error as error:
@@ -727,6 +769,8 @@ def _read_query(path: Path, text: str, dimensions: int) -> np.ndarray | None:
     if not isinstance(blob, bytes) or len(blob) != dimensions * 4:
         size = len(blob) if isinstance(blob, bytes | str) else 0
         raise SemanticIndexError(messages.index_query_wrong_length(text, size, dimensions * 4))
+    if pinned and (pin is None or pin[0] != pins.query_digest(text, blob)):
+        raise SemanticIndexError(messages.index_query_not_pinned(str(path), text))
     vector = schema.blob_to_vector(blob)
     if len(schema.unusable_rows(vector.reshape(1, -1))):
         norm = schema.vector_norm(vector)

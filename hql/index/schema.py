@@ -161,7 +161,9 @@ def write_index(
     queries: Sequence[tuple[str, bytes]],
     sections: Iterable[SectionRow] = (),
 ) -> None:
-    """Fill an empty database with a complete index, in one transaction."""
+    """Fill an empty database with a complete index, pinned (`hql.index.pins`), in one transaction."""
+    from hql.index import pins  # pins reads rows through this module
+
     with connection:
         create_tables(connection)
         connection.execute(
@@ -186,3 +188,4 @@ def write_index(
                 for s in sections
             ),
         )
+        pins.seal(connection, model)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hql import files, messages
-from hql.index import schema
+from hql.index import pins, schema
 from hql.index.config import SemanticsConfig, resolve_index_path
 from hql.index.errors import SemanticIndexError
 from hql.index.reader import SemanticIndex, VaultLike, clear_cache
@@ -119,6 +119,7 @@ class SqliteStore:
                         for section in card.sections
                     ],
                 )
+            pins.seal(connection, self.model)
 
     def delete(self, names: Collection[str]) -> None:
         with self._writing() as connection:
@@ -127,6 +128,7 @@ class SqliteStore:
                 connection.execute("DELETE FROM card WHERE name = ?", (name,))
                 if sections:
                     connection.execute("DELETE FROM section WHERE card = ?", (name,))
+            pins.seal(connection, self.model)
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[sqlite3.Connection]:
