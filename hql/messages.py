@@ -1565,8 +1565,9 @@ MCP_TOOLS = {
     "search.question": "The question or keywords, in any language.",
     "search.k": "The most hits to return.",
     "search.ranker": (
-        "bm25: words (BM25F, multilingual); semantic: meaning (needs the vault's embedding index); "
-        "hybrid: both, fused by reciprocal rank."
+        "auto (the default): hybrid when the vault has a semantic index configured, else bm25; "
+        "the answer's `ranker` says which ran. bm25: words (BM25F, multilingual); semantic: "
+        "meaning (needs the vault's embedding index); hybrid: both, fused by reciprocal rank."
     ),
     "search.relevant": "Keep only the hits that pass the ranker's relevance rule (abstain when none do).",
     "check": (
@@ -2607,3 +2608,19 @@ def index_verify_unpinned() -> str:
 
 def index_verify_rebuild() -> str:
     return "run `hql index build` to embed them again"
+
+
+def mcp_ranker_hybrid() -> str:
+    return "hybrid: the vault configures a semantic index ([semantics]), so words and meaning are fused"
+
+
+def mcp_ranker_bm25() -> str:
+    return "bm25: the vault configures no semantic index ([semantics] index)"
+
+
+def mcp_ranker_bm25_bad_semantics() -> str:
+    return "bm25: the vault's [semantics] settings cannot be read (`hql index verify` says why)"
+
+
+def mcp_ranker_asked(ranker: str) -> str:
+    return f"{ranker}: asked for"

@@ -42,6 +42,14 @@ def test_absent_section_means_everything_off() -> None:
     assert load_semantics_config(None).index is None
 
 
+def test_a_local_model_embeds_new_questions_unless_the_vault_says_not() -> None:
+    local = {"provider": "local", "model": "multilingual-e5-small"}
+    assert config(index="i.sqlite", embedder=local).embed_queries is True
+    assert config(index="i.sqlite", embedder=local, embed_queries=False).embed_queries is False
+    assert config(index="i.sqlite", embedder=HTTP).embed_queries is False  # a request costs
+    assert config(index="i.sqlite").embed_queries is False
+
+
 def test_full_section() -> None:
     loaded = config(
         index=".hql/i.sqlite",

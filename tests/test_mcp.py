@@ -90,6 +90,7 @@ def test_a_client_lists_the_tools_calls_each_and_survives_bad_programs() -> None
             tools["search"].output_schema["required"]
         )
         assert tools["search"].input_schema["properties"]["ranker"]["enum"] == [
+            "auto",
             "bm25",
             "semantic",
             "hybrid",
@@ -251,6 +252,36 @@ def test_a_ranker_without_its_index_is_a_report_not_a_crash() -> None:
     answer = VaultService(SAMPLE).search("token", ranker="semantic")
     assert not answer["ok"] and answer["hits"] == []
     assert "needs an index" in answer["reports"][0]["message"]
+
+
+def test_search_ranks_by_hybrid_when_the_vault_has_a_semantic_index(tmp_path: Path) -> None:
+    import numpy as np
+    from standin_embedder import BASE_CARDS, standin_vector, write_vault
+
+    from hql.index.commands import build_command
+    from hql.vault import Vault
+
+    class Bag:
+        model_id, revision = "bag", "1"
+
+        def embed_passages(self, texts: list[str]) -> Any:
+            return np.asarray([standin_vector(t) for t in texts], dtype=np.float32) / 3.0
+
+        embed_queries = embed_passages
+
+    root = tmp_path / "zoo"
+    write_vault(root, BASE_CARDS, '[semantics]\nindex = ".hql/index.sqlite"\n')
+    question = "penguins swim underwater"
+    code, text = build_command(Vault.open(root), queries=[question], embedder=Bag())
+    assert code == 0, text
+    answer = VaultService(root).search(question)
+    assert answer["ok"], answer["reports"]
+    assert answer["ranker"] == "hybrid" and "semantic index" in answer["ranker_reason"]
+    assert "hybrid(" in answer["program"] and answer["hits"][0]["card"] == "penguin"
+    plain = VaultService(SAMPLE).search("token")
+    assert plain["ranker"] == "bm25" and "no semantic index" in plain["ranker_reason"]
+    asked = VaultService(root).search(question, ranker="bm25")
+    assert asked["ranker"] == "bm25" and asked["ranker_reason"] == "bm25: asked for"
 
 
 def test_relevant_abstains_on_a_question_the_vault_does_not_answer() -> None:

@@ -2,7 +2,7 @@
 
 [semantics]
 index = ".hql/index.sqlite"     # vault-relative; absolute paths and `..` refused
-embed_queries = false           # embed unknown questions at run time
+embed_queries = false           # embed unknown questions at run time (default: local model)
 on_unavailable = "fail"         # or "lexical" when the embedder cannot be reached
 store = "sqlite"                # where the vectors are kept (hql.index.stores)
 ann = "auto"                    # "hnsw": an HNSW graph beside the index; "off": always scan exactly;
@@ -163,7 +163,11 @@ def load_semantics_config(raw: Mapping[str, object] | None) -> SemanticsConfig:
     table = _table("semantics", section)
     _refuse_unknown_keys("semantics", table, SEMANTICS_KEYS)
     index = _optional_str(table, "semantics.index")
-    embed_queries = table.get("embed_queries", False)
+    embedder = table.get("embedder")
+    embedder_config = None if embedder is None else load_embedder_config(embedder)
+    # A local model costs no request: a new question is embedded unless the vault says not to.
+    local = embedder_config is not None and embedder_config.provider == "local"
+    embed_queries = table.get("embed_queries", local)
     if not isinstance(embed_queries, bool):
         raise SemanticIndexError(
             messages.semantics_config_bad_value(
@@ -184,7 +188,6 @@ def load_semantics_config(raw: Mapping[str, object] | None) -> SemanticsConfig:
                 "semantics.on_unavailable", '"fail" or "lexical"', on_unavailable
             )
         )
-    embedder = table.get("embedder")
     store = _optional_str(table, "semantics.store") or "sqlite"  # the store factory checks it
     qdrant = table.get("qdrant")
     if store == "qdrant" and qdrant is None:
@@ -194,7 +197,7 @@ def load_semantics_config(raw: Mapping[str, object] | None) -> SemanticsConfig:
         embed_queries=embed_queries,
         store_question_text=store_question_text,
         on_unavailable="lexical" if on_unavailable == "lexical" else "fail",
-        embedder=None if embedder is None else load_embedder_config(embedder),
+        embedder=embedder_config,
         store=store,
         ann=_ann_mode(table),
         ann_threshold=_optional_positive_int(table, "ann_threshold", section="semantics")

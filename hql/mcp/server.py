@@ -136,8 +136,9 @@ def build_server(served: Vaults) -> MCPServer[Any]:
         question: Annotated[str, Field(description=TOOLS["search.question"])],
         k: Annotated[int, Field(description=TOOLS["search.k"], ge=1, le=1000)] = 10,
         ranker: Annotated[
-            Literal["bm25", "semantic", "hybrid"], Field(description=TOOLS["search.ranker"])
-        ] = "bm25",
+            Literal["auto", "bm25", "semantic", "hybrid"],
+            Field(description=TOOLS["search.ranker"]),
+        ] = "auto",
         relevant: Annotated[bool, Field(description=TOOLS["search.relevant"])] = True,
         vault: VaultName = None,
     ) -> Annotated[CallToolResult, shapes.SearchAnswer]:

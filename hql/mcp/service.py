@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from hql.vault import Vault
 
 RANKERS = ("bm25", "semantic", "hybrid")
+AUTO_RANKER = "auto"  # hybrid when the vault has a semantic index configured, else bm25
 DEFAULT_SECONDS = 10.0
 DEFAULT_OUTPUT_CHARS = 60_000
 
@@ -494,9 +495,25 @@ class VaultService:
             "reports": reports_json(outcome),
         }
 
+    def default_ranker(self) -> tuple[str, str]:
+        """The ranker `auto` stands for in this vault, and why (the answer says both)."""
+        from hql.index.config import load_semantics_config
+        from hql.index.errors import SemanticIndexError
+        from hql.index.reader import raw_config
+
+        try:
+            config = load_semantics_config(raw_config(self.live.get()))
+        except SemanticIndexError:
+            return "bm25", messages.mcp_ranker_bm25_bad_semantics()
+        if config.index is not None or config.store != "sqlite":
+            return "hybrid", messages.mcp_ranker_hybrid()
+        return "bm25", messages.mcp_ranker_bm25()
+
     def search_program(self, question: str, k: int, ranker: str, relevant: bool) -> str:
+        if ranker == AUTO_RANKER:
+            ranker = self.default_ranker()[0]
         if ranker not in RANKERS:
-            raise ToolFailure(messages.mcp_unknown_ranker(ranker, RANKERS))
+            raise ToolFailure(messages.mcp_unknown_ranker(ranker, (*RANKERS, AUTO_RANKER)))
         if k < 1:
             raise ToolFailure(messages.mcp_bad_k(k))
         steps = [f"{ranker}({string_literal(question)})"]
@@ -506,12 +523,17 @@ class VaultService:
         return f"import {ranker}\ncards | " + " | ".join(steps)
 
     def search(
-        self, question: str, k: int = 10, ranker: str = "bm25", relevant: bool = True
+        self, question: str, k: int = 10, ranker: str = AUTO_RANKER, relevant: bool = True
     ) -> dict[str, Any]:
+        why = messages.mcp_ranker_asked(ranker)
+        if ranker == AUTO_RANKER:
+            ranker, why = self.default_ranker()
         program = self.search_program(question, k, ranker, relevant)
         outcome = self._run(program, "<search>")
         answer: dict[str, Any] = {
             "ok": not outcome.failed,
+            "ranker": ranker,
+            "ranker_reason": why,
             "program": program,
             "hits": [],
             "retrieval": None,
