@@ -501,8 +501,9 @@ class VaultService:
         from hql.index.errors import SemanticIndexError
         from hql.index.reader import raw_config
 
+        vault: Any = self.live.get()  # a Vault is what `raw_config` reads
         try:
-            config = load_semantics_config(raw_config(self.live.get()))
+            config = load_semantics_config(raw_config(vault))
         except SemanticIndexError:
             return "bm25", messages.mcp_ranker_bm25_bad_semantics()
         if config.index is not None or config.store != "sqlite":
