@@ -1,0 +1,295 @@
+"""Meaning on real questions: bm25, semantic and hybrid through `hql index build` and `hql.run`.
+
+    .venv/bin/python bench/meaning.py [--only locomo,pira,scifact] [--model minilm|e5]
+        [--dump FILE] [--cache DIR]
+
+Each dataset becomes a vault of Markdown notes (LoCoMo: one note per session, each turn a
+line `D3:7 Caroline: …`; Pirá: the English abstracts; SciFact: title and abstract); the
+index is built by `hql index build`'s producer with the vault's local model; every
+question runs as an HQL program. Embeddings are cached by text under `--cache` (default
+/tmp/meaning-cache), and every batch the model embeds takes /work/bench.lock for itself,
+so a long embedding shares the machine with other benchmarks between batches.
+
+LoCoMo: session recall@5 (the share of a question's evidence sessions in the top 5,
+categories 1-4) and MRR. Pirá (PT questions, EN documents) and SciFact: nDCG@10.
+`--dump` writes each question's arms (bm25 and semantic top 100 with scores) as JSON, to
+study fusion rules offline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import math
+import os
+import re
+import sqlite3
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import hql  # noqa: E402
+from hql.index.config import EmbedderConfig  # noqa: E402
+from hql.index.embedders import E5_MODEL, MINILM_MODEL, make_embedder  # noqa: E402
+from hql.index.producer import build_index  # noqa: E402
+from hql.mcp.service import string_literal  # noqa: E402
+from hql.vault import Vault  # noqa: E402
+
+# The shared datasets sit beside the checkout (/work/main) or two levels up (a worktree).
+DATASETS = next(
+    (base / "shared" / "datasets" for base in ROOT.parents if (base / "shared" / "datasets").is_dir()),
+    ROOT.parent / "shared" / "datasets",
+)
+BENCH_LOCK = Path("/work/bench.lock")
+MODELS = {"minilm": MINILM_MODEL, "e5": E5_MODEL}
+BATCH = 32
+
+
+@contextlib.contextmanager
+def bench_lock() -> Iterator[None]:
+    """Hold the machine's benchmark lock (when there is one) for one batch of embedding."""
+    if not BENCH_LOCK.parent.exists():
+        yield
+        return
+    with open(BENCH_LOCK, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+class CachedEmbedder:
+    """A local model whose vectors are kept by (role, text) in an SQLite file."""
+
+    def __init__(self, model: str, cache: Path) -> None:
+        self.inner = make_embedder(EmbedderConfig(provider="local", model=model), threads=2)
+        cache.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(cache / f"{model.replace('/', '_')}.sqlite")
+        self.db.execute("CREATE TABLE IF NOT EXISTS v (key TEXT PRIMARY KEY, blob BLOB)")
+        self.embedded = 0
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def revision(self) -> str:
+        return self.inner.revision
+
+    def __getattr__(self, name: str) -> Any:  # max_tokens, count_tokens
+        return getattr(self.inner, name)
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed("passage", texts, self.inner.embed_passages)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed("query", texts, self.inner.embed_queries)
+
+    def _embed(
+        self, role: str, texts: Sequence[str], embed: Callable[[Sequence[str]], np.ndarray]
+    ) -> np.ndarray:
+        keys = [f"{role}:{hashlib.sha256(text.encode()).hexdigest()}" for text in texts]
+        found: dict[str, bytes] = {}
+        for start in range(0, len(keys), 500):
+            part = keys[start : start + 500]
+            marks = ",".join("?" * len(part))
+            found.update(self.db.execute(f"SELECT key, blob FROM v WHERE key IN ({marks})", part))
+        missing = sorted({key: text for key, text in zip(keys, texts, strict=True) if key not in found}.items())
+        for start in range(0, len(missing), BATCH):
+            batch = missing[start : start + BATCH]
+            with bench_lock():
+                vectors = np.asarray(embed([text for _, text in batch]), dtype=np.float32)
+            with self.db:
+                self.db.executemany(
+                    "INSERT OR REPLACE INTO v VALUES (?, ?)",
+                    [(key, vector.tobytes()) for (key, _), vector in zip(batch, vectors, strict=True)],
+                )
+            found.update((key, vector.tobytes()) for (key, _), vector in zip(batch, vectors, strict=True))
+            self.embedded += len(batch)
+            print(f"    embedded {self.embedded} new {role} texts", file=sys.stderr, flush=True)
+        return np.stack([np.frombuffer(found[key], dtype=np.float32) for key in keys])
+
+
+# --- vaults -----------------------------------------------------------------------------
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^\w.-]+", "-", name).strip("-") or "note"
+
+
+def write_notes(root: Path, notes: dict[str, str], model: str) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "hql.toml").write_text(
+        '[semantics]\nindex = ".hql/index.sqlite"\n\n[semantics.embedder]\n'
+        f'provider = "local"\nmodel = "{model}"\n',
+        encoding="utf-8",
+    )
+    for name, text in notes.items():
+        path = root / f"{name}.md"
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+
+
+def locomo() -> tuple[dict[str, str], list[tuple[str, set[str]]]]:
+    notes: dict[str, str] = {}
+    questions: list[tuple[str, set[str]]] = []
+    for path in sorted((DATASETS / "locomo-dev").glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        talk = data["conversation"] if "conversation" in data else data
+        for key, turns in talk.items():
+            found = re.fullmatch(r"session_(\d+)", key)
+            if not found or not isinstance(turns, list) or not turns:
+                continue
+            number = found.group(1)
+            name = f"{path.stem}-session-{int(number):02d}"
+            lines = [
+                f"{turn['dia_id']} {turn['speaker']}: {turn['text']}"
+                + (f" [image: {turn['blip_caption']}]" if turn.get("blip_caption") else "")
+                for turn in turns
+            ]
+            notes[name] = (
+                f"---\ndate: {talk.get(f'{key}_date_time', '')}\n"
+                f"speakers: [{talk['speaker_a']}, {talk['speaker_b']}]\n---\n"
+                f"# Session {number}\n\n" + "\n".join(lines) + "\n"
+            )
+        for qa in data["qa"]:
+            if qa.get("category") == 5:
+                continue
+            sessions = {
+                f"{path.stem}-session-{int(m.group(1)):02d}"
+                for evidence in qa.get("evidence", [])
+                if (m := re.match(r"D(\d+):", evidence))
+            }
+            sessions &= set(notes)
+            if sessions:
+                questions.append((qa["question"], sessions))
+    return notes, questions
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def _qrels(*paths: Path) -> dict[str, dict[str, int]]:
+    found: dict[str, dict[str, int]] = {}
+    for path in paths:
+        for line in path.read_text().splitlines()[1:]:
+            query, doc, score = line.split("\t")
+            found.setdefault(query, {})[doc] = int(score)
+    return found
+
+
+def beir(corpus: Path, queries: Path, qrels: dict[str, dict[str, int]], titles: bool):
+    notes = {}
+    for doc in _jsonl(corpus):
+        title = doc.get("title", "") if titles else ""
+        heading = f"# {title}\n\n" if title else ""
+        notes[_safe(doc["_id"])] = f"{heading}{doc['text']}\n"
+    asked = [(q["text"], {_safe(d): g for d, g in qrels[q["_id"]].items()}) for q in _jsonl(queries) if q["_id"] in qrels]
+    return notes, asked
+
+
+def pira():
+    root = DATASETS / "pira"
+    qrels = _qrels(root / "qrels/validation.tsv", root / "qrels/test.tsv")
+    return beir(root / "corpus.en.jsonl", root / "queries.pt.jsonl", qrels, titles=False)
+
+
+def scifact():
+    root = DATASETS / "scifact"
+    return beir(root / "corpus.jsonl", root / "queries.jsonl", _qrels(root / "qrels/test.tsv"), True)
+
+
+# --- measuring --------------------------------------------------------------------------
+
+
+def ndcg10(ranked: Sequence[str], gains: dict[str, int]) -> float:
+    got = sum(gains.get(name, 0) / math.log2(i + 2) for i, name in enumerate(ranked[:10]))
+    ideal = sum(g / math.log2(i + 2) for i, g in enumerate(sorted(gains.values(), reverse=True)[:10]))
+    return got / ideal if ideal else 0.0
+
+
+def recall5(ranked: Sequence[str], gold: set[str]) -> float:
+    return len(gold & set(ranked[:5])) / len(gold)
+
+
+def mrr(ranked: Sequence[str], gold: set[str]) -> float:
+    return next((1 / (i + 1) for i, name in enumerate(ranked) if name in gold), 0.0)
+
+
+def names(vault: Vault, program: str) -> list[str]:
+    outcome = hql.run(program, vault=vault)
+    if outcome.failed:
+        raise SystemExit(outcome.render_reports())
+    return [hit.card.name for hit in outcome.value]
+
+
+def arms(vault: Vault, question: str) -> dict[str, list[tuple[str, float]]]:
+    found = {}
+    for arm in ("bm25", "semantic"):
+        outcome = hql.run(f"import {arm}\ncards | {arm}({string_literal(question)}) | take(100)", vault=vault)
+        found[arm] = [(hit.card.name, hit.score) for hit in outcome.value]
+    return found
+
+
+def run(name: str, model: str, cache: Path, dump: dict[str, Any] | None) -> None:
+    notes, questions = {"locomo": locomo, "pira": pira, "scifact": scifact}[name]()
+    short = "minilm" if model == MINILM_MODEL else "e5"
+    root = cache / "vaults" / f"{name}-{short}"
+    write_notes(root, notes, model)
+    embedder = CachedEmbedder(model, cache)
+    vault = Vault.open(root)
+    started = time.perf_counter()
+    build_index(vault, queries=[q for q, _ in questions], embedder=embedder, stream=sys.stderr)
+    print(f"{name} ({short}): {len(notes)} notes, {len(questions)} questions, "
+          f"index in {time.perf_counter() - started:.0f} s", flush=True)
+    vault = Vault.open(root)
+    for ranker in ("bm25", "semantic", "hybrid"):
+        scores: list[float] = []
+        ranks: list[float] = []
+        for question, gold in questions:
+            ranked = names(vault, f"import {ranker}\ncards | {ranker}({string_literal(question)}) | take(10)")
+            if name == "locomo":
+                scores.append(recall5(ranked, gold))  # type: ignore[arg-type]
+                ranks.append(mrr(ranked, gold))  # type: ignore[arg-type]
+            else:
+                scores.append(ndcg10(ranked, gold))  # type: ignore[arg-type]
+        metric = "recall@5" if name == "locomo" else "nDCG@10"
+        extra = f"  MRR@10 {sum(ranks) / len(ranks):.3f}" if ranks else ""
+        print(f"  {ranker:<9} {metric} {sum(scores) / len(scores):.3f}{extra}", flush=True)
+    if dump is not None:
+        dump[name] = [
+            {"question": q, "gold": sorted(g) if isinstance(g, set) else g, **arms(vault, q)}
+            for q, g in questions
+        ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="locomo,pira")
+    parser.add_argument("--model", default="", help="minilm or e5 (default: e5 for pira, minilm else)")
+    parser.add_argument("--cache", default="/tmp/meaning-cache")
+    parser.add_argument("--dump", default="")
+    args = parser.parse_args()
+    dump: dict[str, Any] | None = {} if args.dump else None
+    for name in args.only.split(","):
+        model = MODELS[args.model] if args.model else (E5_MODEL if name == "pira" else MINILM_MODEL)
+        run(name, model, Path(args.cache), dump)
+    if dump is not None:
+        Path(args.dump).write_text(json.dumps(dump), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    main()
