@@ -88,6 +88,8 @@ class Hit(TypedDict):
 
 
 class SearchAnswer(Answer):
+    ranker: str  # the ranker that ran (`auto` resolved)
+    ranker_reason: str
     program: str
     hits: list[Hit]
     retrieval: dict[str, Any] | None
