@@ -25,6 +25,10 @@ TokenCounter = Callable[[Sequence[str]], list[int]]
 # The part of the window a section may fill; the rest is room for the title and heading path.
 OVERLAP_TOKENS = 32
 MIN_SECTION_TOKENS = 24
+# A block under 1/SECTION_FLOOR_SHARE of the window joins the next while both fit the window
+# less MERGE_ROOM tokens (room for the title and heading path embedded in front).
+SECTION_FLOOR_SHARE = 2
+MERGE_ROOM = 32
 DEFAULT_MAX_TOKENS = 256
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
@@ -77,7 +81,7 @@ def split_card(
     if count([text])[0] <= max_tokens:
         return [Section(0, (), body_line, last_line, text)]
     preamble = text[: len(text) - len(body)].strip() if text.endswith(body) else title
-    blocks = _fold_small(_blocks(body_lines), count)
+    blocks = _merge_to_floor(_fold_small(_blocks(body_lines), count), count, max_tokens)
     sections: list[Section] = []
     for block in blocks:
         context = _context(title, block.heading, preamble if block.start == 0 else "")
@@ -157,6 +161,45 @@ def _fold_small(blocks: list[_Block], count: TokenCounter) -> list[_Block]:
     if carry is not None:
         folded.append(carry)
     return folded
+
+
+def _merge_to_floor(blocks: list[_Block], count: TokenCounter, max_tokens: int) -> list[_Block]:
+    """Neighbouring blocks, one of them smaller than the floor (half the window), are
+    embedded together when both fit the window.
+
+    A help page of twenty short headings would otherwise be twenty vectors of a few
+    lines each: twenty times the embedding, and vectors too short to say much. The
+    joined block keeps the heading path the two share (each heading line is still in
+    its text).
+    """
+    if len(blocks) < 2:
+        return blocks
+    floor = max_tokens // SECTION_FLOOR_SHARE
+    budget = max_tokens - MERGE_ROOM
+    merged: list[_Block] = [blocks[0]]
+    sizes = count(["\n".join(block.lines) for block in blocks])
+    size = sizes[0]
+    for block, own in zip(blocks[1:], sizes[1:], strict=True):
+        joined_lines = merged[-1].lines + block.lines
+        if size < floor or own < floor:
+            joined = count(["\n".join(joined_lines)])[0]
+            if joined <= budget:
+                heading = _shared_path(merged[-1].heading, block.heading)
+                merged[-1] = _Block(heading, merged[-1].start, block.end, joined_lines)
+                size = joined
+                continue
+        merged.append(block)
+        size = own
+    return merged
+
+
+def _shared_path(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
+    shared: list[str] = []
+    for one, other in zip(first, second, strict=False):
+        if one != other:
+            break
+        shared.append(one)
+    return tuple(shared)
 
 
 def _pieces(
