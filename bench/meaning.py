@@ -137,6 +137,7 @@ def write_notes(root: Path, notes: dict[str, str], model: str) -> None:
     )
     for name, text in notes.items():
         path = root / f"{name}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
 
@@ -174,6 +175,22 @@ def locomo() -> tuple[dict[str, str], list[tuple[str, set[str]]]]:
             sessions &= set(notes)
             if sessions:
                 questions.append((qa["question"], sessions))
+    return notes, questions
+
+
+HELP_QUESTIONS = ROOT / "bench" / "data" / "help-questions.json"
+
+
+def help_vault(source: Path) -> tuple[dict[str, str], list[tuple[str, set[str]]]]:
+    """The Obsidian Help vault's notes (by vault-relative path without `.md`) and the
+    question set: gold paths for answerable questions, none for off-topic ones."""
+    notes = {
+        str(path.relative_to(source).with_suffix("")): path.read_text(encoding="utf-8")
+        for path in sorted(source.rglob("*.md"))
+    }
+    asked = json.loads(HELP_QUESTIONS.read_text(encoding="utf-8"))
+    questions = [(q["question"], {g.removesuffix(".md") for g in q["gold"]}) for q in asked["answerable"]]
+    questions += [(q["question"], set()) for q in asked["off_topic"]]
     return notes, questions
 
 
@@ -229,22 +246,49 @@ def mrr(ranked: Sequence[str], gold: set[str]) -> float:
 
 
 def names(vault: Vault, program: str) -> list[str]:
+    """The hits' vault-relative paths without `.md` (what the question sets name)."""
     outcome = hql.run(program, vault=vault)
     if outcome.failed:
         raise SystemExit(outcome.render_reports())
-    return [hit.card.name for hit in outcome.value]
+    return [_key(vault, hit.card) for hit in outcome.value]
+
+
+def _key(vault: Vault, card: Any) -> str:
+    path = Path(card.path)
+    if path.is_absolute():
+        path = path.relative_to(vault.root)
+    return str(path.with_suffix(""))
 
 
 def arms(vault: Vault, question: str) -> dict[str, list[tuple[str, float]]]:
     found = {}
     for arm in ("bm25", "semantic"):
-        outcome = hql.run(f"import {arm}\ncards | {arm}({string_literal(question)}) | take(100)", vault=vault)
-        found[arm] = [(hit.card.name, hit.score) for hit in outcome.value]
+        limit = "" if arm == "semantic" and len(vault.cards) <= 2000 else " | take(100)"
+        outcome = hql.run(f"import {arm}\ncards | {arm}({string_literal(question)}){limit}", vault=vault)
+        found[arm] = [(_key(vault, hit.card), hit.score) for hit in outcome.value]
     return found
 
 
-def run(name: str, model: str, cache: Path, dump: dict[str, Any] | None) -> None:
-    notes, questions = {"locomo": locomo, "pira": pira, "scifact": scifact}[name]()
+def relevance(vault: Vault, questions: list[tuple[str, set[str]]]) -> None:
+    """`ranker | relevant`: the share of answerable questions keeping a right note, of
+    off-topic ones keeping nothing."""
+    for ranker in ("bm25", "semantic", "hybrid"):
+        kept = abstained = answerable = off_topic = 0
+        for question, gold in questions:
+            ranked = names(vault, f"import {ranker}\ncards | {ranker}({string_literal(question)}) | relevant | take(5)")
+            if gold:
+                answerable += 1
+                kept += bool(gold & set(ranked))
+            else:
+                off_topic += 1
+                abstained += not ranked
+        print(f"  {ranker:<9} | relevant keeps a right note {kept}/{answerable} "
+              f"({kept / answerable:.0%}), abstains {abstained}/{off_topic} ({abstained / off_topic:.0%})", flush=True)
+
+
+def run(name: str, model: str, cache: Path, dump: dict[str, Any] | None, source: Path) -> None:
+    datasets = {"locomo": locomo, "pira": pira, "scifact": scifact, "help": lambda: help_vault(source)}
+    notes, questions = datasets[name]()
     short = "minilm" if model == MINILM_MODEL else "e5"
     root = cache / "vaults" / f"{name}-{short}"
     write_notes(root, notes, model)
@@ -255,17 +299,20 @@ def run(name: str, model: str, cache: Path, dump: dict[str, Any] | None) -> None
     print(f"{name} ({short}): {len(notes)} notes, {len(questions)} questions, "
           f"index in {time.perf_counter() - started:.0f} s", flush=True)
     vault = Vault.open(root)
+    if name == "help":
+        relevance(vault, questions)
+        questions = [(q, g) for q, g in questions if g]
     for ranker in ("bm25", "semantic", "hybrid"):
         scores: list[float] = []
         ranks: list[float] = []
         for question, gold in questions:
             ranked = names(vault, f"import {ranker}\ncards | {ranker}({string_literal(question)}) | take(10)")
-            if name == "locomo":
+            if name in ("locomo", "help"):
                 scores.append(recall5(ranked, gold))  # type: ignore[arg-type]
                 ranks.append(mrr(ranked, gold))  # type: ignore[arg-type]
             else:
                 scores.append(ndcg10(ranked, gold))  # type: ignore[arg-type]
-        metric = "recall@5" if name == "locomo" else "nDCG@10"
+        metric = "recall@5" if name in ("locomo", "help") else "nDCG@10"
         extra = f"  MRR@10 {sum(ranks) / len(ranks):.3f}" if ranks else ""
         print(f"  {ranker:<9} {metric} {sum(scores) / len(scores):.3f}{extra}", flush=True)
     if dump is not None:
@@ -281,11 +328,13 @@ def main() -> None:
     parser.add_argument("--model", default="", help="minilm or e5 (default: e5 for pira, minilm else)")
     parser.add_argument("--cache", default="/tmp/meaning-cache")
     parser.add_argument("--dump", default="")
+    parser.add_argument("--help-vault", default="/tmp/meaning-cache/help-en",
+                        help="the en/ folder of github:obsidianmd/obsidian-help")
     args = parser.parse_args()
     dump: dict[str, Any] | None = {} if args.dump else None
     for name in args.only.split(","):
-        model = MODELS[args.model] if args.model else (E5_MODEL if name == "pira" else MINILM_MODEL)
-        run(name, model, Path(args.cache), dump)
+        model = MODELS[args.model] if args.model else (E5_MODEL if name in ("pira", "help") else MINILM_MODEL)
+        run(name, model, Path(args.cache), dump, Path(args.help_vault))
     if dump is not None:
         Path(args.dump).write_text(json.dumps(dump), encoding="utf-8")
 

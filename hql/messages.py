@@ -572,8 +572,9 @@ def fuse_needs_rankings(found: object) -> str:
 
 def hybrid_rule() -> str:
     return (
-        "a card is kept when it shares a term with the question (bm25) or stands out by meaning "
-        "(semantic | relevant); kept cards are ordered by their ranks in both"
+        "each arm's best 100 (bm25, semantic) measured in that arm's own spread: a card's "
+        "standing is (score - the arm's median) / (1.4826 x its median absolute deviation), "
+        "a card an arm left out stands as that arm's last; cards are ordered by the sum"
     )
 
 

@@ -315,11 +315,13 @@ def test_hybrid_fuses_words_and_meaning(shared_vault) -> None:
     vaults, _ = shared_vault
     outcome = vaults.run('import hybrid\ncards | hybrid("penguins catch fish")')
     ranking = outcome.value
-    assert ranking.retrieval.metric == "rrf"
+    assert ranking.retrieval.metric == "standing"
     models = [item["model"] for item in ranking.retrieval.extra["inputs"]]
     assert models == ["hql.bm25.v1", "standin-bow"]
     assert ranking.hits[0].card.name == "penguin"
     assert "cutoff" in ranking.retrieval.extra["inputs"][1]
+    first = ranking.hits[0].detail["inputs"]
+    assert [place["rank"] for place in first] == [1, 1] and first[1]["standing"] > 0
     json.dumps(outcome.to_json())
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from hql.search.fusion import FusionError, InputRank, fuse
+from hql.search.fusion import FusionError, InputRank, fuse, fuse_standing
 
 
 def test_fused_items_keep_every_inputs_rank_and_score() -> None:
@@ -32,3 +32,34 @@ def test_a_key_repeated_in_one_input_counts_once_at_its_best_rank() -> None:
 def test_bad_arguments_are_refused(k: float, weights: list[float] | None) -> None:
     with pytest.raises(FusionError, match="`fuse`"):
         fuse([[("a", 1.0)], [("b", 1.0)]], k=k, weights=weights)
+
+
+def _arm(scores: dict[str, float]) -> list[tuple[str, float]]:
+    return sorted(scores.items(), key=lambda item: -item[1])
+
+
+def test_a_standout_in_one_arm_is_not_buried_by_cards_middling_in_both() -> None:
+    words = _arm({f"w{n}": 10.0 - n * 0.3 for n in range(20)})
+    meaning = _arm({"standout": 0.9, **{f"w{n}": 0.40 - n * 0.002 for n in range(20)}})
+    by_rank = [item.key for item in fuse([words, meaning])]
+    by_standing = [item.key for item in fuse_standing([words, meaning])[0]]
+    assert by_rank.index("standout") > 5  # reciprocal ranks bury it
+    assert by_standing[0] == "standout"
+
+
+def test_a_flat_arm_barely_moves_the_stronger_arms_order() -> None:
+    words = _arm({f"c{n}": 30.0 / (n + 1) for n in range(30)})
+    flat = _arm({f"c{n}": 0.500 + 0.0001 * ((n * 7) % 30) for n in range(30)})
+    fused, standings, per_arm = fuse_standing([words, flat])
+    assert [item.key for item in fused[:3]] == ["c0", "c1", "c2"]
+    assert standings[0] is not None and standings[1] is not None
+    assert per_arm[0]["c0"] > 10 > max(per_arm[1].values())
+
+
+def test_a_card_one_arm_left_out_stands_as_that_arms_last() -> None:
+    fused, standings, _ = fuse_standing([_arm({"a": 3.0, "b": 2.0, "c": 1.0}), _arm({"d": 0.9})])
+    lowest = standings[0].lowest if standings[0] else None
+    only_meaning = next(item for item in fused if item.key == "d")
+    assert lowest is not None and only_meaning.inputs[0] is None
+    assert only_meaning.score == pytest.approx(lowest + 0.0)
+    assert fuse_standing([[], []])[0] == []

@@ -66,3 +66,82 @@ def fuse(
     fused = [Fused(key, scores[key], tuple(positions[key])) for key in scores]
     fused.sort(key=lambda item: (-item.score, name(item.key)))
     return fused
+
+
+# --- hybrid: each arm's scores measured in its own spread ---------------------------------
+
+HYBRID_METRIC = "standing"
+HYBRID_DEPTH = 100  # each arm hands on its best this many
+MAD_TO_SIGMA = 1.4826
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """Where an arm's candidates stand: their median score and robust spread
+    (1.4826 x the median absolute deviation), over the arm's best HYBRID_DEPTH."""
+
+    median: float
+    spread: float
+    lowest: float  # the standing of the arm's last candidate: what a card it left out gets
+
+    def of(self, score: float) -> float:
+        return (score - self.median) / self.spread
+
+    def to_json(self) -> dict[str, float]:
+        return {"median": self.median, "spread": self.spread, "lowest": self.lowest}
+
+
+def standing(scores: Sequence[float]) -> Standing | None:
+    """The standing of an arm's candidate scores (best first); None for an arm without any."""
+    import statistics
+
+    if not scores:
+        return None
+    median = statistics.median(scores)
+    spread = MAD_TO_SIGMA * statistics.median(abs(value - median) for value in scores)
+    if spread <= 0.0:  # all alike (or one candidate): a tenth of the scale, so one step is one
+        spread = max(abs(median), 1e-6) * 0.1
+    return Standing(median, spread, (min(scores) - median) / spread)
+
+
+def fuse_standing(
+    rankings: Sequence[Sequence[tuple[KeyT, float]]],
+    name: Callable[[KeyT], str] = str,
+    depth: int = HYBRID_DEPTH,
+) -> tuple[list[Fused[KeyT]], list[Standing | None], list[dict[KeyT, float]]]:
+    """Fuse by the sum of each arm's standing: how far above its arm's median a card scores,
+    in that arm's robust spread. A card an arm did not hand on stands as its lowest.
+
+    Unlike reciprocal ranks, a card far ahead in one arm stays ahead (a standout is not
+    buried by cards both arms put at middling ranks), and an arm whose scores are flat
+    (a weak arm for this question) moves the order little.
+    Returns the fused items, each arm's standing, and each arm's standing per card.
+    """
+    heads = [list(ranking[:depth]) for ranking in rankings]
+    standings = [standing([score for _, score in head]) for head in heads]
+    per_arm: list[dict[KeyT, float]] = []
+    places: list[dict[KeyT, InputRank]] = []
+    for head, where in zip(heads, standings, strict=True):
+        seen: dict[KeyT, float] = {}
+        ranks: dict[KeyT, InputRank] = {}
+        for rank, (key, score) in enumerate(head, start=1):
+            if key not in seen and where is not None:
+                seen[key] = where.of(score)
+                ranks[key] = InputRank(rank, score)
+        per_arm.append(seen)
+        places.append(ranks)
+    keys = list(dict.fromkeys(key for head in heads for key, _ in head))
+    fused = [
+        Fused(
+            key,
+            sum(
+                arm.get(key, where.lowest)
+                for arm, where in zip(per_arm, standings, strict=True)
+                if where is not None
+            ),
+            tuple(ranks.get(key) for ranks in places),
+        )
+        for key in keys
+    ]
+    fused.sort(key=lambda item: (-item.score, name(item.key)))
+    return fused, standings, per_arm

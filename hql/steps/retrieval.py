@@ -401,7 +401,7 @@ def apply_relevance(ranking: Ranking, minimum: float | None, vault: Vault | None
 
     retrieval = ranking.retrieval
     cutoff: Cutoff
-    if retrieval.metric == "rrf" and minimum is None:
+    if retrieval.metric in ("rrf", "standing") and minimum is None:
         kept, cutoff = _any_input_passes(ranking)
     else:
         evidence = corroborated = None
@@ -611,19 +611,71 @@ def run_fuse(interpreter: Interpreter, expr: t.Node, values: list[Any]) -> Ranki
 
 
 def run_hybrid(call: StepCall) -> Ranking:
+    from hql.search.fusion import HYBRID_DEPTH
+
     query = call.args["query"]
     cards = _cards(call.input)
     by_words = bm25_ranking(call, query, cards)
-    by_meaning = semantic_ranking(call, query, cards, exact=bool(call.args.get("exact", False)))
-    standing_out = apply_relevance(by_meaning, None, call.vault)
-    # Kept: a card sharing a term with the question, or one that stands out by meaning.
-    # Ordered: by both ranks, so meaning also reorders the cards the words found.
-    kept = {hit.card for hit in by_words.hits} | {hit.card for hit in standing_out.hits}
-    meaning = restated([hit for hit in by_meaning.hits if hit.card in kept], standing_out.retrieval)
-    judged = [apply_relevance(by_words, None, call.vault), standing_out]
-    fused = fused_ranking([by_words, meaning], call.args.get("k", 60), None, call.vault, judged)
-    extra = {**fused.retrieval.extra, "rule": messages.hybrid_rule()}
-    return restated(fused.hits, replace(fused.retrieval, query=query, extra=extra))
+    exact = bool(call.args.get("exact", False))
+    by_meaning = semantic_ranking(call, query, cards, HYBRID_DEPTH, exact)
+    return hybrid_ranking(query, by_words, by_meaning, call.vault)
+
+
+def hybrid_ranking(
+    query: str, by_words: Ranking, by_meaning: Ranking, vault: Vault | None
+) -> Ranking:
+    """bm25 and semantic fused by standing (`hql.search.fusion.fuse_standing`): each hit
+    records, per arm, its rank, score, standing and whether that arm's own rule keeps it."""
+    from hql.search.fusion import HYBRID_METRIC, fuse_standing
+
+    arms = (by_words, by_meaning)
+    fused, standings, per_arm = fuse_standing(
+        [[(hit.card, hit.score) for hit in arm.hits] for arm in arms], name=lambda c: c.name
+    )
+    judged = [apply_relevance(by_words, None, vault), _judged(by_meaning, vault)]
+    passing = [
+        None if verdict is None else {hit.card for hit in verdict.hits} for verdict in judged
+    ]
+    sections = {
+        hit.card: hit.detail["section"]
+        for hit in by_meaning.hits
+        if hit.detail and "section" in hit.detail
+    }
+    details = [
+        {
+            **({"section": sections[item.key]} if item.key in sections else {}),
+            "inputs": [
+                None
+                if place is None
+                else {
+                    "rank": place.rank,
+                    "score": place.score,
+                    "standing": round(arm[item.key], 4),
+                    **({} if kept is None else {"relevant": item.key in kept}),
+                }
+                for place, arm, kept in zip(item.inputs, per_arm, passing, strict=True)
+            ],
+        }
+        for item in fused
+    ]
+    extra: dict[str, Any] = {
+        "rule": messages.hybrid_rule(),
+        "inputs": [
+            (arm if verdict is None else verdict).retrieval.as_tree()
+            for arm, verdict in zip(arms, judged, strict=True)
+        ],
+        "standings": [None if where is None else where.to_json() for where in standings],
+    }
+    retrieval = Retrieval(
+        query,
+        "",
+        "hql.hybrid.v2",
+        __version__,
+        HYBRID_METRIC,
+        any(arm.retrieval.approximate for arm in arms),
+        extra,
+    )
+    return _ranking([(item.key, item.score) for item in fused], retrieval, details)
 
 
 # --- analyze() -------------------------------------------------------------------------------
