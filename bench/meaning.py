@@ -47,7 +47,11 @@ from hql.vault import Vault  # noqa: E402
 
 # The shared datasets sit beside the checkout (/work/main) or two levels up (a worktree).
 DATASETS = next(
-    (base / "shared" / "datasets" for base in ROOT.parents if (base / "shared" / "datasets").is_dir()),
+    (
+        base / "shared" / "datasets"
+        for base in ROOT.parents
+        if (base / "shared" / "datasets").is_dir()
+    ),
     ROOT.parent / "shared" / "datasets",
 )
 BENCH_LOCK = Path("/work/bench.lock")
@@ -105,7 +109,9 @@ class CachedEmbedder:
             part = keys[start : start + 500]
             marks = ",".join("?" * len(part))
             found.update(self.db.execute(f"SELECT key, blob FROM v WHERE key IN ({marks})", part))
-        missing = sorted({key: text for key, text in zip(keys, texts, strict=True) if key not in found}.items())
+        missing = sorted(
+            {key: text for key, text in zip(keys, texts, strict=True) if key not in found}.items()
+        )
         for start in range(0, len(missing), BATCH):
             batch = missing[start : start + BATCH]
             with bench_lock():
@@ -113,9 +119,14 @@ class CachedEmbedder:
             with self.db:
                 self.db.executemany(
                     "INSERT OR REPLACE INTO v VALUES (?, ?)",
-                    [(key, vector.tobytes()) for (key, _), vector in zip(batch, vectors, strict=True)],
+                    [
+                        (key, vector.tobytes())
+                        for (key, _), vector in zip(batch, vectors, strict=True)
+                    ],
                 )
-            found.update((key, vector.tobytes()) for (key, _), vector in zip(batch, vectors, strict=True))
+            found.update(
+                (key, vector.tobytes()) for (key, _), vector in zip(batch, vectors, strict=True)
+            )
             self.embedded += len(batch)
             print(f"    embedded {self.embedded} new {role} texts", file=sys.stderr, flush=True)
         return np.stack([np.frombuffer(found[key], dtype=np.float32) for key in keys])
@@ -147,7 +158,7 @@ def locomo() -> tuple[dict[str, str], list[tuple[str, set[str]]]]:
     questions: list[tuple[str, set[str]]] = []
     for path in sorted((DATASETS / "locomo-dev").glob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
-        talk = data["conversation"] if "conversation" in data else data
+        talk = data.get("conversation", data)
         for key, turns in talk.items():
             found = re.fullmatch(r"session_(\d+)", key)
             if not found or not isinstance(turns, list) or not turns:
@@ -189,7 +200,9 @@ def help_vault(source: Path) -> tuple[dict[str, str], list[tuple[str, set[str]]]
         for path in sorted(source.rglob("*.md"))
     }
     asked = json.loads(HELP_QUESTIONS.read_text(encoding="utf-8"))
-    questions = [(q["question"], {g.removesuffix(".md") for g in q["gold"]}) for q in asked["answerable"]]
+    questions = [
+        (q["question"], {g.removesuffix(".md") for g in q["gold"]}) for q in asked["answerable"]
+    ]
     questions += [(q["question"], set()) for q in asked["off_topic"]]
     return notes, questions
 
@@ -213,7 +226,11 @@ def beir(corpus: Path, queries: Path, qrels: dict[str, dict[str, int]], titles: 
         title = doc.get("title", "") if titles else ""
         heading = f"# {title}\n\n" if title else ""
         notes[_safe(doc["_id"])] = f"{heading}{doc['text']}\n"
-    asked = [(q["text"], {_safe(d): g for d, g in qrels[q["_id"]].items()}) for q in _jsonl(queries) if q["_id"] in qrels]
+    asked = [
+        (q["text"], {_safe(d): g for d, g in qrels[q["_id"]].items()})
+        for q in _jsonl(queries)
+        if q["_id"] in qrels
+    ]
     return notes, asked
 
 
@@ -225,7 +242,9 @@ def pira():
 
 def scifact():
     root = DATASETS / "scifact"
-    return beir(root / "corpus.jsonl", root / "queries.jsonl", _qrels(root / "qrels/test.tsv"), True)
+    return beir(
+        root / "corpus.jsonl", root / "queries.jsonl", _qrels(root / "qrels/test.tsv"), True
+    )
 
 
 # --- measuring --------------------------------------------------------------------------
@@ -233,7 +252,9 @@ def scifact():
 
 def ndcg10(ranked: Sequence[str], gains: dict[str, int]) -> float:
     got = sum(gains.get(name, 0) / math.log2(i + 2) for i, name in enumerate(ranked[:10]))
-    ideal = sum(g / math.log2(i + 2) for i, g in enumerate(sorted(gains.values(), reverse=True)[:10]))
+    ideal = sum(
+        g / math.log2(i + 2) for i, g in enumerate(sorted(gains.values(), reverse=True)[:10])
+    )
     return got / ideal if ideal else 0.0
 
 
@@ -264,7 +285,9 @@ def arms(vault: Vault, question: str) -> dict[str, list[tuple[str, float]]]:
     found = {}
     for arm in ("bm25", "semantic"):
         limit = "" if arm == "semantic" and len(vault.cards) <= 2000 else " | take(100)"
-        outcome = hql.run(f"import {arm}\ncards | {arm}({string_literal(question)}){limit}", vault=vault)
+        outcome = hql.run(
+            f"import {arm}\ncards | {arm}({string_literal(question)}){limit}", vault=vault
+        )
         found[arm] = [(_key(vault, hit.card), hit.score) for hit in outcome.value]
     return found
 
@@ -275,19 +298,30 @@ def relevance(vault: Vault, questions: list[tuple[str, set[str]]]) -> None:
     for ranker in ("bm25", "semantic", "hybrid"):
         kept = abstained = answerable = off_topic = 0
         for question, gold in questions:
-            ranked = names(vault, f"import {ranker}\ncards | {ranker}({string_literal(question)}) | relevant | take(5)")
+            ranked = names(
+                vault,
+                f"import {ranker}\ncards | {ranker}({string_literal(question)}) | relevant | take(5)",
+            )
             if gold:
                 answerable += 1
                 kept += bool(gold & set(ranked))
             else:
                 off_topic += 1
                 abstained += not ranked
-        print(f"  {ranker:<9} | relevant keeps a right note {kept}/{answerable} "
-              f"({kept / answerable:.0%}), abstains {abstained}/{off_topic} ({abstained / off_topic:.0%})", flush=True)
+        print(
+            f"  {ranker:<9} | relevant keeps a right note {kept}/{answerable} "
+            f"({kept / answerable:.0%}), abstains {abstained}/{off_topic} ({abstained / off_topic:.0%})",
+            flush=True,
+        )
 
 
 def run(name: str, model: str, cache: Path, dump: dict[str, Any] | None, source: Path) -> None:
-    datasets = {"locomo": locomo, "pira": pira, "scifact": scifact, "help": lambda: help_vault(source)}
+    datasets = {
+        "locomo": locomo,
+        "pira": pira,
+        "scifact": scifact,
+        "help": lambda: help_vault(source),
+    }
     notes, questions = datasets[name]()
     short = "minilm" if model == MINILM_MODEL else "e5"
     root = cache / "vaults" / f"{name}-{short}"
@@ -296,8 +330,11 @@ def run(name: str, model: str, cache: Path, dump: dict[str, Any] | None, source:
     vault = Vault.open(root)
     started = time.perf_counter()
     build_index(vault, queries=[q for q, _ in questions], embedder=embedder, stream=sys.stderr)
-    print(f"{name} ({short}): {len(notes)} notes, {len(questions)} questions, "
-          f"index in {time.perf_counter() - started:.0f} s", flush=True)
+    print(
+        f"{name} ({short}): {len(notes)} notes, {len(questions)} questions, "
+        f"index in {time.perf_counter() - started:.0f} s",
+        flush=True,
+    )
     vault = Vault.open(root)
     if name == "help":
         relevance(vault, questions)
@@ -306,7 +343,9 @@ def run(name: str, model: str, cache: Path, dump: dict[str, Any] | None, source:
         scores: list[float] = []
         ranks: list[float] = []
         for question, gold in questions:
-            ranked = names(vault, f"import {ranker}\ncards | {ranker}({string_literal(question)}) | take(10)")
+            ranked = names(
+                vault, f"import {ranker}\ncards | {ranker}({string_literal(question)}) | take(10)"
+            )
             if name in ("locomo", "help"):
                 scores.append(recall5(ranked, gold))  # type: ignore[arg-type]
                 ranks.append(mrr(ranked, gold))  # type: ignore[arg-type]
@@ -325,15 +364,24 @@ def run(name: str, model: str, cache: Path, dump: dict[str, Any] | None, source:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="locomo,pira")
-    parser.add_argument("--model", default="", help="minilm or e5 (default: e5 for pira, minilm else)")
+    parser.add_argument(
+        "--model", default="", help="minilm or e5 (default: e5 for pira, minilm else)"
+    )
     parser.add_argument("--cache", default="/tmp/meaning-cache")
     parser.add_argument("--dump", default="")
-    parser.add_argument("--help-vault", default="/tmp/meaning-cache/help-en",
-                        help="the en/ folder of github:obsidianmd/obsidian-help")
+    parser.add_argument(
+        "--help-vault",
+        default="/tmp/meaning-cache/help-en",
+        help="the en/ folder of github:obsidianmd/obsidian-help",
+    )
     args = parser.parse_args()
     dump: dict[str, Any] | None = {} if args.dump else None
     for name in args.only.split(","):
-        model = MODELS[args.model] if args.model else (E5_MODEL if name in ("pira", "help") else MINILM_MODEL)
+        model = (
+            MODELS[args.model]
+            if args.model
+            else (E5_MODEL if name in ("pira", "help") else MINILM_MODEL)
+        )
         run(name, model, Path(args.cache), dump, Path(args.help_vault))
     if dump is not None:
         Path(args.dump).write_text(json.dumps(dump), encoding="utf-8")

@@ -769,8 +769,6 @@ def _read_query(path: Path, text: str, dimensions: int, pinned: bool) -> np.ndar
     if not isinstance(blob, bytes) or len(blob) != dimensions * 4:
         size = len(blob) if isinstance(blob, bytes | str) else 0
         raise SemanticIndexError(messages.index_query_wrong_length(text, size, dimensions * 4))
-    if pinned and (pin is None or pin[0] != pins.query_digest(text, blob)):
-        raise SemanticIndexError(messages.index_query_not_pinned(str(path), text))
     vector = schema.blob_to_vector(blob)
     if len(schema.unusable_rows(vector.reshape(1, -1))):
         norm = schema.vector_norm(vector)
@@ -779,6 +777,8 @@ def _read_query(path: Path, text: str, dimensions: int, pinned: bool) -> np.ndar
             if math.isfinite(norm)
             else messages.index_query_vector_not_finite(text)
         )
+    if pinned and (pin is None or pin[0] != pins.query_digest(text, blob)):
+        raise SemanticIndexError(messages.index_query_not_pinned(str(path), text))
     return vector
 
 
