@@ -91,9 +91,7 @@ def _prompt(cards: Sequence[Card], text: str, context: Context) -> Ranking:
 
 
 register(BM25, REGISTRY)
-REGISTRY.extension(
-    "hybrid", version=__version__, summary="bm25 and semantic fused by reciprocal rank"
-)
+REGISTRY.extension("hybrid", version=__version__, summary="bm25 and semantic fused by standing")
 
 QUERY = Param("query", "String")
 # Force the exact scan where the vault's store would approximate (HNSW, Qdrant).
@@ -741,7 +739,7 @@ for spec in (
         "hybrid",
         (QUERY, Param("k", "Int", default=60, positional=False), EXACT),
         "Collection<Card> | hybrid(query: String, k: Int = 60, exact: Bool = false) -> Ranking<Card>",
-        "cards that share a term with the question or stand out by meaning, ordered by both rankings",
+        "bm25's and semantic's best 100, each score measured in its arm's spread, ordered by the sum",
         'cards | hybrid("how do clients prove who they are")',
         check_semantic,
         run_hybrid,
