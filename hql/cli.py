@@ -287,6 +287,19 @@ SUBCOMMANDS["vault"] = (
     "so loads need not check every file; `unwatch` stops that watcher",
     _one("action", choices=("warnings", "watch", "unwatch"), help="what to do"),
 )
+
+
+def _note_arguments(parser: argparse.ArgumentParser) -> None:
+    from hql.notes.commands import add_note_arguments
+
+    add_note_arguments(parser)
+
+
+SUBCOMMANDS["note"] = (
+    "write notes: new, append, set, section, edit, move, archive, supersede, remember "
+    "(each checks --base-digest, --dry-run prints the diff)",
+    _note_arguments,
+)
 VALUED_OPTIONS = {"--vault", "--format", "--report"}
 # A command prints this many load warnings, then a count; `hql vault warnings` lists them all.
 WARNINGS_SHOWN = 5
@@ -746,6 +759,13 @@ def card_command(args: argparse.Namespace) -> int:
         return 0
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
+
+
+@command("note")
+def note_command(args: argparse.Namespace) -> int:
+    from hql.notes.commands import run_note_command
+
+    return run_note_command(args)
 
 
 @command("init")

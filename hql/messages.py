@@ -2625,3 +2625,176 @@ def mcp_ranker_bm25_bad_semantics() -> str:
 
 def mcp_ranker_asked(ranker: str) -> str:
     return f"{ranker}: asked for"
+
+
+
+# --- notes that agents and people write (hql note, remember, memory.md §5) ----------
+
+
+def note_front_matter_not_mapping() -> str:
+    return "the front matter is not a mapping of keys to values"
+
+
+def note_needs_name() -> str:
+    return "name the note: its name, `[[link]]` text or its path inside the vault"
+
+
+def note_not_found(note: str, close: list[str]) -> str:
+    hint = f" (did you mean {', '.join(f'`{name}`' for name in close)}?)" if close else ""
+    return f"no note `{note}` in the vault{hint}; nothing was written"
+
+
+def note_needs_title() -> str:
+    return "a new note needs a title with at least one letter or digit a file name may hold"
+
+
+def note_name_taken(name: str, relpath: str) -> str:
+    return (
+        f"a note named `{name}` already exists ({relpath}); nothing was written. Append to it, "
+        "or choose another title"
+    )
+
+
+def note_path_taken(relpath: str) -> str:
+    return f"{relpath} already exists; nothing was written"
+
+
+def note_needs_text() -> str:
+    return "there is no text to write"
+
+
+def note_needs_heading() -> str:
+    return "name the section's heading"
+
+
+def note_passage_count(relpath: str, found: int) -> str:
+    if found == 0:
+        return f"the passage to replace is not in {relpath}; nothing was written"
+    return (
+        f"the passage to replace occurs {found} times in {relpath}; give a longer passage that "
+        "occurs once. Nothing was written"
+    )
+
+
+def note_move_same(relpath: str) -> str:
+    return f"{relpath} is already there; nothing was moved"
+
+
+def note_move_diff(source: str, target: str) -> str:
+    return f"rename from {source}\nrename to {target}\n"
+
+
+def note_stale(relpath: str) -> str:
+    return (
+        f"{relpath} changed since it was read (its digest is not the base_digest given); "
+        "nothing was written. Read it again and redo the change"
+    )
+
+
+def note_outside(relpath: str) -> str:
+    return f"{relpath} is not a place inside the vault; nothing was written"
+
+
+def note_not_a_note(relpath: str, formats: list[str]) -> str:
+    return f"{relpath} is not a note: a note's file name ends in {', '.join(formats)}"
+
+
+def note_too_large(relpath: str, size: int) -> str:
+    return f"{relpath} is {size} bytes, too large to edit; nothing was written"
+
+
+def note_unreadable(relpath: str, reason: str) -> str:
+    return f"{relpath} cannot be read ({reason}); nothing was written"
+
+
+def note_not_utf8(relpath: str, offset: int) -> str:
+    return f"{relpath} is not UTF-8 text (at byte {offset}); nothing was written"
+
+
+def note_front_matter_unclosed(relpath: str) -> str:
+    return (
+        f"{relpath}:1: the front matter opened by `---` is never closed; nothing was written. "
+        "Close it with a `---` line"
+    )
+
+
+def note_front_matter_broken(relpath: str, reason: str, line: int | None = None) -> str:
+    where = f"{relpath}:{line}" if line is not None else relpath
+    return f"{where}: the front matter cannot be read ({reason}); nothing was written"
+
+
+def note_edit_unfaithful(relpath: str, key: str) -> str:
+    return f"{relpath}: setting `{key}` would change how other properties read; nothing was written"
+
+
+def note_bad_property(key: str) -> str:
+    return f"`{key}` is not a property name: give a non-empty name on one line"
+
+
+def memory_config_bad(key: str, expected: str) -> str:
+    return f"hql.toml: `{key}` should be {expected}; its default is used"
+
+
+def note_refresh_failed(what: str, reason: str) -> str:
+    return f"the note was written, but the {what} could not be updated: {reason}"
+
+
+def note_vectors_off() -> str:
+    return "vectors are updated by `hql index build` ([semantics] embed_on_write is off)"
+
+
+def note_vectors_unconfigured() -> str:
+    return "no vectors to update: [semantics] names no index and embedder"
+
+
+def note_vectors_no_index() -> str:
+    return "no vectors to update: the index is not built yet (`hql index build`)"
+
+
+def note_vectors_other_model(index_model: str, embedder_model: str) -> str:
+    return (
+        f"vectors not updated: the index holds {index_model} vectors and the embedder is "
+        f"{embedder_model}; run `hql index build`"
+    )
+
+
+def note_needs_vault() -> str:
+    return "`hql note` needs a vault: pass --vault <directory>"
+
+
+def note_set_needs_value(key: str) -> str:
+    return f"give a value for `{key}`, or --unset to remove it"
+
+
+def note_property_flag(text: str) -> str:
+    return f"--property {text!r} should be KEY=VALUE"
+
+
+def remember_similar_found(count: int) -> str:
+    return f"nothing written: {plural(count, 'note')} may already hold this"
+
+
+def remember_how_to_decide() -> str:
+    return "add --merge-into NOTE to append it there, or --create to write a new note anyway"
+
+
+def remember_decide(count: int) -> str:
+    return (
+        f"nothing written: {plural(count, 'note')} may already hold this. Call again with "
+        "merge_into = one of them to append it there (under today's date), or create = true "
+        "to write a new note anyway"
+    )
+
+
+def note_unchanged(relpath: str) -> str:
+    return f"{relpath} already reads so; nothing was written"
+
+
+def note_written(action: str, relpath: str, digest: str | None) -> str:
+    if digest is None:
+        return f"deleted {relpath}"
+    return f"{action}: wrote {relpath} ({digest})"
+
+
+def note_still_linked(name: str, old: str) -> str:
+    return f"  `{name}` still links to the old name ({old}): its link was not rewritten"

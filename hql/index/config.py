@@ -7,6 +7,7 @@ on_unavailable = "fail"         # or "lexical" when the embedder cannot be reach
 store = "sqlite"                # where the vectors are kept (hql.index.stores)
 ann = "auto"                    # "hnsw": an HNSW graph beside the index; "off": always scan exactly;
 ann_threshold = 200000          # "auto": the graph once the index holds this many vectors
+embed_on_write = false          # a note written through HQL (hql note, MCP) is embedded at once
 
 [semantics.hnsw]                # the graph's parameters
 m = 16
@@ -57,6 +58,7 @@ SEMANTICS_KEYS = (
     "ann_threshold",
     "hnsw",
     "qdrant",
+    "embed_on_write",
 )
 HNSW_KEYS = ("m", "ef_construction", "ef_search")
 ANN_MODES = ("auto", "hnsw", "off")
@@ -140,6 +142,7 @@ class SemanticsConfig:
     ann_threshold: int = DEFAULT_ANN_THRESHOLD
     hnsw: HnswConfig = field(default_factory=lambda: HnswConfig())
     qdrant: QdrantConfig | None = None
+    embed_on_write: bool = False  # a note written through HQL has its vectors written at once
 
     def require_index(self, for_producer: bool = False) -> str:
         if self.index is None:
@@ -188,6 +191,13 @@ def load_semantics_config(raw: Mapping[str, object] | None) -> SemanticsConfig:
                 "semantics.on_unavailable", '"fail" or "lexical"', on_unavailable
             )
         )
+    embed_on_write = table.get("embed_on_write", False)
+    if not isinstance(embed_on_write, bool):
+        raise SemanticIndexError(
+            messages.semantics_config_bad_value(
+                "semantics.embed_on_write", "true or false", embed_on_write
+            )
+        )
     store = _optional_str(table, "semantics.store") or "sqlite"  # the store factory checks it
     qdrant = table.get("qdrant")
     if store == "qdrant" and qdrant is None:
@@ -204,6 +214,7 @@ def load_semantics_config(raw: Mapping[str, object] | None) -> SemanticsConfig:
         or DEFAULT_ANN_THRESHOLD,
         hnsw=_hnsw(table.get("hnsw")),
         qdrant=None if qdrant is None else load_qdrant_config(qdrant),
+        embed_on_write=embed_on_write,
     )
 
 

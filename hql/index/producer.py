@@ -651,6 +651,18 @@ def _embed_cards(
     return sections, vectors, texts, seconds, used_workers
 
 
+def card_vectors_for(
+    vault: VaultLike, embedder: Embedder, cards: Sequence[Any]
+) -> list[CardVectors]:
+    """These cards' sections embedded here and now, as a store takes them: what a note
+    written through HQL needs (`[semantics] embed_on_write`), without worker processes
+    or progress lines."""
+    import io
+
+    sections, vectors, *_ = _embed_cards(vault, embedder, cards, io.StringIO(), None, 1)
+    return _store_cards(vault, cards, sections, vectors)
+
+
 def build_qdrant(
     vault: VaultLike,
     config: SemanticsConfig,
