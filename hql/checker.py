@@ -787,6 +787,7 @@ NOTE_FIELDS: dict[str, Type] = {
     "topics": ty.list_of(ty.STRING),
     "priority": ty.STRING,
     "status": ty.STRING,
+    "superseded_by": ty.list_of(ty.STRING),
 }
 
 

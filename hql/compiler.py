@@ -534,7 +534,7 @@ _RECALL_FIELDS = frozenset(
 )
 
 _NOTE_LISTS = frozenset(
-    {"tags", "aliases", "tasks", "headings", "outlinks", "inlinks", "unresolved"}
+    {"tags", "aliases", "tasks", "headings", "outlinks", "inlinks", "unresolved", "superseded_by"}
 )
 
 

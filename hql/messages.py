@@ -2798,3 +2798,7 @@ def note_written(action: str, relpath: str, digest: str | None) -> str:
 
 def note_still_linked(name: str, old: str) -> str:
     return f"  `{name}` still links to the old name ({old}): its link was not rewritten"
+
+
+def as_of_bad_date(given: str) -> str:
+    return f"`as_of` needs a day written YYYY-MM-DD, not {given!r}"

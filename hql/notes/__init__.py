@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hql.notes.writer import Notes
 
-__all__ = ["open"]
+__all__ = ["open", "status_of", "superseded_by"]
 
 
 def open(root: str | os.PathLike[str], **options: Any) -> Notes:  # noqa: A001 - hql.notes.open
@@ -41,4 +41,8 @@ def __getattr__(name: str) -> Any:
         from hql.notes import writer
 
         return getattr(writer, name)
+    if name in ("status_of", "superseded_by", "as_of"):
+        from hql.notes import time
+
+        return getattr(time, name)
     raise AttributeError(name)

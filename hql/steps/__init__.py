@@ -12,6 +12,7 @@ from hql.steps import (  # noqa: F401
     dates,
     functions,
     graph,
+    memory,
     notes,
     pictures,
     present,

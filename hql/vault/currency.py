@@ -1,0 +1,124 @@
+"""Which notes are current (memory.md §5): `supersedes`, `valid_from`, `valid_to`.
+
+A note that writes `supersedes: "[[old]]"` (or a list of such links, or plain
+names) makes `old` superseded from the day it holds: its `valid_from`, else its
+`created`, else always. A note whose own `valid_to` has passed is superseded
+too (by time). A note whose `valid_from` is still to come is `pending`. Otherwise
+a note's status is its own front matter's `status` (`archived`, `draft`,
+`active`), `active` when it writes none.
+
+Everything is read from the cards alone; the map of who supersedes whom is
+built once per loaded vault (on its link table) and links resolve as a
+program's `[[name]]` does.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Iterator
+from typing import Any
+
+SUPERSEDES = "supersedes"
+STATUSES = ("active", "draft", "archived", "superseded", "pending")
+_LINK = re.compile(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]")
+_DAY = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+
+
+def supersedes_of(card: Any) -> list[str]:
+    """The names the card's `supersedes` writes, in order, as written."""
+    value = card.metadata.get(SUPERSEDES) if isinstance(card.metadata, dict) else None
+    return list(_targets(value))
+
+
+def _targets(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        links = _LINK.findall(value)
+        if links:
+            yield from (link.strip() for link in links)
+        elif value.strip():
+            yield value.strip()
+    elif isinstance(value, list):  # `supersedes: [[old]]` unquoted is a list in a list
+        for item in value:
+            yield from _targets(item)
+
+
+def day_of(value: Any) -> datetime.date | None:
+    """A front-matter date (`2024-05-01`, or text starting with one) as a date."""
+    if isinstance(value, datetime.datetime):
+        return value.date()
+    if isinstance(value, datetime.date):
+        return value
+    if isinstance(value, str):
+        found = _DAY.match(value.strip())
+        if found:
+            try:
+                return datetime.date(*(int(part) for part in found.groups()))
+            except ValueError:
+                return None
+    return None
+
+
+def starts(card: Any) -> datetime.date | None:
+    """From when the note holds: its `valid_from`, else its `created`, else None (always)."""
+    metadata = card.metadata if isinstance(card.metadata, dict) else {}
+    return day_of(metadata.get("valid_from")) or day_of(metadata.get("created"))
+
+
+def ends(card: Any) -> datetime.date | None:
+    metadata = card.metadata if isinstance(card.metadata, dict) else {}
+    return day_of(metadata.get("valid_to"))
+
+
+def superseded_map(table: Any) -> dict[str, tuple[str, ...]]:
+    """Per superseded card name, the names of the cards that supersede it (sorted)."""
+    found = getattr(table, "_superseded", None)
+    if found is None:
+        building: dict[str, set[str]] = {}
+        for card in table.cards:
+            for target in supersedes_of(card):
+                resolved = table.resolve_reference(target)
+                if resolved is not None and resolved != card.name:
+                    building.setdefault(resolved, set()).add(card.name)
+        found = {name: tuple(sorted(newer)) for name, newer in building.items()}
+        table._superseded = found
+    return found
+
+
+def superseded_by(card: Any) -> list[str]:
+    table = card._table
+    if table is None:
+        return []
+    return list(superseded_map(table).get(card.name, ()))
+
+
+def status(card: Any, on: datetime.date | None = None) -> str:
+    """The card's status on the day `on` (default today, UTC)."""
+    day = on or datetime.datetime.now(datetime.UTC).date()
+    metadata = card.metadata if isinstance(card.metadata, dict) else {}
+    own = metadata.get("status")
+    own = own.strip().lower() if isinstance(own, str) else None
+    if own == "archived":
+        return "archived"
+    began = starts(card)
+    if began is not None and began > day:
+        return "pending"
+    ended = ends(card)
+    if ended is not None and ended < day:
+        return "superseded"
+    table = card._table
+    if table is not None:
+        by_name = _by_name(table)
+        for newer in superseded_map(table).get(card.name, ()):
+            newer_card = by_name.get(newer)
+            newer_start = starts(newer_card) if newer_card is not None else None
+            if newer_start is None or newer_start <= day:
+                return "superseded"
+    return own if own in ("draft", "active", "superseded") else "active"
+
+
+def _by_name(table: Any) -> dict[str, Any]:
+    found = getattr(table, "_card_by_name", None)
+    if found is None:
+        found = table._card_by_name = {card.name: card for card in table.cards}
+    return found
