@@ -84,15 +84,30 @@ def refresh(
     return fresh
 
 
+LOCK_NAME = "notes.lock"
+
+
 @contextlib.contextmanager
 def _turn(state_dir: Path) -> Any:
+    """Hold the refresh lock: a lock file of its own, because the stores lock the folder
+    `.hql/` itself while they write (a second lock on it here would wait for itself)."""
     if not files.state_dir_contained(state_dir):
         yield
         return
-    with contextlib.suppress(OSError):
+    try:
+        import fcntl
+
         state_dir.mkdir(exist_ok=True)
-    with files.locked(state_dir):
+        descriptor = os.open(state_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except (ImportError, OSError):  # no locks here: refreshes still end as the files are
         yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
 
 
 def bm25_store(vault: Vault) -> Any:

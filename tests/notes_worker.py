@@ -1,0 +1,51 @@
+"""One writer process of tests/test_notes_concurrent.py: edits, appends and sets properties on
+the vault's notes through `hql.notes`, each change with the digest it read, and records
+every outcome as a JSON line.
+
+    python tests/notes_worker.py ROOT WORKER CHANGES SEED OUT
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+
+import hql.notes
+from hql.notes.writer import NoteRefused
+
+
+def main() -> None:
+    root, worker, changes, seed, out = sys.argv[1:6]
+    notes = hql.notes.open(root)
+    pick = random.Random(int(seed))
+    names = [f"shared {number:02d}" for number in range(20)]
+    with open(out, "w", encoding="utf-8") as log:
+        for number in range(int(changes)):
+            name = pick.choice(names)
+            token = f"w{worker}n{number}"
+            kind = pick.choice(("append", "set", "edit"))
+            state = notes.read(name)
+            time.sleep(pick.random() * 0.03)  # let the others in between read and write
+            try:
+                if kind == "append":
+                    notes.append(name, f"appended {token}", base_digest=state.digest)
+                elif kind == "set":
+                    notes.set(name, f"p_{token}", number, base_digest=state.digest)
+                else:
+                    notes.edit(
+                        name,
+                        f"edited {token} <!-- slot -->",
+                        old_text="<!-- slot -->",
+                        base_digest=state.digest,
+                    )
+                outcome = "accepted"
+            except NoteRefused as refusal:
+                outcome = refusal.reason
+            log.write(json.dumps({"note": name, "kind": kind, "token": token, "outcome": outcome}))
+            log.write("\n")
+
+
+if __name__ == "__main__":
+    main()
