@@ -2802,3 +2802,61 @@ def note_still_linked(name: str, old: str) -> str:
 
 def as_of_bad_date(given: str) -> str:
     return f"`as_of` needs a day written YYYY-MM-DD, not {given!r}"
+
+
+MCP_TOOLS.update(
+    {
+        "note.name": "The note: its card name (as `search` gives it), `[[link]]` text or its path.",
+        "note.base_digest": (
+            "The digest the note had when you read it (`read_note`, or the `digest` of your last "
+            "change). When the note changed since, nothing is written and the answer says so: "
+            "read it again and redo the change."
+        ),
+        "note.dry_run": "Answer the unified diff the change would make; write nothing.",
+        "read_note": (
+            "Read a note: its path, its digest (pass it as base_digest to a change), its "
+            "properties and its whole text."
+        ),
+        "remember": (
+            "Store what you learned as a note. The vault is searched first: when notes that may "
+            "already hold it are found they come back as `similar` (name, score, why) and nothing "
+            "is written. Then call again with merge_into = one of them (the text is appended "
+            "under today's date) or create = true (a new note anyway). Use supersedes = NAME "
+            "when the new note replaces an old one: the old note then reads as superseded."
+        ),
+        "remember.text": "What to remember, in Markdown.",
+        "remember.title": "The note's title (default: its first words); its file name comes from it.",
+        "remember.properties": 'Front-matter properties for a new note, e.g. {"tags": ["auth"]}.',
+        "remember.create": "Write a new note even though similar notes exist.",
+        "remember.merge_into": "Append the text to this note, under a heading of today's date.",
+        "remember.supersedes": "The note this one replaces (written as supersedes: [[NAME]]).",
+        "append_note": "Add text at the end of a note, optionally under a new heading.",
+        "append_note.text": "The text to add, in Markdown.",
+        "append_note.heading": "Put the text under a new heading of this text.",
+        "append_note.dated": "Put the text under a heading of today's date.",
+        "edit_note": (
+            "Change a note's text: replace one passage (old_text, which must occur exactly "
+            "once), the content of one section (section = its heading), or the whole body."
+        ),
+        "edit_note.new_text": "The new text.",
+        "edit_note.old_text": "The passage to replace, exactly as written in the note.",
+        "edit_note.section": "The heading whose content new_text replaces (added when missing).",
+        "set_property": (
+            "Set one front-matter property of a note (or remove it). Only that property's lines "
+            "change: the person's order, comments and quoting stay as written."
+        ),
+        "set_property.key": "The property's name, e.g. status or tags.",
+        "set_property.value": "Its value: text, a number, true/false, a list or an object.",
+        "set_property.remove": "Remove the property instead.",
+        "move_note": (
+            "Move or rename a note. Links to it are not rewritten: a rename lists the notes "
+            "that still link to the old name."
+        ),
+        "move_note.to": "A folder ending in / or a new path inside the vault.",
+        "archive_note": (
+            "Archive a note (status: archived): it stays in the vault, and context leaves it out. "
+            "delete = true removes the file instead, for good."
+        ),
+        "archive_note.delete": "Delete the file instead of archiving it.",
+    }
+)

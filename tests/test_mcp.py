@@ -74,6 +74,7 @@ def test_a_client_lists_the_tools_calls_each_and_survives_bad_programs() -> None
             "check",
             "card",
             "explain",
+            "read_note",
         }  # no render
         for tool in tools.values():
             assert len(tool.description) > 80 and tool.input_schema["type"] == "object"

@@ -26,6 +26,7 @@ from pydantic import Field
 
 from hql import messages
 from hql.api import HostError
+from hql.mcp import notes as note_tools
 from hql.mcp import shapes
 from hql.mcp.service import ToolFailure, Vaults, VaultService, encode, stop_every_program
 from hql.version import __version__
@@ -63,10 +64,14 @@ ANNOTATIONS: dict[str, ToolAnnotations] = {
     "set_property": REWRITE,
     "move_note": WRITE,
     "archive_note": REWRITE,
+    "read_note": READ,
 }
 
 Program = Annotated[str, Field(description="An HQL program.")]
 VaultName = Annotated[str | None, Field(description=TOOLS["vault"])]
+Name = Annotated[str, Field(description=TOOLS["note.name"])]
+Digest = Annotated[str | None, Field(description=TOOLS["note.base_digest"])]
+DryRun = Annotated[bool, Field(description=TOOLS["note.dry_run"])]
 Function = TypeVar("Function", bound=Callable[..., Any])
 
 
@@ -192,6 +197,117 @@ def build_server(served: Vaults) -> MCPServer[Any]:
         vault: VaultName = None,
     ) -> Annotated[CallToolResult, shapes.RenderAnswer]:
         return _answer(served, vault, lambda service: service.render(document))
+
+    # --- notes (hql.mcp.notes): offered only with --allow-write, except read_note
+
+    @tool
+    def read_note(
+        name: Name, vault: VaultName = None
+    ) -> Annotated[CallToolResult, shapes.NoteReadAnswer]:
+        return _answer(served, vault, lambda service: note_tools.read_note(service, name), "text")
+
+    @tool
+    def remember(
+        text: Annotated[str, Field(description=TOOLS["remember.text"])],
+        title: Annotated[str | None, Field(description=TOOLS["remember.title"])] = None,
+        properties: Annotated[
+            dict[str, Any] | None, Field(description=TOOLS["remember.properties"])
+        ] = None,
+        create: Annotated[bool, Field(description=TOOLS["remember.create"])] = False,
+        merge_into: Annotated[str | None, Field(description=TOOLS["remember.merge_into"])] = None,
+        supersedes: Annotated[str | None, Field(description=TOOLS["remember.supersedes"])] = None,
+        dry_run: DryRun = False,
+        vault: VaultName = None,
+    ) -> Annotated[CallToolResult, shapes.NoteAnswer]:
+        return _answer(
+            served,
+            vault,
+            lambda service: note_tools.remember(
+                service, text, title, properties, create, merge_into, supersedes, dry_run
+            ),
+        )
+
+    @tool
+    def append_note(
+        name: Name,
+        text: Annotated[str, Field(description=TOOLS["append_note.text"])],
+        heading: Annotated[str | None, Field(description=TOOLS["append_note.heading"])] = None,
+        dated: Annotated[bool, Field(description=TOOLS["append_note.dated"])] = False,
+        base_digest: Digest = None,
+        dry_run: DryRun = False,
+        vault: VaultName = None,
+    ) -> Annotated[CallToolResult, shapes.NoteAnswer]:
+        return _answer(
+            served,
+            vault,
+            lambda service: note_tools.append_note(
+                service, name, text, heading, dated, base_digest, dry_run
+            ),
+        )
+
+    @tool
+    def edit_note(
+        name: Name,
+        new_text: Annotated[str, Field(description=TOOLS["edit_note.new_text"])],
+        old_text: Annotated[str | None, Field(description=TOOLS["edit_note.old_text"])] = None,
+        section: Annotated[str | None, Field(description=TOOLS["edit_note.section"])] = None,
+        base_digest: Digest = None,
+        dry_run: DryRun = False,
+        vault: VaultName = None,
+    ) -> Annotated[CallToolResult, shapes.NoteAnswer]:
+        return _answer(
+            served,
+            vault,
+            lambda service: note_tools.edit_note(
+                service, name, new_text, old_text, section, base_digest, dry_run
+            ),
+        )
+
+    @tool
+    def set_property(
+        name: Name,
+        key: Annotated[str, Field(description=TOOLS["set_property.key"])],
+        value: Annotated[Any, Field(description=TOOLS["set_property.value"])] = None,
+        remove: Annotated[bool, Field(description=TOOLS["set_property.remove"])] = False,
+        base_digest: Digest = None,
+        dry_run: DryRun = False,
+        vault: VaultName = None,
+    ) -> Annotated[CallToolResult, shapes.NoteAnswer]:
+        return _answer(
+            served,
+            vault,
+            lambda service: note_tools.set_property(
+                service, name, key, value, remove, base_digest, dry_run
+            ),
+        )
+
+    @tool
+    def move_note(
+        name: Name,
+        to: Annotated[str, Field(description=TOOLS["move_note.to"])],
+        base_digest: Digest = None,
+        dry_run: DryRun = False,
+        vault: VaultName = None,
+    ) -> Annotated[CallToolResult, shapes.NoteAnswer]:
+        return _answer(
+            served,
+            vault,
+            lambda service: note_tools.move_note(service, name, to, base_digest, dry_run),
+        )
+
+    @tool
+    def archive_note(
+        name: Name,
+        delete: Annotated[bool, Field(description=TOOLS["archive_note.delete"])] = False,
+        base_digest: Digest = None,
+        dry_run: DryRun = False,
+        vault: VaultName = None,
+    ) -> Annotated[CallToolResult, shapes.NoteAnswer]:
+        return _answer(
+            served,
+            vault,
+            lambda service: note_tools.archive_note(service, name, delete, base_digest, dry_run),
+        )
 
     @server.resource(
         "hql://card/{name}", description=TOOLS["card_resource"], mime_type="text/markdown"

@@ -147,3 +147,29 @@ class VaultOffer(TypedDict):
 class VaultsAnswer(TypedDict):
     default: str
     vaults: list[VaultOffer]
+
+
+class NoteAnswer(TypedDict):
+    """What a write tool did: `written` says whether the file changed; `digest` is the
+    note's digest after it (the `base_digest` of the next change). A proposal of
+    `remember` lists `similar` notes instead and writes nothing."""
+
+    ok: bool
+    written: bool
+    action: NotRequired[str]
+    name: NotRequired[str]
+    path: NotRequired[str]
+    digest: NotRequired[str | None]
+    previous_digest: NotRequired[str | None]
+    diff: NotRequired[str]
+    similar: NotRequired[list[dict[str, Any]]]
+    message: NotRequired[str]
+
+
+class NoteReadAnswer(TypedDict):
+    ok: bool
+    name: str
+    path: str
+    digest: str
+    properties: dict[str, Any]
+    text: str
