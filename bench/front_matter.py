@@ -114,7 +114,9 @@ def _without_status(block: str) -> list[str]:
     return kept
 
 
-def measure(name: str, roundtrip: Callable[[str, bool], str], corpus: list[str]) -> dict[str, float]:
+def measure(
+    name: str, roundtrip: Callable[[str, bool], str], corpus: list[str]
+) -> dict[str, float]:
     readable = identical = clean = 0
     started = time.perf_counter()
     for block in corpus:
@@ -169,7 +171,9 @@ def main() -> None:
         ways.append((label, library_roundtrip(make)))
     ways.append(("splice (hql.notes)", lambda block, change: _splice_edit(block, change=change)))
     anchor = None
-    print(f"{'way':26} {'readable':>9} {'identical':>10} {'clean edit':>12} {'ms/block':>9} {'x anchor':>9}")
+    print(
+        f"{'way':26} {'readable':>9} {'identical':>10} {'clean edit':>12} {'ms/block':>9} {'x anchor':>9}"
+    )
     for name, roundtrip in ways:
         result = measure(name, roundtrip, corpus)
         anchor = anchor or result["ms_per_block"]

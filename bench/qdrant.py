@@ -120,7 +120,9 @@ def persist_rate(matrix: np.ndarray, count: int) -> float:
         model = schema.ModelRow("bench", "0", DIMENSIONS, "cosine", 1)
         description = q._Description(model, "bench", "", schema.TOOL_VERSION, 0)
         q._create(client, "bench", folder, description, local=True)
-        store = q.QdrantStore(QdrantConfig(path=folder), client, "bench", folder, Path("."), description)
+        store = q.QdrantStore(
+            QdrantConfig(path=folder), client, "bench", folder, Path("."), description
+        )
         cards = [
             CardVectors(name, f"{name}.md", "d", vector, (SectionVector(0, (), 1, 1, vector),))
             for name, vector in zip(names_of(count), matrix[:count], strict=True)
@@ -150,7 +152,9 @@ def main() -> None:
     matrix = mixtures(base, args.n, seed=1, noise=NOISE)
     queries = mixtures(base, args.queries, seed=2, noise=NOISE)
     names = names_of(args.n)
-    print(f"vectors: {args.n:,} x {DIMENSIONS}, mixtures of {source}; {args.queries} queries, k = {args.k}")
+    print(
+        f"vectors: {args.n:,} x {DIMENSIONS}, mixtures of {source}; {args.queries} queries, k = {args.k}"
+    )
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
     exact = sqlite_store(matrix, names)
@@ -169,7 +173,8 @@ def main() -> None:
     sqlite_time = per_query(queries, lambda q: exact.search(q, args.k))
     qdrant_time = per_query(queries, lambda q: store.search(q, args.k))
     raw_time = per_query(
-        queries, lambda q: client.query_points("bench", query=q, limit=args.k, with_payload=["name"])
+        queries,
+        lambda q: client.query_points("bench", query=q, limit=args.k, with_payload=["name"]),
     )
     print(f"recall@{args.k} of Qdrant local mode against the exact scan: {recall:.4f}")
     print(f"queries whose top {args.k} are in the same order: {same_order}/{len(queries)}")

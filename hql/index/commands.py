@@ -79,6 +79,21 @@ def verify_command(vault: VaultLike) -> tuple[int, str]:
     return EXIT_PROBLEM, "\n".join(_verify_lines(result))
 
 
+def status_command(vault: VaultLike, as_json: bool = False) -> tuple[int, str]:
+    """Coverage of the vault by its index (hql.index.coverage)."""
+    from hql.index.coverage import coverage, format_coverage
+
+    try:
+        found = coverage(vault)
+    except SemanticIndexError as error:
+        return EXIT_PROBLEM, error.message
+    if as_json:
+        import json
+
+        return EXIT_OK, json.dumps(found, ensure_ascii=False, indent=2)
+    return EXIT_OK, format_coverage(found)
+
+
 def _verify_lines(result: VerifyResult) -> list[str]:
     lines = []
     if result.stale:
@@ -183,6 +198,9 @@ def add_index_commands(subparsers: Any) -> argparse.ArgumentParser:
     actions.add_parser(
         "verify", help="exit 1 when cards are stale, missing, extra or of the wrong length"
     )
+    actions.add_parser(
+        "status", help="how many cards are embedded, stale or missing, by folder (--format json)"
+    )
     inspect = actions.add_parser("inspect", help="print the model, counts and queries of an index")
     inspect.add_argument("--index", metavar="PATH", help="an index file (default: the vault's)")
     return index
@@ -200,6 +218,8 @@ def run_index_command(args: argparse.Namespace, vault: VaultLike | None) -> int:
         )
     elif action == "verify":
         code, text = verify_command(_require(vault))
+    elif action == "status":
+        code, text = status_command(_require(vault), getattr(args, "format", "text") == "json")
     else:
         code, text = inspect_command(vault, getattr(args, "index", None))
     print(text, file=sys.stdout if code == EXIT_OK else sys.stderr)

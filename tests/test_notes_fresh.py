@@ -1,0 +1,52 @@
+"""Freshness: with `[semantics] embed_on_write = true` a note's vectors are written with it (the
+next `semantic` query sees it); without, `hql index status` shows the note as stale."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from standin_embedder import BASE_CARDS, http_toml, standin_server, write_vault
+
+import hql
+import hql.notes
+from hql.index.producer import build_index
+
+QUESTION = "import semantic\ncards | semantic($q) | take(1) | map(h => h.card.name)"
+
+
+def _status(root: Path) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-m", "hql", "--vault", str(root), "--format", "json", "index", "status"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_write_embeds_the_note_only_when_asked(tmp_path: Path) -> None:
+    with standin_server() as (endpoint, state):
+        for flag, root in (("", tmp_path / "off"), ("embed_on_write = true\n", tmp_path / "on")):
+            write_vault(root, BASE_CARDS, http_toml(endpoint, "embed_queries = true\n" + flag))
+            (root / "Birds").mkdir()
+            (root / "Birds" / "heron.md").write_text("---\ntitle: Heron\n---\nHerons wade.\n")
+            build_index(hql.Vault.open(root))
+            before = len(state.texts_embedded)
+            written = hql.notes.open(root).append("heron", "Herons stalk frogs in reed marshes.")
+            assert written.freshness is not None
+            status = _status(root)
+            asked = hql.run(QUESTION, vault=hql.Vault.open(root), params={"q": "frogs reed marshes"})
+            if flag:
+                assert written.freshness.embedded == ["heron"]
+                assert len(state.texts_embedded) > before  # this note's sections, no others
+                assert status["stale"] == 0 and status["embedded"] == 5
+                assert list(asked.value) == ["heron"]
+            else:
+                assert written.freshness.embedded == []
+                assert "embed_on_write" in (written.freshness.vectors or "")
+                assert status["stale"] == 1 and status["embedded"] == 4
+                assert status["folders"]["Birds"]["stale_cards"] == ["heron"]  # type: ignore[index]
