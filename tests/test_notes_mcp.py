@@ -80,7 +80,7 @@ def test_an_agent_remembers_merges_supersedes_and_archives(tmp_path: Path) -> No
             client,
             "query",
             program='cards | filter(c => c.name == "Token lifetime") '
-            "| map(c => [c.status, c.superseded_by])",
+            "| map(c => c.superseded_by)",
         )
         seen["prompt"] = await call(
             client,
@@ -119,7 +119,7 @@ def test_an_agent_remembers_merges_supersedes_and_archives(tmp_path: Path) -> No
     new = seen["new"]
     assert new["written"] and new["path"] == "Token lifetime since 2026.md"
     assert 'supersedes: "[[Token lifetime]]"' in (root / new["path"]).read_text()
-    assert seen["status"]["value"] == [["superseded", ["Token lifetime since 2026"]]]
+    assert seen["status"]["value"] == [["Token lifetime since 2026"]]
     names = seen["prompt"]["value"]
     assert "Token lifetime since 2026" in names and "Token lifetime" not in names
     archived = seen["archive"]

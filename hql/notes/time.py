@@ -19,8 +19,10 @@ RULE = "current notes first: superseded, archived and pending notes after the ot
 
 
 def status_of(card: Any, vault: Any = None, on: datetime.date | None = None) -> str:
-    """active, draft, archived, superseded or pending (`on`: a day other than today)."""
-    return currency.status(card, on)
+    """active, draft, archived or superseded on the day `on` (default today); a note whose
+    `valid_from` is still to come reads as draft (not current yet, as a draft is not)."""
+    found = currency.status(card, on)
+    return "draft" if found == "pending" else found
 
 
 def superseded_by(card: Any, vault: Any = None) -> list[str]:

@@ -301,14 +301,6 @@ class Card:
         return currency.superseded_by(self)
 
     @property
-    def status(self) -> str:
-        """active, draft, archived, superseded (derived from `supersedes` and `valid_to`) or
-        pending (`valid_from` still to come), as of today (hql.vault.currency)."""
-        from hql.vault import currency
-
-        return currency.status(self)
-
-    @property
     def search_title(self) -> str:
         """What ranking reads as the title: in an Obsidian vault, the file name as well."""
         if self.dialect != "obsidian":
