@@ -62,6 +62,7 @@ def test_an_agent_remembers_merges_supersedes_and_archives(tmp_path: Path) -> No
         seen["propose"] = await call(
             client, "remember", text=OLD_TEXT.replace("one hour", "one hour (60 minutes)")
         )
+        seen["after_propose"] = sorted(path.name for path in root.rglob("*.md"))
         seen["merge"] = await call(
             client,
             "remember",
@@ -79,8 +80,7 @@ def test_an_agent_remembers_merges_supersedes_and_archives(tmp_path: Path) -> No
         seen["status"] = await call(
             client,
             "query",
-            program='cards | filter(c => c.name == "Token lifetime") '
-            "| map(c => c.superseded_by)",
+            program='cards | filter(c => c.name == "Token lifetime") | map(c => c.superseded_by)',
         )
         seen["prompt"] = await call(
             client,
@@ -110,9 +110,9 @@ def test_an_agent_remembers_merges_supersedes_and_archives(tmp_path: Path) -> No
     assert propose["written"] is False and propose["action"] == "propose"
     assert propose["similar"][0]["name"] == "Token lifetime"
     assert propose["similar"][0]["score"] >= 0.6 and propose["similar"][0]["why"]
-    assert sorted(p.name for p in root.glob("*.md")) == sorted(
-        p.name for p in SAMPLE.glob("*.md")
-    ) + ["Token lifetime.md"]  # the proposal wrote nothing
+    assert seen["after_propose"] == sorted(
+        [*(path.name for path in SAMPLE.rglob("*.md")), "Token lifetime.md"]
+    )  # the proposal wrote nothing
     merged = seen["merge"]
     assert merged["written"] and merged["action"] == "merge"
     assert "\n## 20" in old_path.read_text() and "30 minutes" in old_path.read_text()
