@@ -2,7 +2,12 @@
 `remember`, then ask the questions; the same notes written directly as the anchor.
 
     .venv/bin/python bench/remember.py [--data /work/shared/datasets/locomo-dev]
-        [--ranker hybrid|bm25] [--embedder minilm|none] [--keep DIR]
+        [--ranker hybrid|bm25] [--embedder minilm|standin|none] [--keep DIR]
+
+`--embedder standin` is the tests' loopback embeddings server (a hashed bag of
+words): hybrid's fusion and the vectors' path through `embed_on_write` without
+the cost of a model; the recall figures then say little about meaning, only
+whether the two vaults answer alike.
 
 Two vaults are made from the same session notes (one note per session: front matter
 with the date and speakers, each turn a line `D3:7 Caroline: …`):
@@ -36,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 DATA = Path("/work/shared/datasets/locomo-dev")
 EMBEDDERS = {
     "minilm": 'provider = "local"\nmodel = "sentence-transformers/all-MiniLM-L6-v2"\n',
+    "standin": "standin",
     "none": None,
 }
 
@@ -80,7 +86,10 @@ def toml(embedder: str | None, embed_on_write: bool) -> str:
     if embedder is None:
         return ""
     flag = "embed_on_write = true\n" if embed_on_write else ""
-    return f'[semantics]\nindex = ".hql/index.sqlite"\n{flag}\n[semantics.embedder]\n{embedder}'
+    return (
+        f'[semantics]\nindex = ".hql/index.sqlite"\nembed_queries = true\n{flag}\n'
+        f"[semantics.embedder]\n{embedder}"
+    )
 
 
 def write_directly(root: Path, notes: list[dict[str, object]]) -> list[float]:
@@ -158,7 +167,21 @@ def main() -> None:
     args = parser.parse_args()
     if args.ranker == "hybrid" and args.embedder == "none":
         parser.error("hybrid needs an embedder")
-    embedder = EMBEDDERS[args.embedder]
+    if args.embedder == "standin":
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+        from standin_embedder import standin_server
+
+        with standin_server() as (endpoint, _state):
+            embedder = (
+                f'provider = "http"\nendpoint = "{endpoint}"\nmodel = "standin-bow"\n'
+                'revision = "1"\n'
+            )
+            measure(args, embedder)
+        return
+    measure(args, EMBEDDERS[args.embedder])
+
+
+def measure(args: argparse.Namespace, embedder: str | None) -> None:
     notes, questions = sessions(args.data)
     base = args.keep or Path(tempfile.mkdtemp(prefix="hql-remember-"))
     direct, remembered = base / "direct", base / "remember"
