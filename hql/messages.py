@@ -2627,7 +2627,6 @@ def mcp_ranker_asked(ranker: str) -> str:
     return f"{ranker}: asked for"
 
 
-
 # --- notes that agents and people write (hql note, remember, memory.md §5) ----------
 
 
