@@ -1544,6 +1544,15 @@ MCP_TOOLS = {
         "server offers more than one vault."
     ),
     "vault": "The vault to ask, by the name `vaults` gives; the first vault when omitted.",
+    "prompt.answer": (
+        "Answer a question from my notes only: searches the vault, hands over the hits with "
+        "their provenance and the cards' text, and asks for an answer that cites the cards, "
+        "or says plainly that the notes do not answer it."
+    ),
+    "prompt.about": (
+        "What do my notes say about a topic: searches the vault and asks for a summary of what "
+        "the cards found say, card by card, and what they leave open."
+    ),
     "query": (
         "Run an HQL program against the vault and return its value as JSON, its static type, and "
         "every report (severity, stage, message, line, column and the caret text that points at "
@@ -1719,6 +1728,51 @@ def mcp_http_rate(rate: float) -> str:
 
 def mcp_http_too_large(limit: int) -> str:
     return f"the request is larger than the server's limit of {limit} bytes"
+
+
+def mcp_bad_cursor(cursor: str) -> str:
+    return f"`{cursor}` is not a cursor this server gave; list again from the start"
+
+
+def mcp_card_resource(kind: str, vault: str) -> str:
+    return f"A {kind} of the vault `{vault}`, its Markdown document as written."
+
+
+PROMPT_CARD_CHARS = 4000  # the most of one card's text a prompt quotes
+
+
+def mcp_prompt_card(name: str, text: str) -> str:
+    if len(text) > PROMPT_CARD_CHARS:
+        text = (
+            text[:PROMPT_CARD_CHARS] + f"\n[... the rest of {name} is cut; read hql://card/{name}]"
+        )
+    return f"--- card `{name}` ---\n{text}"
+
+
+def mcp_prompt_evidence(arguments: str, answer: str, cards: list[str]) -> str:
+    shown = "\n\n".join(cards) if cards else "(no card passed the relevance rule)"
+    return (
+        f"I called the HQL tool `search` with {arguments}. Its answer (each hit's `matched` "
+        "terms and `retrieval` say why it ranked; an empty `hits` list means the vault does not "
+        f"answer):\n{answer}\n\nThe cards it found:\n\n{shown}"
+    )
+
+
+def mcp_prompt_answer(question: str, evidence: str) -> str:
+    return (
+        f"Answer this question from my notes only: {question}\n\n{evidence}\n\n"
+        "Answer from these cards alone and name the card behind each claim (`card-name`). "
+        "If they do not answer the question, say so plainly instead of answering from general "
+        "knowledge; the `search`, `card` and `query` tools can look further."
+    )
+
+
+def mcp_prompt_about(topic: str, evidence: str) -> str:
+    return (
+        f"What do my notes say about {topic}?\n\n{evidence}\n\n"
+        "Summarise what these cards say about it, card by card (`card-name`), then what they "
+        "leave open or disagree on. Use only the cards; if none is about the topic, say so."
+    )
 
 
 MCP_BM25_OFFER = {

@@ -123,7 +123,10 @@ def test_a_client_lists_the_tools_calls_each_and_survives_bad_programs() -> None
         seen["unknown"] = (unknown.is_error, unknown.content[0].text)
         seen["after"] = _answer(await client.call_tool("query", {"program": "(cards | count) + 1"}))
         templates = (await client.list_resource_templates()).resource_templates
-        assert [t.uri_template for t in templates] == ["hql://card/{name}"]
+        assert [t.uri_template for t in templates] == [
+            "hql://card/{name}",
+            "hql://vault/{vault}/card/{name}",
+        ]
         document = await client.read_resource("hql://card/oauth")
         seen["resource"] = document.contents[0].text
         listing = await client.read_resource("hql://cards")

@@ -177,3 +177,53 @@ def test_the_stdio_server_leaves_within_two_seconds_of_its_client_being_killed()
         assert gone_after < 2.0, f"the server took {gone_after:.2f} s to leave"
     finally:
         client.kill()
+
+
+def test_every_card_of_every_vault_is_a_resource_listed_a_page_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mcp = pytest.importorskip("mcp")
+    anyio = pytest.importorskip("anyio")
+    from hql.mcp import server as module
+
+    monkeypatch.setattr(module, "RESOURCES_PAGE", 7)
+    birds = _birds(tmp_path / "birds")
+    built = module.build_server(Vaults(entries_from_folders([str(SAMPLE), str(birds)])))
+    seen: dict[str, Any] = {"uris": []}
+
+    async def main() -> None:
+        async with mcp.Client(built) as client:
+            cursor = None
+            while True:
+                page = await client.list_resources(cursor=cursor)
+                assert len(page.resources) <= 7
+                seen["uris"] += [resource.uri for resource in page.resources]
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+            seen["wren"] = (await client.read_resource("hql://vault/birds/card/wren")).contents
+            seen["oauth"] = (await client.read_resource("hql://card/oauth")).contents
+            prompts = (await client.list_prompts()).prompts
+            seen["prompts"] = {p.name: [a.name for a in p.arguments] for p in prompts}
+            about = await client.get_prompt(
+                "what_do_my_notes_say", {"topic": "scavenging birds of prey", "vault": "birds"}
+            )
+            seen["about"] = about.messages[0].content.text
+            nothing = await client.get_prompt(
+                "answer_from_notes", {"question": "what is the tax rate in Peru?"}
+            )
+            seen["nothing"] = nothing.messages[0].content.text
+
+    anyio.run(main)
+    uris = seen["uris"]
+    assert len(uris) == len(set(uris)) == 1 + 18 + 3  # hql://cards, then each card once
+    assert uris[0] == "hql://cards" and "hql://card/bearer-tokens" in uris
+    assert "hql://vault/birds/card/wren" in uris
+    assert "small brown songbird" in seen["wren"][0].text
+    assert seen["oauth"][0].text.startswith("---\ntitle: OAuth 2.0")
+    assert seen["prompts"] == {
+        "answer_from_notes": ["question", "vault"],
+        "what_do_my_notes_say": ["topic", "vault"],
+    }
+    assert "card `vulture`" in seen["about"] and "Scavenging birds of prey" in seen["about"]
+    assert '"hits":[]' in seen["nothing"] and "no card passed the relevance rule" in seen["nothing"]

@@ -17,11 +17,21 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, Literal, TypeVar
+from urllib.parse import quote, unquote
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    ListResourcesResult,
+    PaginatedRequestParams,
+    Resource,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import Field
 
 from hql import messages
@@ -309,17 +319,119 @@ def build_server(served: Vaults) -> MCPServer[Any]:
             lambda service: note_tools.archive_note(service, name, delete, base_digest, dry_run),
         )
 
+    _add_resources(server, served)
+    _add_prompts(server, served)
+    return server
+
+
+# --- resources: one per card, listed a page at a time -----------------------------------------
+
+RESOURCES_PAGE = 200  # cards listed per resources/list page
+
+
+def card_uri(vault: str | None, name: str) -> str:
+    """`hql://card/NAME` for the first vault's cards, `hql://vault/VAULT/card/NAME` for the others'."""
+    quoted = quote(name, safe="")
+    return (
+        f"hql://card/{quoted}"
+        if vault is None
+        else f"hql://vault/{quote(vault, safe='')}/card/{quoted}"
+    )
+
+
+def _add_resources(server: MCPServer[Any], served: Vaults) -> None:
     @server.resource(
         "hql://card/{name}", description=TOOLS["card_resource"], mime_type="text/markdown"
     )
     def card_resource(name: str) -> str:
-        return served.first.card_text(name)
+        return served.first.card_text(unquote(name))
+
+    @server.resource(
+        "hql://vault/{vault}/card/{name}",
+        description=TOOLS["card_resource"],
+        mime_type="text/markdown",
+    )
+    def vault_card_resource(vault: str, name: str) -> str:
+        return served.get(unquote(vault)).card_text(unquote(name))
 
     @server.resource("hql://cards", description=TOOLS["cards"], mime_type="application/json")
     def cards_resource() -> str:
         return encode(served.first.cards())
 
-    return server
+    async def list_resources(
+        ctx: Any, params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
+        start = _page_start(params.cursor if params is not None else None)
+        listed = await anyio.to_thread.run_sync(_card_resources, served)
+        fixed = await server.list_resources()  # hql://cards
+        every = [*fixed, *listed]
+        page = every[start : start + RESOURCES_PAGE]
+        more = start + RESOURCES_PAGE < len(every)
+        return ListResourcesResult(
+            resources=page, next_cursor=str(start + RESOURCES_PAGE) if more else None
+        )
+
+    server._lowlevel_server.add_request_handler(  # the SDK's own listing is not paged
+        "resources/list", PaginatedRequestParams, list_resources
+    )
+
+
+def _page_start(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    if not cursor.isdigit():
+        raise MCPError(code=INVALID_PARAMS, message=messages.mcp_bad_cursor(cursor))
+    return int(cursor)
+
+
+def _card_resources(served: Vaults) -> list[Resource]:
+    """Every card of every vault as a resource, the first vault's first."""
+    listed = []
+    for name, service in served.services.items():
+        vault = None if name == served.default else name
+        for card in service.live.get().cards:
+            listed.append(
+                Resource(
+                    uri=card_uri(vault, card.name),
+                    name=card.name if vault is None else f"{vault}/{card.name}",
+                    title=card.title,
+                    description=messages.mcp_card_resource(card.kind, name),
+                    mime_type="text/markdown",
+                )
+            )
+    return listed
+
+
+# --- prompts ---------------------------------------------------------------------------------
+
+PROMPT_HITS = 5  # cards a prompt hands the agent
+
+
+def _add_prompts(server: MCPServer[Any], served: Vaults) -> None:
+    @server.prompt(name="answer_from_notes", description=TOOLS["prompt.answer"])
+    async def answer_from_notes(question: str, vault: str | None = None) -> str:
+        found = await anyio.to_thread.run_sync(_evidence, served, vault, question)
+        return messages.mcp_prompt_answer(question, found)
+
+    @server.prompt(name="what_do_my_notes_say", description=TOOLS["prompt.about"])
+    async def what_do_my_notes_say(topic: str, vault: str | None = None) -> str:
+        found = await anyio.to_thread.run_sync(_evidence, served, vault, topic)
+        return messages.mcp_prompt_about(topic, found)
+
+
+def _evidence(served: Vaults, vault: str | None, question: str) -> str:
+    """What the prompts hand the agent: the `search` call they made, its answer as JSON (hits
+    with their provenance, or none: the vault abstains), and each hit's card text."""
+    service = served.get(vault)
+    answer = service.search(question, PROMPT_HITS)
+    cards = []
+    for hit in answer["hits"]:
+        try:
+            cards.append(messages.mcp_prompt_card(hit["card"], service.card_text(hit["card"])))
+        except ToolFailure:
+            continue
+    arguments = {"question": question, "k": PROMPT_HITS} | ({"vault": vault} if vault else {})
+    return messages.mcp_prompt_evidence(encode(arguments), encode(answer), cards)
 
 
 # --- stdio ---------------------------------------------------------------------------------
