@@ -282,6 +282,19 @@ SUBCOMMANDS["card"] = (
     "print a card's file whole (a library's card by its qualified name, `global:name`)",
     _one("name", help="the card's name, as a context block or a ranking gives it"),
 )
+def _skill_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "folder",
+        nargs="?",
+        help="where to write it (default: .claude/skills/hql; any harness's skills folder)",
+    )
+    parser.add_argument("--force", action="store_true", help="replace the skill's files there")
+
+
+SUBCOMMANDS["skill"] = (
+    "write the agent skill (SKILL.md and examples) that teaches an agent to use `hql mcp`",
+    _skill_arguments,
+)
 SUBCOMMANDS["vault"] = (
     "about the vault itself: `warnings` lists every load warning; `watch` keeps watching it "
     "so loads need not check every file; `unwatch` stops that watcher",
@@ -773,6 +786,13 @@ def init_command(args: argparse.Namespace) -> int:
     from hql.init import init_command as init
 
     return init(args.directory)
+
+
+@command("skill")
+def skill_command(args: argparse.Namespace) -> int:
+    from hql.mcp.skill import run
+
+    return run(args.folder, args.force)
 
 
 @command("mcp")

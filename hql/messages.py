@@ -1623,7 +1623,7 @@ Three programs:
 
 2. The five best cards for a question, keeping only the relevant ones:
    import bm25
-   cards | bm25("how does a client prove who it is?") | relevant | take(5)
+   cards | bm25("how does a client refresh an expired access token?") | relevant | take(5)
 
 3. A card and its neighbourhood as a graph:
    [[{example}]] | expand(depth = 1) | graph
@@ -1773,6 +1773,14 @@ def mcp_prompt_about(topic: str, evidence: str) -> str:
         "Summarise what these cards say about it, card by card (`card-name`), then what they "
         "leave open or disagree on. Use only the cards; if none is about the topic, say so."
     )
+
+
+def skill_exists(path: str) -> str:
+    return f"{path} exists already: add --force to replace the skill's files"
+
+
+def skill_written(folder: str, count: int) -> str:
+    return f"wrote the HQL skill to {folder} ({count} files: SKILL.md and examples)"
 
 
 MCP_BM25_OFFER = {

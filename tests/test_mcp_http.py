@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -51,11 +52,11 @@ class Server:
                 self.process.kill()
 
 
-def start(args: list[str], env: dict[str, str] | None = None) -> Server:
+def start(args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Server:
     """`hql mcp --http --port 0 ARGS` in a subprocess, once it says where it listens."""
     command = [sys.executable, "-m", "hql", "mcp", "--http", "--port", "0", *args]
     process = subprocess.Popen(
-        command, stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}
+        command, stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}, cwd=cwd
     )
     assert process.stderr is not None
     errors: list[str] = []
@@ -366,3 +367,31 @@ def test_the_gate_on_every_address_answers_any_host_unless_told_and_still_wants_
         port=80,
     )
     assert (named.refusal(_scope({"host": "other.example"})) or (0,))[0] == 421
+
+
+def test_the_transcript_in_the_agents_page_is_what_the_server_answers_over_http() -> None:
+    page = (ROOT / "docs" / "agents.md").read_text(encoding="utf-8")
+    calls = re.findall(
+        r"<!-- mcp-call: (\w+) -->\n```json\n(.*?)```\n"
+        r"<!-- mcp-answer \(isError (true|false)\) -->\n```json\n(.*?)```",
+        page,
+        re.S,
+    )
+    assert len(calls) >= 3
+    # the page shows the vault's path as the README's commands give it
+    running = start(["--vault", "vaults/web-auth"], cwd=ROOT)
+
+    async def conversation(client: Any) -> list[Any]:
+        return [
+            await client.call_tool(tool, json.loads(arguments)) for tool, arguments, *_ in calls
+        ]
+
+    try:
+        results = talk(running.url, conversation)
+    finally:
+        assert running.stop() == 0
+    for (tool, _, is_error, shown), result in zip(calls, results, strict=True):
+        assert _answer(result) == json.loads(shown), (
+            f"docs/agents.md shows an old answer of `{tool}`"
+        )
+        assert result.is_error == (is_error == "true")
