@@ -15,14 +15,31 @@ and fastest over all questions and rounds):
   the protocol's own cost, which `search` over stdio is compared with.
 
 Printed as milliseconds more than the anchor and as ratios to it.
+
+With `--http`, an HTTP row on a vault of 5,000 SciFact abstracts
+(`--http-size`; `--reuse DIR` keeps the cards between runs): `hql mcp --http`
+as a subprocess with its default limits, then 8 clients (`--http-clients`) of
+the SDK's streamable HTTP client, each making 200 calls (`--http-calls`) that
+cycle through `search`, `card`, `query`, `check`, `explain` and `vaults`, all at
+once. It prints the errors (refused or failed calls: there should be none), the
+calls a second, and the median `search` latency under that load and with one
+client alone, against `VaultService.search` in process on the same vault, same run:
+
+    flock /work/bench.lock .venv/bin/python bench/mcp_server.py --no-stdio --http
+
+(the SciFact abstracts are read from $HQL_SHARED/datasets/scifact, as bench/scale.py does.)
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import signal
 import statistics
+import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -103,6 +120,11 @@ def main() -> None:
     parser.add_argument("--vault", default=str(ROOT / "vaults" / "web-auth"))
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--no-stdio", action="store_true", help="skip the subprocess server")
+    parser.add_argument("--http", action="store_true", help="add the HTTP row (5k cards)")
+    parser.add_argument("--http-size", type=int, default=5000)
+    parser.add_argument("--http-clients", type=int, default=8)
+    parser.add_argument("--http-calls", type=int, default=200)
+    parser.add_argument("--reuse", type=Path, help="keep the HTTP row's vault under this folder")
     args = parser.parse_args()
 
     service = VaultService(args.vault)
@@ -133,6 +155,134 @@ def main() -> None:
             f"search over stdio beyond the protocol's own cost: {beyond * 1000:+.2f} ms "
             f"(hql.run alone {base * 1000:.2f} ms)"
         )
+
+    if args.http:
+        http_row(args)
+
+
+# --- over HTTP, many clients at once -------------------------------------------------------
+
+MIXED = ("search", "card", "query", "check", "explain", "vaults")
+
+
+def http_vault(args: argparse.Namespace) -> tuple[Path, list[str]]:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import scale  # the 5k SciFact vault of bench/scale.py
+
+    docs, queries = scale.corpus()
+    if args.reuse is not None:
+        return scale.reused_vault(args.reuse, docs, args.http_size), queries
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="hql-mcp-http-")) / f"scale-{args.http_size}"
+    root.mkdir()
+    scale.make_vault(root, docs, args.http_size)
+    return root, queries
+
+
+def start_http(vault: Path) -> tuple[subprocess.Popen[str], str]:
+    command = [sys.executable, "-m", "hql", "mcp", "--http", "--port", "0", "--vault", str(vault)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
+    assert server.stderr is not None
+    for line in server.stderr:
+        if "serving MCP over streamable HTTP at " in line:
+            threading.Thread(
+                target=lambda: [None for _ in server.stderr or ()], daemon=True
+            ).start()
+            return server, line.rsplit(" ", 1)[-1].strip()
+    raise SystemExit("the HTTP server did not start")
+
+
+def arguments(tool: str, question: str, card: str) -> dict[str, object]:
+    return {
+        "search": {"question": question},
+        "card": {"name": card},
+        "query": {"program": 'cards | filter(c => c.title != "") | count'},
+        "check": {"program": "cards | map(c => c.title)"},
+        "explain": {"program": f"import bm25\ncards | bm25({quoted(question)}) | take(3)"},
+        "vaults": {},
+    }[tool]
+
+
+def quoted(text: str) -> str:
+    from hql.mcp.service import string_literal
+
+    return string_literal(text)
+
+
+def http_clients(url: str, clients: int, calls: int, questions: list[str], card: str) -> dict:
+    import anyio
+    from mcp import Client
+
+    searches: list[float] = []
+    errors: list[str] = []
+
+    async def client(number: int) -> None:
+        async with Client(url) as session:
+            for call in range(calls):
+                tool = MIXED[(number + call) % len(MIXED)]
+                question = questions[(number * calls + call) % len(questions)]
+                started = time.perf_counter()
+                try:
+                    result = await session.call_tool(tool, arguments(tool, question, card))
+                except Exception as error:  # a refused request (429, 503) raises in the client
+                    errors.append(f"{tool}: {error}")
+                    continue
+                if tool == "search":
+                    searches.append(time.perf_counter() - started)
+                if result.is_error:
+                    errors.append(f"{tool}: {result.content[0].text[:200]}")
+
+    async def main() -> float:
+        started = time.perf_counter()
+        async with anyio.create_task_group() as group:
+            for number in range(clients):
+                group.start_soon(client, number)
+        return time.perf_counter() - started
+
+    seconds = anyio.run(main)
+    return {"searches": searches, "errors": errors, "seconds": seconds}
+
+
+def http_row(args: argparse.Namespace) -> None:
+    vault, queries = http_vault(args)
+    questions = queries[:300]
+    service = VaultService(vault)
+    card = hql.open_vault(vault).cards[0].name
+    print(f"\nHTTP: vault of {args.http_size} cards at {vault}")
+    server, url = start_http(vault)
+    try:
+        alone = http_clients(url, 1, 60, questions, card)  # also warms the server's index
+        service.search(questions[0])
+        in_process = [
+            seconds for seconds in (_timed(service.search, question) for question in questions[:60])
+        ]
+        loaded = http_clients(url, args.http_clients, args.http_calls, questions, card)
+        after = [_timed(service.search, question) for question in questions[60:120]]
+    finally:
+        server.send_signal(signal.SIGTERM)
+        code = server.wait(60)
+        if args.reuse is None:
+            shutil.rmtree(vault.parent, ignore_errors=True)
+    anchor = in_process + after
+    total = args.http_clients * args.http_calls
+    print(
+        f"{args.http_clients} clients x {args.http_calls} mixed calls ({', '.join(MIXED)}): "
+        f"{len(loaded['errors'])} errors, {total / loaded['seconds']:.1f} calls/s, "
+        f"{loaded['seconds']:.1f} s; server exit status after SIGTERM {code}"
+    )
+    for error in loaded["errors"][:5]:
+        print(f"  error: {error}")
+    row(f"VaultService.search in process ({args.http_size} cards)", anchor, None)
+    row("search over HTTP, one client", alone["searches"], anchor)
+    row(f"search over HTTP, {args.http_clients} clients at once", loaded["searches"], anchor)
+
+
+def _timed(call: Callable[[str], object], question: str) -> float:
+    started = time.perf_counter()
+    call(question)
+    return time.perf_counter() - started
 
 
 if __name__ == "__main__":
