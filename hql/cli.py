@@ -230,7 +230,8 @@ def _mcp_arguments(parser: argparse.ArgumentParser) -> None:
         "--rate-limit",
         type=float,
         metavar="PER_SECOND",
-        help="requests a second from one client address (default: 100; 0: no limit)",
+        help="requests a second on one connection (default: 100, ten times that from one "
+        "address; 0: no limit)",
     )
     http.add_argument(
         "--max-request-bytes",

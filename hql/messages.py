@@ -1721,7 +1721,8 @@ def mcp_http_unauthorized() -> str:
 
 def mcp_http_rate(rate: float) -> str:
     return (
-        f"too many requests from this address (the limit is {rate:g} a second): "
+        f"too many requests (the limit is {rate:g} a second on one connection, ten times that "
+        "from one address): "
         "wait as long as Retry-After says and call again"
     )
 

@@ -336,9 +336,11 @@ def test_sigterm_lets_the_call_in_flight_finish_and_exits_cleanly() -> None:
 # --- the gate on its own ---------------------------------------------------------------
 
 
-def _scope(headers: dict[str, str], path: str = "/mcp", client: str = "10.0.0.1") -> Any:
+def _scope(
+    headers: dict[str, str], path: str = "/mcp", client: str = "10.0.0.1", port: int = 5555
+) -> Any:
     encoded = [(key.encode(), value.encode()) for key, value in headers.items()]
-    return {"type": "http", "path": path, "headers": encoded, "client": (client, 5555)}
+    return {"type": "http", "path": path, "headers": encoded, "client": (client, port)}
 
 
 def test_the_gate_limits_each_client_address_to_its_rate() -> None:
@@ -353,6 +355,9 @@ def test_the_gate_limits_each_client_address_to_its_rate() -> None:
     assert gate.refusal(_scope(host)) is None and gate.refusal(_scope(host)) is None
     status, message, headers = gate.refusal(_scope(host)) or (0, "", [])
     assert status == 429 and "1 a second" in message and headers[0][0] == b"retry-after"
+    # another connection from the address has its own rate, until the address's is spent
+    answered = [gate.refusal(_scope(host, port=port)) is None for port in range(1, 40)]
+    assert answered[:18] == [True] * 18 and answered[-1] is False
     gate.closing = True
     assert (gate.refusal(_scope(host)) or (0,))[0] == 503
 

@@ -11,7 +11,7 @@ status, each request that
 - names a Host the server does not answer to (421) or comes from a web page
   whose Origin is not allowed (403): a DNS-rebinding page cannot reach it,
 - lacks the bearer token when the server has one (401),
-- exceeds its client address's rate (429, with Retry-After),
+- exceeds its connection's rate, or its address's (429, with Retry-After),
 - declares a body larger than the limit (413; a longer body that declares
   nothing is cut off by the SDK at the same limit).
 
@@ -50,8 +50,10 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 PATH = "/mcp"
 DEFAULT_PORT = 8765
 DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024
-DEFAULT_RATE = 100.0  # requests per second from one client address, sustained
+DEFAULT_RATE = 100.0  # requests per second on one client connection, sustained
+ADDRESS_SHARE = 10  # all the connections from one address: ten times that
 BURST_SECONDS = 2.0  # a client may spend this many seconds of its rate at once
+IDLE_BUCKETS = 10_000  # past this many buckets, the ones idle for a minute are dropped
 STOP_GRACE_SECONDS = 5.0
 DEFAULT_HOST = "127.0.0.1"  # the one address served without a token
 LOCAL_NAMES = ("127.0.0.1", "localhost")  # what a client on this machine calls it
@@ -108,7 +110,7 @@ class _Bucket:
 
 @dataclass
 class RateLimit:
-    """A token bucket per client address: `rate` requests a second, `rate * BURST_SECONDS` at once."""
+    """A token bucket per key: `rate` requests a second, `rate * BURST_SECONDS` at once."""
 
     rate: float
     buckets: dict[str, _Bucket] = field(default_factory=dict)
@@ -123,6 +125,8 @@ class RateLimit:
         with self.lock:
             bucket = self.buckets.get(client)
             if bucket is None:
+                if len(self.buckets) >= IDLE_BUCKETS:
+                    self._forget_idle(now)
                 bucket = self.buckets[client] = _Bucket(capacity, now)
             bucket.tokens = min(capacity, bucket.tokens + (now - bucket.checked) * self.rate)
             bucket.checked = now
@@ -130,6 +134,10 @@ class RateLimit:
                 bucket.tokens -= 1
                 return 0.0
             return (1 - bucket.tokens) / self.rate
+
+    def _forget_idle(self, now: float) -> None:
+        for key in [key for key, bucket in self.buckets.items() if now - bucket.checked > 60]:
+            del self.buckets[key]
 
 
 class Gate:
@@ -139,7 +147,10 @@ class Gate:
         self.app = app
         self.options = options
         self.closing = False
-        self.rates = RateLimit(options.rate)
+        # each connection (an agent's client keeps one open) has the rate; all the connections
+        # from one address together ten times it, so that opening more does not buy more
+        self.connection_rates = RateLimit(options.rate)
+        self.address_rates = RateLimit(options.rate * ADDRESS_SHARE)
         self.hosts = _allowed_hosts(options, port)
         self.origins = {origin.rstrip("/") for origin in options.allowed_origins} | {
             f"http://{host}" for host in self.hosts or ()
@@ -172,8 +183,10 @@ class Gate:
             return 403, messages.mcp_http_bad_origin(origin), []
         if self.token is not None and not self._authorized(headers.get("authorization")):
             return 401, messages.mcp_http_unauthorized(), [(b"www-authenticate", b"Bearer")]
-        client = scope.get("client")
-        wait = self.rates.wait_needed(client[0] if client else "")
+        address, port = scope.get("client") or ("", 0)
+        wait = self.connection_rates.wait_needed(f"{address}:{port}")
+        if wait == 0:
+            wait = self.address_rates.wait_needed(address)
         if wait > 0:
             retry = str(max(1, math.ceil(wait))).encode()
             return 429, messages.mcp_http_rate(self.options.rate), [(b"retry-after", retry)]
