@@ -3,7 +3,8 @@
 The folder is the Agent Skills layout (`SKILL.md` with `name` and
 `description` front matter, plus `examples/`) that Claude Code and the other
 harnesses which read skills load from their skills folder. Its files ship in
-the package (`hql/mcp/agent_skill/`), so the skill says what this HQL does.
+the package (`hql/mcp/agent-skill/`, a folder of files, not a package), so the skill
+says what this HQL does.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ DEFAULT_FOLDER = ".claude/skills/hql"
 
 def skill_files() -> dict[str, str]:
     """The skill's files by path inside the folder, e.g. `examples/ask.md`."""
-    root = resources.files("hql.mcp") / "agent_skill"
+    root = resources.files("hql.mcp") / "agent-skill"
     found: dict[str, str] = {}
     pending = [(root, "")]
     while pending:
