@@ -283,6 +283,8 @@ SUBCOMMANDS["card"] = (
     "print a card's file whole (a library's card by its qualified name, `global:name`)",
     _one("name", help="the card's name, as a context block or a ranking gives it"),
 )
+
+
 def _skill_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "folder",
