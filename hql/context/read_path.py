@@ -9,9 +9,9 @@ A candidate passes when
 
 - its evidence reaches the threshold (40 by default), or
 - it declares no recall field (a plain note: its body is its only evidence)
-  and the words rule keeps it: among the best BM25 hits of the whole prompt,
-  it shares a whole word with what the prompt affirms (`relevant`'s evidence
-  rule) and scores at least 40% of the best.
+  and the words rule keeps it: among the best max(3 x max_items, 24) BM25 hits
+  of the whole prompt, it shares a whole word with what the prompt affirms
+  (`relevant`'s evidence rule) and scores at least 40% of the best.
 
 Passing cards are ordered by evidence, then those the words rule kept in its
 order (libraries interleaved by rank, the project first); near-duplicates are
@@ -96,8 +96,11 @@ def assemble(
     counts = {"input": 0, "eligible": 0, "evaluated": 0}
     versions: dict[str, Any] = {"hql": __version__, "libraries": {}}
     labels: dict[str, Any] = {}
+    # Only so many can reach the block: the words rule looks no deeper, and the rest of the
+    # passing candidates are not compared for repeats.
+    considered = max(max_items * CONSIDERED_PER_ITEM, CONSIDERED_AT_LEAST)
     for source in sources:
-        found, gated, said = _candidates(source, prompt, floor, allowed, warn)
+        found, gated, said = _candidates(source, prompt, floor, allowed, warn, considered)
         labels = labels or said.pop("labels")
         said.pop("labels", None)
         candidates += found
@@ -108,8 +111,6 @@ def assemble(
     passing = _ordered([c for c in candidates if c.rule is not None])
     rejected += [_rejection(c) for c in candidates if c.rule is None]
     counts["eligible"] = len(passing)
-    # Only so many can reach the block: the rest are not compared for repeats.
-    considered = max(max_items * CONSIDERED_PER_ITEM, CONSIDERED_AT_LEAST)
     rejected += [
         {
             "card": c.hit.card.name,
@@ -136,7 +137,7 @@ def assemble(
         "counts": counts,
         "threshold": {
             "evidence": floor,
-            "words": {"share_of_best": WORDS_SHARE, "depth": CANDIDATES_PER_LIBRARY},
+            "words": {"share_of_best": WORDS_SHARE, "depth": considered},
         },
         "collapse": {"threshold": collapse["threshold"], "hidden": collapse["hidden"]},
         "abstention": abstention,
@@ -213,6 +214,7 @@ def _candidates(
     floor: int,
     statuses: tuple[str, ...],
     warn: Callable[[str], None] | None,
+    depth: int,
 ) -> tuple[list[Candidate], list[dict[str, Any]], dict[str, Any]]:
     """This library's candidates, each marked with the rule that passes it (or why not), the
     cards its gates rejected, and the versions that ranked them."""
@@ -235,7 +237,7 @@ def _candidates(
         index=index,
         warn=warn,
     )
-    kept_by_words = _words_rule(index, analyzer_for(vault), prompt)
+    kept_by_words = _words_rule(index, analyzer_for(vault), prompt, depth)
     mapping = mapping_for(vault)
     found = []
     for rank, hit in enumerate(ranking.hits):
@@ -279,14 +281,16 @@ def _candidates(
     return found, gated, said
 
 
-def _words_rule(index: Any, analyzer: Any, prompt: str) -> dict[str, tuple[int, dict[str, float]]]:
+def _words_rule(
+    index: Any, analyzer: Any, prompt: str, depth: int
+) -> dict[str, tuple[int, dict[str, float]]]:
     """The plain notes the prompt's words call for, by name, with their rank and matched terms:
-    the best `CANDIDATES_PER_LIBRARY` of `bm25(prompt)` that share a whole word with what the
+    the best `depth` of `bm25(prompt)` that share a whole word with what the
     prompt affirms (`relevant`'s evidence rule: a negated or prefix-only match is no evidence)
     and score at least `WORDS_SHARE` of the best."""
     from hql.search.relevance import affirmed_text, evidence_filter
 
-    hits = index.search(prompt, CANDIDATES_PER_LIBRARY)
+    hits = index.search(prompt, depth)
     if not hits:
         return {}
     affirmed = set(analyzer.analyze(affirmed_text(prompt)).terms)
