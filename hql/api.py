@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hql import messages
+from hql.budget import OverBudget
 from hql.checker import Checker, Plan, Scope
 from hql.diagnostics import HqlError, Report, evaluation, render_all
 from hql.parameters import ParameterError, convert
@@ -248,11 +249,15 @@ class Session:
         key = self._cache_key(text, types)
         checked = self.cache.get(key, self.vault)
         if checked is None:
-            checked = self._check(text, source, types)
-            if checked is None:  # too deep to check: reported, never cached
-                outcome.reports.append(
-                    evaluation(messages.too_deep_to_check(), Span(0, len(source.data)))
-                )
+            try:
+                checked = self._check(text, source, types)
+            except MemoryError:  # a program too large for the memory this process may use
+                checked = None
+                refusal = messages.out_of_memory()
+            else:
+                refusal = messages.too_deep_to_check()
+            if checked is None:  # too deep or too large to check: reported, never cached
+                outcome.reports.append(evaluation(refusal, Span(0, len(source.data))))
                 return outcome, None, self.scope.copy()
             self.cache.put(key, checked)
         outcome.reports.extend(checked.reports)
@@ -319,6 +324,14 @@ class Session:
         except RecursionError:
             interpreter.reports.append(
                 evaluation(messages.too_deep_to_run(), Span(0, len(outcome.source.data)))
+            )
+        except OverBudget as over:  # counted by a step outside any measured expression
+            interpreter.reports.append(
+                interpreter.over_budget(over, Span(0, len(outcome.source.data))).report
+            )
+        except MemoryError:
+            interpreter.reports.append(
+                evaluation(messages.out_of_memory(), Span(0, len(outcome.source.data)))
             )
         outcome.reports.extend(interpreter.reports)
         if not outcome.failed:

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from hql import messages
 from hql.api import HostError, Outcome, Session, open_vault, resolve_mode
+from hql.parameters import MAX_DEPTH as MAX_PARAMETER_DEPTH
 from hql.version import __version__
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
@@ -398,6 +399,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 1
+    except MemoryError:  # the process's memory limit, not a defect: say what to do
+        print(f"hql: {messages.out_of_memory()}", file=sys.stderr)
+        return 1
     except Exception as error:  # a defect in HQL, not a user mistake: say so, briefly
         if os.environ.get("HQL_DEBUG"):
             raise
@@ -437,6 +441,8 @@ def cli_params(args: argparse.Namespace) -> dict[str, Any]:
             params[name.removeprefix("$")] = json.loads(value)
         except ValueError as error:
             raise HostError(messages.parameter_json(name, error)) from None
+        except RecursionError:  # deeper than Python's parser goes: far past the parameters' limit
+            raise HostError(messages.parameter_too_deep(name, MAX_PARAMETER_DEPTH)) from None
     return params
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from hql import messages
 from hql import operators as ops
 from hql import types as ty
+from hql.budget import OverBudget
 from hql.diagnostics import HqlError, evaluation
 from hql.printing import as_data, to_json, values_equal
 from hql.source import Span
@@ -74,10 +75,13 @@ class Compiler:
         return found is None or ty.strip_option(found).name not in _UNMEASURED
 
     def _within_budget(self, compiled: Compiled, span: Span) -> Compiled:
-        check = self.interpreter.within_budget
+        check, over_budget = self.interpreter.within_budget, self.interpreter.over_budget
 
         def measured() -> Any:
-            value = compiled()
+            try:
+                value = compiled()
+            except OverBudget as over:  # a step that counts its value while making it
+                raise over_budget(over, span) from None
             check(value, span)
             return value
 

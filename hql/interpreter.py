@@ -181,10 +181,14 @@ class Interpreter:
         try:
             self.budget.check(value)
         except OverBudget as over:
-            message = messages.value_over_budget(
-                self.quote(span), over.elements, over.size, self.budget
-            )
-            raise HqlError(evaluation(message, span)) from None
+            raise self.over_budget(over, span) from None
+
+    def over_budget(self, over: OverBudget, span: Span) -> HqlError:
+        """The report of a value over the budget, naming the expression at `span`."""
+        message = messages.value_over_budget(
+            self.quote(span), over.elements, over.size, self.budget
+        )
+        return HqlError(evaluation(message, span))
 
     def run_step(self, node: t.Node, input_value: Any, input_type: Type, span: Span) -> Any:
         spec = self.plan.steps[node]

@@ -2922,3 +2922,17 @@ MCP_TOOLS.update(
         "archive_note.delete": "Delete the file instead of archiving it.",
     }
 )
+
+
+# --- hostile input, round three: limits, nesting, stores (docs/vault.md) ---------------------
+
+
+def parameter_too_deep(name: str, limit: int) -> str:
+    return f"parameter `{name}` nests lists or maps deeper than {limit} levels"
+
+
+def out_of_memory() -> str:
+    return (
+        "the program needs more memory than this process may use; make its values smaller"
+        " (or lower `[limits] bytes` so that the budget stops it with a report naming the expression)"
+    )

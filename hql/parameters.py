@@ -20,6 +20,8 @@ from hql.operators import INT_MAX, INT_MIN
 from hql.types import Type
 from hql.values import Data, Date, ListValue
 
+MAX_DEPTH = 64  # lists and maps inside each other, as front matter allows
+
 
 class ParameterError(Exception):
     """A parameter value HQL cannot hold; the caller's mistake, not the program's."""
@@ -34,7 +36,9 @@ def convert(params: Mapping[str, Any] | None) -> tuple[dict[str, Type], dict[str
     return types, values
 
 
-def _value(name: str, given: Any) -> tuple[Type, Any]:
+def _value(name: str, given: Any, depth: int = 0) -> tuple[Type, Any]:
+    if depth > MAX_DEPTH:
+        raise ParameterError(messages.parameter_too_deep(name, MAX_DEPTH))
     if isinstance(given, bool):
         return ty.BOOL, given
     if isinstance(given, int):
@@ -50,9 +54,9 @@ def _value(name: str, given: Any) -> tuple[Type, Any]:
     if _is_date(given):
         return ty.DATE, Date(given)
     if isinstance(given, list | tuple):
-        return _list(name, given)
+        return _list(name, given, depth)
     if isinstance(given, Mapping):
-        return ty.DATA, Data(_tree(name, given))
+        return ty.DATA, Data(_tree(name, given, depth))
     raise ParameterError(messages.parameter_value(name, type(given).__name__))
 
 
@@ -61,18 +65,20 @@ def _is_date(given: Any) -> bool:
     return datetime is not None and isinstance(given, datetime.date)
 
 
-def _list(name: str, given: list[Any] | tuple[Any, ...]) -> tuple[Type, Any]:
+def _list(name: str, given: list[Any] | tuple[Any, ...], depth: int) -> tuple[Type, Any]:
     element = ty.NEVER
     items = []
     for item in given:
-        item_type, value = _value(name, item)
+        item_type, value = _value(name, item, depth + 1)
         element = ty.join(element, item_type) or ty.DATA
         items.append(value)
     return ty.list_of(element), ListValue(tuple(items))  # mixed elements meet at Data
 
 
-def _tree(name: str, given: Any) -> Any:
+def _tree(name: str, given: Any, depth: int) -> Any:
     """A dict's contents as a Data tree: str keys, JSON-like leaves, dates as ISO text."""
+    if depth > MAX_DEPTH:
+        raise ParameterError(messages.parameter_too_deep(name, MAX_DEPTH))
     if given is None or isinstance(given, bool | str):
         return given
     if isinstance(given, int | float):
@@ -80,7 +86,7 @@ def _tree(name: str, given: Any) -> Any:
     if _is_date(given):
         return given.isoformat()
     if isinstance(given, list | tuple):
-        return [_tree(name, item) for item in given]
+        return [_tree(name, item, depth + 1) for item in given]
     if isinstance(given, Mapping):
-        return {str(key): _tree(name, value) for key, value in given.items()}
+        return {str(key): _tree(name, value, depth + 1) for key, value in given.items()}
     raise ParameterError(messages.parameter_value(name, type(given).__name__))

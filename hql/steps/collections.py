@@ -265,7 +265,8 @@ def check_flat_map(call: StepTyping) -> Type:
 
 def run_flat_map(call: StepCall) -> ListValue:
     function = call.args["by"]
-    return ListValue(tuple(x for item in elements(call.input) for x in elements(function(item))))
+    parts = (function(item) for item in elements(call.input))
+    return call.interpreter.budget.gather_contents(parts)
 
 
 def check_flatten(call: StepTyping) -> Type:
@@ -273,7 +274,7 @@ def check_flatten(call: StepTyping) -> Type:
 
 
 def run_flatten(call: StepCall) -> ListValue:
-    return ListValue(tuple(x for item in elements(call.input) for x in elements(item)))
+    return call.interpreter.budget.gather_contents(elements(call.input))
 
 
 # --- group, reduce ---------------------------------------------------------------------------

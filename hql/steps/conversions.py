@@ -50,12 +50,17 @@ def parse_number(text: str) -> int | float | None:
     """An Int or a Float from numeric text (surrounding white space allowed), else None."""
     text = text.strip()
     if _INTEGER.fullmatch(text):
+        if len(text.lstrip("+-").lstrip("0")) > 19:  # outside Int whatever the digits; and
+            return _finite(float(text))  # Python's int() refuses a few thousand digits
         whole = int(text)
         return whole if INT_MIN <= whole <= INT_MAX else float(whole)
     if _DECIMAL.fullmatch(text):
-        value = float(text)
-        return value if math.isfinite(value) else None
+        return _finite(float(text))
     return None
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 def run_number(call: StepCall) -> Any:
@@ -222,8 +227,12 @@ def check_join(call: StepTyping) -> Type:
 
 
 def run_join(call: StepCall) -> str:
-    texts = (text_of(item) for item in elements(call.input))
-    return str(call.args.get("sep", ", ")).join(text for text in texts if text is not None)
+    texts = [text for text in map(text_of, elements(call.input)) if text is not None]
+    separator = str(call.args.get("sep", ", "))
+    # a long separator between many texts: counted before joining
+    length = sum(map(len, texts)) + len(separator) * max(0, len(texts) - 1)
+    call.interpreter.budget.ahead(1, length)
+    return separator.join(texts)
 
 
 def check_slice(call: StepTyping) -> Type:

@@ -359,7 +359,8 @@ def check_map(call: StepTyping) -> Type:
 
 def run_map(call: StepCall) -> ListValue:
     function = call.args["by"]
-    return ListValue(tuple(function(item) for item in elements(call.input)))
+    parts = (function(item) for item in elements(call.input))
+    return call.interpreter.budget.gather(parts)
 
 
 def check_typed(call: StepTyping) -> Type:

@@ -49,8 +49,19 @@ def _check_text(returns: Type, params: tuple[str, ...] = ()) -> Callable[[StepTy
 
 
 def _split(call: StepCall, text: str, separator: str) -> ListValue:
+    # counted before splitting: a split into characters costs far more than its text
+    pieces = len(text) if separator == "" else text.count(separator) + 1
+    kept = len(text) - (pieces - 1) * len(separator)
+    call.interpreter.budget.ahead(1 + pieces, kept)
     parts = list(text) if separator == "" else text.split(separator)
     return ListValue(tuple(parts))
+
+
+def _replace(call: StepCall, text: str, old: str, new: str) -> str:
+    # the result's length is known from the count (an empty `old` matches len + 1 times)
+    length = len(text) + text.count(old) * (len(new) - len(old))
+    call.interpreter.budget.ahead(1, length)
+    return text.replace(old, new)
 
 
 # --- matches: RE2 ----------------------------------------------------------------
@@ -193,7 +204,7 @@ for spec in (
         "replace",
         (_text("old"), _text("new")),
         ty.STRING,
-        lambda call, s, old, new: s.replace(old, new),
+        _replace,
         "String | replace(old: String, new: String) -> String",
         "the text with every occurrence of `old` replaced by `new`",
         'c.title | replace("-", " ")',
