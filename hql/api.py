@@ -213,9 +213,12 @@ class Session:
         *,
         optimize: bool = True,
         cache: PlanCache | None = None,
+        seconds: float | None = None,
     ) -> None:
-        """`vault`: an opened Vault, or the path of a vault folder to open (as `hql.run` takes)."""
+        """`vault`: an opened Vault, or the path of a vault folder to open (as `hql.run` takes);
+        `seconds`: stop each program (parsing, checking and running it) after that long."""
         self.vault = _vault_of(vault)
+        self.seconds = seconds
         self.optimize = optimize  # run the planner's rewrites (off only to compare answers)
         self.mode, self.mode_origin = resolve_mode(mode, self.vault)
         self.scope = initial_scope(self.vault)
@@ -306,6 +309,31 @@ class Session:
 
         `params` binds `$name` in the program: str, int, float, bool, list, dict or
         datetime.date values (HostError for anything else)."""
+        if self.seconds is not None:
+            return self._within_seconds(self.seconds, text, origin, evaluate, params)
+        return self._run(text, origin, evaluate, params)
+
+    def _within_seconds(
+        self,
+        seconds: float,
+        text: str,
+        origin: str,
+        evaluate: bool,
+        params: Mapping[str, Any] | None,
+    ) -> Outcome:
+        from hql.deadline import Overrun, within
+
+        try:
+            outcome: Outcome = within(seconds, lambda: self._run(text, origin, evaluate, params))
+        except Overrun:
+            outcome = Outcome(Source(_encodable(text), origin))
+            span = Span(0, len(outcome.source.data))
+            outcome.reports.append(evaluation(messages.time_limit_reached(seconds), span))
+        return outcome
+
+    def _run(
+        self, text: str, origin: str, evaluate: bool, params: Mapping[str, Any] | None
+    ) -> Outcome:
         from hql.interpreter import Interpreter
 
         types, bound = parameters(params)

@@ -420,7 +420,10 @@ def session_for(args: argparse.Namespace) -> Session:
         if len(vault.warnings) > WARNINGS_SHOWN:
             hidden = len(vault.warnings) - WARNINGS_SHOWN
             print(f"warning: {messages.more_warnings(hidden)}", file=sys.stderr)
-    return Session(vault, args.report)
+    from hql.deadline import configured_seconds
+
+    limits = vault.config.section("limits") if vault is not None else {}
+    return Session(vault, args.report, seconds=configured_seconds(limits))
 
 
 def cli_params(args: argparse.Namespace) -> dict[str, Any]:

@@ -2936,3 +2936,7 @@ def out_of_memory() -> str:
         "the program needs more memory than this process may use; make its values smaller"
         " (or lower `[limits] bytes` so that the budget stops it with a report naming the expression)"
     )
+
+
+def time_limit_reached(seconds: float) -> str:
+    return f"the program was stopped after {seconds:g} seconds (`[limits] seconds` in hql.toml)"

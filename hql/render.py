@@ -164,7 +164,9 @@ def render_document(text: str, path: str, session: Session) -> Rendered:
     """Render a document's text; each block runs as its own program against the session's vault."""
 
     def run(program: str) -> Outcome:
-        return Session(session.vault, session.mode).run(program, path)
+        return Session(session.vault, session.mode, seconds=getattr(session, "seconds", None)).run(
+            program, path
+        )
 
     return render_text(text, run)
 

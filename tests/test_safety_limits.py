@@ -213,3 +213,39 @@ def test_split_replace_and_join_are_refused_before_they_allocate(tmp_path: Path)
     assert list(hql.run('"a,b,,c" | split(",")').value) == ["a", "b", "", "c"]
     assert hql.run('"abc" | replace("", "-")').value == "-a-b-c-"
     assert hql.run('["a", "b"] | join("--")').value == "a--b"
+
+
+# --- a time guard for the command line: `[limits] seconds` -------------------------------------
+
+
+def test_limits_seconds_stops_a_runaway_program_on_the_command_line(tmp_path: Path) -> None:
+    shutil.copytree(SAMPLE, tmp_path / "v")
+    (tmp_path / "v" / "hql.toml").write_text("[limits]\nseconds = 2\n")
+    runaway = (
+        "cards | flat_map(a => cards | flat_map(b => cards | flat_map(c => cards | flat_map("
+        "d => cards | flat_map(e => cards | map(f => a.name)))))) | count"
+    )
+    started = time.monotonic()
+    done = _hql("--vault", str(tmp_path / "v"), "eval", runaway, timeout=60)
+    assert time.monotonic() - started < 20  # it ran for half a minute and more
+    assert done.returncode == 1
+    assert "stopped after 2 seconds (`[limits] seconds`" in done.stderr, done.stderr[:300]
+    deep = "(" * 60_000 + "1" + ")" * 60_000  # the parser is guarded too
+    done = _hql("--vault", str(tmp_path / "v"), "run", "-", stdin=deep, timeout=60)
+    assert done.returncode == 1 and "internal error" not in done.stderr
+    quick = _hql("--vault", str(tmp_path / "v"), "eval", "cards | count")
+    assert quick.returncode == 0 and quick.stdout.strip() == "18"
+
+
+def test_the_guard_is_off_unless_configured() -> None:
+    from hql.deadline import configured_seconds
+
+    assert configured_seconds({}) is None
+    assert configured_seconds({"seconds": 0}) is None
+    assert configured_seconds({"seconds": True}) is None
+    assert configured_seconds({"seconds": "5"}) is None
+    assert configured_seconds({"seconds": 2.5}) == 2.5
+    session = hql.Session(None, seconds=0.5)
+    started = time.monotonic()
+    outcome = session.run("[1, 2] | map(n => n)")
+    assert list(outcome.value) == [1, 2] and time.monotonic() - started < 5

@@ -9,7 +9,6 @@ mistake comes back as a report, never as an exception.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import inspect
 import json
 import math
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from hql import messages
 from hql.api import HostError, Outcome, Session, open_vault
+from hql.deadline import Overrun, stop_every_program, within
 from hql.diagnostics import Report, Severity, Stage, render
 from hql.printing import to_json
 from hql.source import Source, Span
@@ -131,130 +131,6 @@ class LiveVault:
         except OSError:
             stats.append(("hql.toml", None))
         return tuple(stats)
-
-
-# --- running under a time budget -------------------------------------------------------
-
-
-class _Stopped(BaseException):
-    """Raised inside a program's thread when its time is up (a BaseException: nothing catches it)."""
-
-
-class Overrun(Exception):
-    """A program stopped: its time was up, or (`closing`) the server is shutting down."""
-
-    def __init__(self, seconds: float, closing: bool = False) -> None:
-        super().__init__(seconds)
-        self.seconds = seconds
-        self.closing = closing
-
-
-_REFIRE_SECONDS = 0.1
-
-
-class _Watch:
-    __slots__ = ("deadline", "ident", "fired", "closing")
-
-    def __init__(self, deadline: float, ident: int) -> None:
-        self.deadline = deadline
-        self.ident = ident
-        self.fired = False
-        self.closing = False
-
-
-def _raise_in(ident: int, exception: type[BaseException] | None) -> None:
-    """Raise `exception` in the thread `ident` at its next bytecode (None takes a pending one back)."""
-    argument = ctypes.py_object(exception) if exception is not None else None
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), argument)
-
-
-class _Watchdog:
-    """One thread that stops programs whose time is up, in whatever thread runs them.
-
-    A program runs on the thread that asked for it (no thread per call); when its
-    deadline passes the watchdog raises `_Stopped` there, which pure-Python
-    evaluation notices at once. A program inside a long C call stops when it returns.
-    """
-
-    def __init__(self) -> None:
-        self._condition = threading.Condition()
-        self._watches: set[_Watch] = set()
-        self._thread: threading.Thread | None = None
-        self._wake_at = math.inf  # the deadline the watchdog sleeps until
-        self.closing = False  # set once by `stop_all`: no program runs after it
-
-    def watch(self, seconds: float) -> _Watch:
-        entry = _Watch(time.monotonic() + seconds, threading.get_ident())
-        with self._condition:
-            self._watches.add(entry)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name="hql-watchdog", daemon=True)
-                self._thread.start()
-            if entry.deadline < self._wake_at:  # rarely: deadlines come in the order they are set
-                self._condition.notify()
-        return entry
-
-    def release(self, entry: _Watch) -> None:
-        with self._condition:
-            if entry in self._watches:
-                self._watches.discard(entry)
-                if entry.fired:  # fired but not yet raised: take it back
-                    _raise_in(entry.ident, None)
-
-    def stop_all(self) -> None:
-        """Stop every program now, and every later one before it starts (the server is closing)."""
-        with self._condition:
-            self.closing = True
-            for entry in self._watches:
-                entry.deadline = 0.0
-                entry.closing = True
-            self._wake_at = 0.0
-            self._condition.notify()
-
-    def _loop(self) -> None:
-        with self._condition:
-            while True:
-                now = time.monotonic()
-                waiting = []
-                for entry in self._watches:
-                    if entry.deadline <= now:
-                        entry.fired = True
-                        _raise_in(entry.ident, _Stopped)
-                        # An exception that arrives while a finalizer or weakref callback runs
-                        # is printed and lost, so raise again until the program has stopped.
-                        entry.deadline = now + _REFIRE_SECONDS
-                    waiting.append(entry.deadline)
-                self._wake_at = min(waiting, default=math.inf)
-                self._condition.wait(self._wake_at - now if waiting else None)
-
-
-_WATCHDOG = _Watchdog()
-
-
-def stop_every_program() -> None:
-    """The server is closing: stop every program running under `within`, and refuse later ones
-    (each is answered with a report saying the server is stopping)."""
-    _WATCHDOG.stop_all()
-
-
-def within(seconds: float, work: Callable[[], Any]) -> Any:
-    """`work()` on this thread; Overrun when it is stopped after `seconds`."""
-    if _WATCHDOG.closing:
-        raise Overrun(seconds, closing=True)
-    entry = _WATCHDOG.watch(seconds)
-    try:
-        try:
-            return work()
-        finally:
-            _WATCHDOG.release(entry)
-    except _Stopped:
-        while True:  # a repeated raise may land here too, until the entry is released
-            try:
-                _WATCHDOG.release(entry)
-                break
-            except _Stopped:
-                continue
-        raise Overrun(seconds, closing=entry.closing) from None
 
 
 # --- answers ---------------------------------------------------------------------------
@@ -932,5 +808,6 @@ __all__ = [
     "VaultEntry",
     "VaultService",
     "Vaults",
+    "stop_every_program",
     "within",
 ]
