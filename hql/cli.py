@@ -630,6 +630,8 @@ def vault_command(args: argparse.Namespace) -> int:
         print(f"warning: {item}")
     if not vault.warnings:
         print(messages.no_load_warnings())
+    if vault.dialect_note is not None:
+        print(f"note: {vault.dialect_note}")
     return 0
 
 

@@ -85,15 +85,39 @@ _SECTIONS: tuple[tuple[str, str, dict[str, Any], str], ...] = (
 )
 
 
-def starter_text() -> str:
-    """The starter hql.toml: every section written by tomli-w under its comment."""
+def starter_text(dialect: str | None = None, why: str = "") -> str:
+    """The starter hql.toml: every section written by tomli-w under its comment, then
+    `[vault] dialect` as the notes chose it (`why` says how); none for a folder of no notes."""
     parts = [
         "# hql.toml: settings for the HQL vault in this folder.\n"
         "# `hql config set report.mode collect` changes one of them.\n"
     ]
     for name, comment, values, tail in _SECTIONS:
         parts.append(f"\n{comment}\n{tomli_w.dumps({name: values})}{tail}")
+    parts.append(f"\n{messages.init_dialect_comment(why)}\n")
+    if dialect is None:
+        parts.append('[vault]\n# dialect = "obsidian"\n')
+    else:
+        parts.append(tomli_w.dumps({"vault": {"dialect": dialect}}))
     return "".join(parts)
+
+
+def vault_dialect(directory: Path) -> tuple[str | None, str]:
+    """How a load would read the notes below `directory`, and why (None: no notes yet)."""
+    from hql.vault import detect, walk
+
+    declared = walk.declared_dialect(directory, None)
+    if declared is not None:
+        return declared, messages.init_dialect_declared()
+    if not directory.is_dir():
+        return None, ""
+    walked = walk.walk(str(directory), [])
+    if not walked.relpaths:
+        return None, ""
+    choice = detect.choose(walked, None)
+    if choice.dialect == walk.OBSIDIAN:
+        return choice.dialect, messages.init_dialect_obsidian(choice)
+    return choice.dialect, messages.dialect_chosen_reference(choice)
 
 
 def init_vault(directory: Path) -> Path:
@@ -103,8 +127,9 @@ def init_vault(directory: Path) -> Path:
     path = directory / CONFIG_FILE
     try:
         directory.mkdir(parents=True, exist_ok=True)
+        text = starter_text(*vault_dialect(directory))
         with path.open("x", encoding="utf-8") as handle:
-            handle.write(starter_text())
+            handle.write(text)
     except FileExistsError:
         raise ConfigError(messages.init_exists(str(path))) from None
     except OSError as error:

@@ -6,6 +6,8 @@ Names quoted in messages use backticks, as the reference does.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 def plural(count: int, singular: str, plural_form: str | None = None) -> str:
     """`1 card`, `2 cards`."""
@@ -2940,3 +2942,62 @@ def out_of_memory() -> str:
 
 def time_limit_reached(seconds: float) -> str:
     return f"the program was stopped after {seconds:g} seconds (`[limits] seconds` in hql.toml)"
+
+
+# --- Obsidian, Dataview and Bases users: detection, tables, tasks, bases ----------
+
+_DIALECT_FORMS = {
+    "alias": "`[[a|shown]]`",
+    "heading": "`[[a#Heading]]`",
+    "block": "`[[a#^block]]`",
+    "embed": "`![[embed]]`",
+    "spaces": "names with spaces",
+    "path": "`[[folder/a]]`",
+    "case": "names matching only ignoring case",
+    "by-alias": "names matching only an alias",
+    "markdown": "Markdown links to notes",
+}
+
+
+def dialect_detected(choice: Any) -> str:
+    forms = ", ".join(
+        f"{count} {_DIALECT_FORMS.get(kind, kind)}" for kind, count in choice.forms.items()
+    )
+    first = f", first in {choice.first}" if choice.first else ""
+    return (
+        "read as an Obsidian vault (no `.obsidian/` folder or `[vault] dialect` says how): "
+        f"{choice.evidence()} of {plural(choice.links, 'link')} are in forms only Obsidian "
+        f'reads ({forms}{first}); `dialect = "reference"` under `[vault]` in hql.toml '
+        "reads it the other way"
+    )
+
+
+def dialect_chosen_reference(choice: Any) -> str:
+    if choice.hmd:
+        return "read in the reference dialect: the vault holds `.hmd` cards"
+    return (
+        "read in the reference dialect: no `.obsidian/` folder, no `[vault] dialect`, and "
+        f"none of its {plural(choice.links, 'link')} is in a form only Obsidian reads"
+    )
+
+
+def init_dialect_comment(why: str) -> str:
+    lines = [
+        '# How links, front matter and code are read: "obsidian" as Obsidian reads them,',
+        '# "reference" by the original HQL\'s rules. Without this setting, a vault with an',
+        "# `.obsidian/` folder, or whose notes use links only Obsidian reads, is Obsidian's.",
+    ]
+    if why:
+        lines.append(f"# Here: {why}.")
+    return "\n".join(lines)
+
+
+def init_dialect_declared() -> str:
+    return "the folder has an `.obsidian/` folder"
+
+
+def init_dialect_obsidian(choice: Any) -> str:
+    return (
+        f"{choice.evidence()} of its {plural(choice.links, 'link')} are in forms only "
+        "Obsidian reads"
+    )

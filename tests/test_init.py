@@ -26,8 +26,9 @@ def test_starter_file_parses_to_defaults_and_explains_each_section() -> None:
         "extensions": {"import": [], "prelude": True},
         "search": {"ignore": [], "synonyms": [], "builtin_synonyms": True},
         "semantics": {},
+        "vault": {},
     }
-    for section in ("report", "extensions", "search", "semantics"):
+    for section in ("report", "extensions", "search", "semantics", "vault"):
         before = text.split(f"[{section}]")[0].rstrip().splitlines()[-1]
         assert before.startswith("# "), section  # every section comes with its comment
     assert '# model = "bge-m3"' in text
@@ -37,6 +38,27 @@ def test_init_writes_a_file_the_vault_loads_without_warnings(tmp_path: Path) -> 
     path = init_vault(tmp_path / "new-vault")
     config, warnings = load_config(path.parent)
     assert warnings == [] and config.report_mode == "strict" and config.prelude
+
+
+def test_init_writes_the_dialect_the_notes_choose(tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    (clone / "Home.md").write_text("See [[Soil Food Web|the web]] and [[Compost]].\n")
+    (clone / "Soil Food Web.md").write_text("web\n")
+    (clone / "Compost.md").write_text("compost\n")
+    text = init_vault(clone).read_text(encoding="utf-8")
+    assert tomllib.loads(text)["vault"] == {"dialect": "obsidian"}
+    assert "# Here: 1 of its 2 links are in forms only Obsidian reads." in text
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "a.hmd").write_text("[[b]]\n")
+    assert tomllib.loads(init_vault(plain).read_text(encoding="utf-8"))["vault"] == {
+        "dialect": "reference"
+    }
+    declared = tmp_path / "declared"
+    (declared / ".obsidian").mkdir(parents=True)
+    text = init_vault(declared).read_text(encoding="utf-8")
+    assert tomllib.loads(text)["vault"] == {"dialect": "obsidian"} and "`.obsidian/`" in text
 
 
 def test_init_refuses_to_overwrite(tmp_path: Path) -> None:
@@ -80,6 +102,7 @@ def test_set_keeps_comments_and_other_settings(tmp_path: Path) -> None:
         "extensions": {"import": ["lexical"], "prelude": True},
         "search": {"ignore": ["the", "a"], "synonyms": [], "builtin_synonyms": True},
         "semantics": {"index": ".hql/index.sqlite", "embedder": {"model": "bge-m3"}},
+        "vault": {},
     }
     assert get_setting(path, "extensions.import") == ["lexical"]
 

@@ -66,9 +66,13 @@ def obsidian(tmp_path: Path) -> Vault:
     return Vault.open(root, use_cache=False)
 
 
+FORCED_REFERENCE = {"hql.toml": '[vault]\ndialect = "reference"\n'}
+
+
 @pytest.fixture
 def reference(tmp_path: Path) -> Vault:
-    return Vault.open(write(tmp_path / "reference", FILES), use_cache=False)
+    """The same notes read by the reference's rules (forced: their forms would choose Obsidian)."""
+    return Vault.open(write(tmp_path / "reference", {**FILES, **FORCED_REFERENCE}), use_cache=False)
 
 
 def card(vault: Vault, name: str) -> hql.vault.Card:
@@ -245,6 +249,12 @@ def test_the_vault_command_without_warnings(
     from hql.cli import main
 
     root = write(tmp_path, {"Home.md": "# Home\n"})
+    assert main(["--vault", str(root), "vault", "warnings"]) == 0
+    assert capsys.readouterr().out == (
+        "no load warnings\nnote: read in the reference dialect: no `.obsidian/` folder, "
+        "no `[vault] dialect`, and none of its 0 links is in a form only Obsidian reads\n"
+    )
+    (root / ".obsidian").mkdir()
     assert main(["--vault", str(root), "vault", "warnings"]) == 0
     assert capsys.readouterr().out == "no load warnings\n"
     assert main(["vault", "warnings"]) == 1

@@ -69,6 +69,7 @@ class Vault:
         self.state_dir = root / STATE_DIR
         self._names: dict[str, Card] | None = None
         self.dialect = walk.REFERENCE  # how the files were read; set by `open`
+        self.dialect_note: str | None = None  # why the notes chose the reference dialect
         self._given_edges = edges
         self._tables: _EdgeTables | None = None
         self._tables_lock = threading.Lock()
@@ -194,20 +195,28 @@ class Vault:
     ) -> Vault:
         warnings: list[LoadWarning] = []
         config, config_warnings = load_config(root)
-        dialect = walk.dialect_of(root, config.dialect)
-        fingerprint = walk.parser_fingerprint()
-        if dialect != walk.REFERENCE:  # one dialect's parses are not another's
-            fingerprint = f"{fingerprint}:{dialect}"
+        declared = walk.declared_dialect(root, config.dialect)
         state_dir = root / STATE_DIR
         # A `.hql` that leads outside the vault is neither read nor written.
         cached = use_cache and files.state_dir_contained(state_dir)
-        catalog = Catalog(state_dir if cached else None, fingerprint)
+        last = None
+        if declared is None and cached:
+            from hql.vault import detect
+
+            last = detect.last_choice(state_dir)
+        dialect = declared or (last.dialect if last is not None else walk.REFERENCE)
         metadata = sorted((name, dict(entries)) for name, entries in extension_metadata.items())
-        context = (fingerprint, walk.assembly_fingerprint(), dialect, shown, metadata)
+        catalog, context = _catalogue(
+            state_dir if cached else None, dialect, declared is None, shown, metadata
+        )
         token = watch.ask(state_dir) if cached else None
         if token is None and cached and config.watch:
             _start_watcher(root, state_dir, warnings)
-        recorded = _recorded_walk(catalog, token, context, config) if token else None
+        decided = declared is not None or last is not None
+        note = None  # why the notes chose the reference dialect (`hql vault warnings`)
+        if last is not None and last.dialect == walk.REFERENCE:
+            note = messages.dialect_chosen_reference(last)
+        recorded = _recorded_walk(catalog, token, context, config) if token and decided else None
         walked_of: Callable[[], walk.Walk]
         if recorded is not None:  # nothing changed since: the walk is unpacked if read
             read_walk, key, walk_warnings = recorded
@@ -216,6 +225,20 @@ class Vault:
             unrecorded: list[Callable[[], None]] = []
         else:
             walked_files = _walk_files(shown, warnings, config)
+            if declared is None:
+                from hql.vault import detect
+
+                choice = detect.choose(walked_files, state_dir if cached else None)
+                if choice.dialect != dialect:
+                    dialect = choice.dialect
+                    catalog.close()
+                    catalog, context = _catalogue(
+                        state_dir if cached else None, dialect, True, shown, metadata
+                    )
+                if choice.dialect == walk.OBSIDIAN:
+                    warnings.append(LoadWarning("", messages.dialect_detected(choice)))
+                else:
+                    note = messages.dialect_chosen_reference(choice)
             walked_of = functools.partial(_same, walked_files)
             key = None
             if cached:
@@ -272,6 +295,7 @@ class Vault:
             vault._lazy_source = sequence
         vault.dialect = dialect
         vault.use_cache = use_cache
+        vault.dialect_note = note
         return vault
 
     @classmethod
@@ -343,6 +367,19 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _catalogue(
+    state_dir: Path | None, dialect: str, detected: bool, shown: str, metadata: list[Any]
+) -> tuple[Catalog, tuple[object, ...]]:
+    """The catalogue of one dialect's parses and what a load's listing key depends on
+    (a dialect the notes chose is marked, so a declared one never reuses its listing)."""
+    fingerprint = walk.parser_fingerprint()
+    if dialect != walk.REFERENCE:  # one dialect's parses are not another's
+        fingerprint = f"{fingerprint}:{dialect}"
+    marked = f"{dialect}?" if detected else dialect
+    context = (fingerprint, walk.assembly_fingerprint(), marked, shown, metadata)
+    return Catalog(state_dir, fingerprint), context
 
 
 def _walk_files(shown: str, warnings: list[LoadWarning], config: VaultConfig) -> walk.Walk:

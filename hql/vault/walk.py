@@ -83,9 +83,15 @@ def _yaml_identity() -> str:
 
 def dialect_of(root: str | os.PathLike[str], configured: str | None) -> str:
     """`[vault] dialect` when set, else Obsidian's when the vault has an `.obsidian/` folder."""
+    return declared_dialect(root, configured) or REFERENCE
+
+
+def declared_dialect(root: str | os.PathLike[str], configured: str | None) -> str | None:
+    """The dialect the vault declares (`[vault] dialect`, or an `.obsidian/` folder); None
+    when it declares none and its notes decide (`hql.vault.detect`)."""
     if configured is not None:
         return configured
-    return OBSIDIAN if os.path.isdir(os.path.join(root, ".obsidian")) else REFERENCE
+    return OBSIDIAN if os.path.isdir(os.path.join(root, ".obsidian")) else None
 
 
 _SIGNATURE_COLUMNS = (("q", "st_size"), ("q", "st_mtime_ns"), ("Q", "st_ino"), ("Q", "st_mode"))

@@ -1,0 +1,262 @@
+"""Which dialect a vault is written in when nothing says so.
+
+A vault with an `.obsidian/` folder, or with `[vault] dialect`, says how it
+is read. A clone of an Obsidian vault rarely carries `.obsidian/`, so
+without either its notes decide: links in forms only Obsidian reads
+(`[[a|shown]]`, `[[a#Heading]]`, `[[a#^block]]`, `![[embed]]`, targets with
+spaces, `[[folder/a]]`, names that match a note only ignoring case or by an
+alias, Markdown links to notes) make it an Obsidian vault. A vault holding
+`.hmd` cards is the reference's own and keeps the reference dialect, and so
+does one whose links are all plain `[[name]]`: the two dialects read those
+alike.
+
+The scan reads each Markdown file's bytes once, without parsing, and its
+verdict is kept in `.hql/dialect.json` beside a digest of the walk (every
+path and `stat`), so an unchanged vault is not read again to decide.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hql.vault.catalog import listing_key
+from hql.vault.walk import OBSIDIAN, REFERENCE, Walk
+
+DECISION_FILE = "dialect.json"
+_FORMAT = 1
+_MAX_BYTES = 8 * 1024 * 1024  # larger files are refused by the load anyway
+
+# The kinds of evidence, in the order a note lists them.
+KINDS = (
+    "alias",  # [[a|shown]]
+    "heading",  # [[a#Heading]]
+    "block",  # [[a#^block]]
+    "embed",  # ![[a]]
+    "spaces",  # [[Two words]] naming a note
+    "path",  # [[folder/a]] naming a note by its path
+    "case",  # [[a]] matching a note only ignoring case
+    "by-alias",  # [[a]] matching a note only by its `aliases`
+    "markdown",  # [text](folder/Note.md)
+)
+
+_CODE = re.compile(rb"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|%%.*?(?:%%|\Z)|`[^`\n]*`", re.S)
+_WIKILINK = re.compile(rb"(!?)\[\[([^\[\]\n]+)\]\]")
+_MARKDOWN_LINK = re.compile(rb"\]\(([^()\s]+?\.md)(?:#[^()\s]*)?\)")
+_HEADER = re.compile(rb"\A---\r?\n(.*?)\r?\n---\r?\n", re.S)
+_ALIASES = re.compile(rb"^alias(?:es)?:", re.M)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A dialect and why: evidence counted by kind, the first note showing any."""
+
+    dialect: str
+    links: int = 0  # wikilinks and Markdown links scanned
+    forms: dict[str, int] = field(default_factory=dict)
+    first: str | None = None
+    hmd: bool = False  # the vault holds `.hmd` cards
+
+    def evidence(self) -> int:
+        return sum(self.forms.values())
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "dialect": self.dialect,
+            "links": self.links,
+            "forms": self.forms,
+            "first": self.first,
+            "hmd": self.hmd,
+        }
+
+
+def choose(walked: Walk, state_dir: Path | None) -> Choice:
+    """The dialect of a walked vault: the remembered verdict when the walk is the one it
+    was made for, else a scan of its Markdown files (remembered when `state_dir` is given)."""
+    digest = _walk_digest(walked)
+    if state_dir is not None and digest is not None:
+        remembered = _remembered(state_dir, digest)
+        if remembered is not None:
+            return remembered
+    choice = Choice(REFERENCE, hmd=True) if "Hmd" in walked.formats else scan(walked)
+    if state_dir is not None and digest is not None:
+        _remember(state_dir, digest, choice)
+    return choice
+
+
+def scan(walked: Walk) -> Choice:
+    """Read every Markdown file of the walk and count the links only Obsidian reads."""
+    stems: dict[str, str] = {}  # casefolded file name -> as written
+    paths: set[str] = set()  # casefolded vault-relative paths without extension
+    exact: set[str] = set()
+    for relpath in walked.relpaths:
+        stem_path = relpath.rsplit(".", 1)[0]
+        stem = stem_path.rsplit("/", 1)[-1]
+        exact.add(stem)
+        stems.setdefault(stem.casefold(), stem)
+        paths.add(stem_path.casefold())
+    forms = dict.fromkeys(KINDS, 0)
+    first: str | None = None
+    links = 0
+    aliases: set[str] = set()
+    bodies: list[tuple[str, list[tuple[bytes, bytes]]]] = []
+    for relpath, path in zip(walked.relpaths, walked.paths, strict=True):
+        data = _read(path)
+        if data is None:
+            continue
+        header = _HEADER.match(data)
+        if header is not None and _ALIASES.search(header.group(1)):
+            aliases.update(_aliases_of(header.group(1)))
+        text = _CODE.sub(b"", data)
+        found = [(bang, inner) for bang, inner in _WIKILINK.findall(text)]
+        links += len(found)
+        seen = _count_markdown(text, relpath, paths, forms)
+        links += seen
+        if seen and first is None:
+            first = relpath
+        bodies.append((relpath, found))
+    folded_aliases = {alias.casefold() for alias in aliases}
+    for relpath, found in bodies:
+        before = sum(forms.values())
+        for bang, inner in found:
+            _count_wikilink(bang, inner, exact, stems, paths, folded_aliases, forms)
+        if first is None and sum(forms.values()) > before:
+            first = relpath
+    kept = {kind: count for kind, count in forms.items() if count}
+    dialect = OBSIDIAN if kept else REFERENCE
+    return Choice(dialect, links, kept, first)
+
+
+def _count_wikilink(
+    bang: bytes,
+    inner: bytes,
+    exact: set[str],
+    stems: dict[str, str],
+    paths: set[str],
+    aliases: set[str],
+    forms: dict[str, int],
+) -> None:
+    text = inner.decode("utf-8", "replace")
+    if bang:
+        forms["embed"] += 1
+        return
+    target, bar, _ = text.partition("|")
+    target, hash_, anchor = target.partition("#")
+    if bar:
+        forms["alias"] += 1
+        return
+    if hash_:
+        forms["block" if anchor.startswith("^") else "heading"] += 1
+        return
+    target = target.strip()
+    if not target or target in exact and " " not in target:
+        return
+    folded = target.casefold().removesuffix(".md")
+    if "/" in target:
+        if folded in paths or any(path.endswith("/" + folded) for path in paths):
+            forms["path"] += 1
+        return
+    if folded in stems:
+        forms["spaces" if target in exact else "case"] += 1
+    elif folded in aliases:
+        forms["by-alias"] += 1
+
+
+def _count_markdown(text: bytes, relpath: str, paths: set[str], forms: dict[str, int]) -> int:
+    """Markdown links to notes of the vault (relative to the note or to the root)."""
+    count = 0
+    folder = relpath.rsplit("/", 1)[0] if "/" in relpath else ""
+    for raw in _MARKDOWN_LINK.findall(text):
+        target = raw.decode("utf-8", "replace")
+        if ":" in target:  # a URL
+            continue
+        from urllib.parse import unquote
+
+        target = unquote(target).removesuffix(".md").casefold()
+        joined = os.path.normpath(os.path.join(folder, target)).replace(os.sep, "/")
+        if target in paths or joined.casefold() in paths:
+            forms["markdown"] += 1
+            count += 1
+    return count
+
+
+def _aliases_of(header: bytes) -> list[str]:
+    from hql.vault import yamldata
+
+    try:
+        value = yamldata.load(header.decode("utf-8", "replace"))
+    except Exception:  # noqa: BLE001 - a header YAML refuses names no alias
+        return []
+    if not isinstance(value, dict):
+        return []
+    found = value.get("aliases", value.get("alias"))
+    if isinstance(found, str):
+        return [found]
+    if isinstance(found, list):
+        return [item for item in found if isinstance(item, str)]
+    return []
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(_MAX_BYTES + 1)
+    except OSError:
+        return None
+
+
+def _walk_digest(walked: Walk) -> str | None:
+    key = listing_key(walked.relpaths, walked.signature_columns(), ("dialect", _FORMAT))
+    return key.hex() if key is not None else None
+
+
+def last_choice(state_dir: Path) -> Choice | None:
+    """The verdict the last deciding load kept, whatever walk it was made for."""
+    return _remembered(state_dir, None)
+
+
+def _remembered(state_dir: Path, digest: str | None) -> Choice | None:
+    try:
+        with open(state_dir / DECISION_FILE, encoding="utf-8") as handle:
+            stored = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stored, dict) or digest is not None and stored.get("walk") != digest:
+        return None
+    dialect, forms, first = stored.get("dialect"), stored.get("forms"), stored.get("first")
+    if dialect not in (REFERENCE, OBSIDIAN) or not isinstance(forms, dict):
+        return None
+    if not all(kind in KINDS and type(count) is int for kind, count in forms.items()):
+        return None
+    links = stored.get("links")
+    return Choice(
+        dialect,
+        links if type(links) is int else 0,
+        forms,
+        first if isinstance(first, str) else None,
+        stored.get("hmd") is True,
+    )
+
+
+def _remember(state_dir: Path, digest: str, choice: Choice) -> None:
+    """Keep the verdict for the next load (best effort: a read-only vault decides again)."""
+    from hql import files
+
+    if not files.state_dir_contained(state_dir):
+        return
+    with contextlib.suppress(OSError):
+        state_dir.mkdir(exist_ok=True)
+        handle, temp = tempfile.mkstemp(dir=state_dir, prefix=".dialect-", suffix=".json")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                json.dump({"walk": digest, **choice.as_json()}, out)
+            os.replace(temp, state_dir / DECISION_FILE)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)

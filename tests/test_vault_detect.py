@@ -1,0 +1,148 @@
+"""A vault that declares no dialect is read as its notes are written (hql/vault/detect.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from obsidian_resolver import note_links
+
+import hql
+from hql.vault import Vault, detect, walk
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+UPSTREAM = Path("/work/shared/upstream-fixtures")
+# Every vault the reference's answers are pinned on: the upstream fixtures (as copied
+# into tests/fixtures) and the bundled sample vault.
+REFERENCE_VAULTS = [
+    FIXTURES / name
+    for name in ("vault", "birds", "configured", "examples-birds", "everyday", "multilingual")
+] + [FIXTURES.parent.parent / "vaults" / "web-auth"]
+
+
+def cloned_obsidian_fixture(tmp_path: Path) -> Path:
+    """tests/fixtures/obsidian as a git clone gives it: no `.obsidian/`, no `.trash/`."""
+    root = tmp_path / "clone"
+    shutil.copytree(
+        FIXTURES / "obsidian", root, ignore=shutil.ignore_patterns(".obsidian", ".trash", ".hql")
+    )
+    return root
+
+
+def hql_links(vault: Vault) -> set[tuple[str, str]]:
+    relpath = {card.name: card.relpath for card in vault.cards}
+    found = set()
+    for edge in vault.edges:
+        source, target = relpath.get(edge.source), relpath.get(edge.target)
+        if source and target and source != target:
+            found.add((source, target))
+    return found
+
+
+@pytest.mark.parametrize("root", REFERENCE_VAULTS, ids=lambda p: p.name)
+def test_every_reference_vault_keeps_the_reference_dialect(root: Path) -> None:
+    vault = Vault.open(root, use_cache=False)
+    assert vault.dialect == "reference"
+    assert not any("Obsidian" in item.message for item in vault.warnings)
+    # Not only because they hold `.hmd` cards: their links have no Obsidian-only form.
+    walked = walk.walk(str(root), [])
+    assert detect.scan(walked).forms == {}
+
+
+def test_the_upstream_fixtures_as_shared_keep_the_reference_dialect() -> None:
+    if not UPSTREAM.is_dir():
+        pytest.skip("the shared upstream fixtures are not on this machine")
+    roots = ["vault", "birds", "configured", "examples-birds/wiki", "examples-mapreduce/wiki"]
+    for name in roots:
+        assert Vault.open(UPSTREAM / name, use_cache=False).dialect == "reference", name
+        assert detect.scan(walk.walk(str(UPSTREAM / name), [])).forms == {}, name
+
+
+def test_a_cloned_obsidian_vault_is_read_as_obsidian(tmp_path: Path) -> None:
+    root = cloned_obsidian_fixture(tmp_path)
+    vault = Vault.open(root)
+    assert vault.dialect == "obsidian"
+    note = [item.message for item in vault.warnings if "read as an Obsidian vault" in item.message]
+    assert len(note) == 1 and "`[[a|shown]]`" in note[0] and "links are in forms" in note[0]
+    # The same answers as with `.obsidian/`: every link the independent resolver reads.
+    truth = note_links(root)
+    assert len(truth) > 100
+    assert hql_links(vault) == truth
+    declared = Vault.open(FIXTURES / "obsidian", use_cache=False)
+    assert hql_links(declared) == hql_links(vault)
+    # The verdict is kept for the walk it was made for, and reused.
+    kept = json.loads((root / ".hql" / "dialect.json").read_text())
+    assert kept["dialect"] == "obsidian" and kept["forms"]["alias"] > 0
+    again = Vault.open(root)
+    assert again.dialect == "obsidian" and len(again.cards) == len(vault.cards)
+    assert [w.message for w in again.warnings] == [w.message for w in vault.warnings]
+
+
+def test_a_declared_dialect_wins_over_the_notes(tmp_path: Path) -> None:
+    root = cloned_obsidian_fixture(tmp_path)
+    (root / "hql.toml").write_text('[vault]\ndialect = "reference"\n')
+    vault = Vault.open(root)
+    assert vault.dialect == "reference" and vault.dialect_note is None
+    assert not any("Obsidian" in item.message for item in vault.warnings)
+    (root / "hql.toml").unlink()
+    assert Vault.open(root).dialect == "obsidian"
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        ("see [[Two Words|shown]]", "alias"),
+        ("see [[plain#Part]]", "heading"),
+        ("see [[plain#^b1]]", "block"),
+        ("see ![[plain]]", "embed"),
+        ("see [[Two Words]]", "spaces"),
+        ("see [[sub/deep]]", "path"),
+        ("see [[PLAIN]]", "case"),
+        ("see [[Other Name]]", "by-alias"),
+        ("see [x](sub/deep.md)", "markdown"),
+    ],
+)
+def test_each_obsidian_form_decides(tmp_path: Path, body: str, kind: str) -> None:
+    files = {
+        "plain.md": "---\naliases: [Other Name]\n---\nplain\n",
+        "Two Words.md": "two\n",
+        "sub/deep.md": "deep\n",
+        "note.md": body + "\n",
+    }
+    for relpath, text in files.items():
+        (tmp_path / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relpath).write_text(text)
+    choice = detect.scan(walk.walk(str(tmp_path), []))
+    assert choice.forms == {kind: 1} and choice.dialect == "obsidian"
+    assert choice.first == "note.md"
+
+
+def test_plain_links_and_links_in_code_keep_the_reference_dialect(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("[[b]] and `[[b|x]]`\n```\n![[b]] [[B#h]]\n```\n%% [[b|y]] %%\n")
+    (tmp_path / "b.md").write_text("[[a]] [[missing note]]\n")
+    vault = Vault.open(tmp_path)
+    assert vault.dialect == "reference"
+    assert vault.dialect_note is not None and "3 links" in vault.dialect_note
+    assert list(hql.run("[[a]].outlinks", vault=vault).value) == ["b"]
+
+
+def test_a_changed_vault_is_decided_again(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("[[b]]\n")
+    (tmp_path / "b.md").write_text("b\n")
+    assert Vault.open(tmp_path).dialect == "reference"
+    (tmp_path / "c.md").write_text("[[a|the first]]\n")
+    assert Vault.open(tmp_path).dialect == "obsidian"
+    (tmp_path / "c.md").unlink()
+    assert Vault.open(tmp_path).dialect == "reference"
+
+
+def test_a_damaged_verdict_file_is_decided_again(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("[[b|x]]\n")
+    (tmp_path / "b.md").write_text("b\n")
+    assert Vault.open(tmp_path).dialect == "obsidian"
+    (tmp_path / ".hql" / "dialect.json").write_text("{not json")
+    assert Vault.open(tmp_path).dialect == "obsidian"
+    (tmp_path / ".hql" / "dialect.json").write_text(json.dumps({"walk": 1, "dialect": "x"}))
+    assert Vault.open(tmp_path).dialect == "obsidian"
