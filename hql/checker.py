@@ -758,6 +758,8 @@ def field_type(receiver: Type, name: str) -> Type | None:
         return {"key": receiver.args[0], "items": ty.list_of(receiver.args[1])}.get(name)
     if receiver == ty.DATE:
         return ty.INT if name in DATE_FIELDS else None
+    if receiver == ty.TASK:
+        return TASK_FIELDS.get(name)
     if receiver.name in ty.MAPS and name == "keys":
         key = receiver.args[0]
         return ty.set_of(key) if receiver.name == "Map" else ty.seq_of(key)
@@ -772,7 +774,7 @@ NOTE_FIELDS: dict[str, Type] = {
     "relpath": ty.STRING,
     "modified": ty.DATE,
     "created": ty.option(ty.DATE),
-    "tasks": ty.list_of(ty.DATA),
+    "tasks": ty.list_of(ty.TASK),
     "headings": ty.list_of(ty.STRING),
     "outlinks": ty.list_of(ty.STRING),
     "inlinks": ty.list_of(ty.STRING),
@@ -788,6 +790,19 @@ NOTE_FIELDS: dict[str, Type] = {
     "priority": ty.STRING,
     "status": ty.STRING,
     "superseded_by": ty.list_of(ty.STRING),
+    "day": ty.option(ty.DATE),
+    "ctime": ty.option(ty.DATE),
+    "size": ty.INT,
+}
+
+# A task of `c.tasks` (a `Task`).
+TASK_FIELDS: dict[str, Type] = {
+    "text": ty.STRING,
+    "done": ty.BOOL,
+    "line": ty.INT,
+    "due": ty.option(ty.DATE),
+    "scheduled": ty.option(ty.DATE),
+    "completed": ty.option(ty.DATE),
 }
 
 
@@ -829,6 +844,7 @@ def fields_of(receiver: Type) -> list[str]:
         *DATE_FIELDS,
         *NOTE_FIELDS,
         *CONTEXT_FIELDS,
+        *TASK_FIELDS,
     ]
     return [
         name

@@ -35,6 +35,7 @@ from hql.values import (
     MapValue,
     Ranking,
     SetValue,
+    Task,
 )
 
 if TYPE_CHECKING:
@@ -501,6 +502,11 @@ def get_field(receiver: Any, name: str) -> Any:
             return ABSENT if created is None else Date(created)
         if name == "modified":
             return Date(receiver.modified)
+        if name in ("day", "ctime"):
+            found = getattr(receiver, name)
+            return ABSENT if found is None else Date(found)
+        return getattr(receiver, name)
+    if isinstance(receiver, Task):
         return getattr(receiver, name)
     if isinstance(receiver, Edge):
         return Data(receiver.data) if name == "data" else getattr(receiver, name)
@@ -537,6 +543,8 @@ _RECALL_FIELDS = frozenset(
     {"summary", "triggers", "use_when", "ignore_when", "topics", "priority", "status"}
 )
 
+TASK_DATES = ("due", "scheduled", "completed")
+
 _NOTE_LISTS = frozenset(
     {"tags", "aliases", "tasks", "headings", "outlinks", "inlinks", "unresolved", "superseded_by"}
 )
@@ -545,5 +553,18 @@ _NOTE_LISTS = frozenset(
 def _note_list(card: Card, name: str) -> ListValue:
     items = getattr(card, name)
     if name == "tasks":
-        return ListValue(tuple(Data(item) for item in items))
+        from hql.vault.links import task_dates
+
+        tasks = []
+        for item in items:
+            dates = task_dates(item["text"])
+            tasks.append(
+                Task(
+                    item["text"],
+                    item["done"],
+                    item["line"],
+                    *(Date(dates[key]) if key in dates else ABSENT for key in TASK_DATES),
+                )
+            )
+        return ListValue(tuple(tasks))
     return ListValue(tuple(items))

@@ -3001,3 +3001,14 @@ def init_dialect_obsidian(choice: Any) -> str:
         f"{choice.evidence()} of its {plural(choice.links, 'link')} are in forms only "
         "Obsidian reads"
     )
+
+
+def sort_directions() -> str:
+    return "Bool, or a List<Bool> with one direction per key"
+
+
+def inline_field_clash(key: str, line: int) -> str:
+    return (
+        f"the inline field `{key}::` on line {line} has the name of a front-matter "
+        "property; `c.metadata` keeps the front matter's"
+    )

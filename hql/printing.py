@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from hql.values import (
     ABSENT,
@@ -25,7 +25,10 @@ from hql.values import (
     Presentation,
     Ranking,
     SetValue,
+    Task,
 )
+
+_TASK_DATES = frozenset({"due", "scheduled", "completed"})
 
 
 def is_graph(value: Any) -> bool:
@@ -118,6 +121,12 @@ def display(value: Any) -> str:
         return display_data(value.tree)
     if isinstance(value, Date):
         return value.iso()
+    if isinstance(value, Task):  # as the Data map it was, its dates unquoted
+        fields = [
+            f"{key}: {item if key in _TASK_DATES else display_data(item)}"
+            for key, item in value.tree().items()
+        ]
+        return "{" + ", ".join(fields) + "}"
     if isinstance(value, Card):
         return value.name
     if isinstance(value, Edge):
@@ -172,6 +181,8 @@ def to_json(value: Any) -> Any:
         return value.tree
     if isinstance(value, Date):
         return value.iso()
+    if isinstance(value, Task):
+        return value.tree()
     if isinstance(value, Card):
         return card_json(value)
     if isinstance(value, Edge):
@@ -199,6 +210,14 @@ def to_json(value: Any) -> Any:
     if isinstance(value, ListValue | SetValue):
         return [to_json(item) for item in value]
     if isinstance(value, Presentation):
+        if value.columns is not None and value.rows is not None:
+            rows = [dict(zip(value.columns, row, strict=True)) for row in value.rows]
+            return {
+                "presenter": value.presenter,
+                "text": value.text,
+                "columns": list(value.columns),
+                "rows": rows,
+            }
         return {"presenter": value.presenter, "text": value.text}
     if isinstance(value, Ordering):
         return value.value
@@ -306,6 +325,39 @@ def layout(header: Sequence[str], rows: Sequence[Sequence[str]], *, cells: bool 
 def _card_rows(items: Sequence[Any]) -> list[list[str]]:
     cards = [item.card if isinstance(item, Hit) else item for item in items]
     return [[card.name, card.kind, card.title] for card in cards]
+
+
+def records_of(value: Any) -> list[dict[str, Any]] | None:
+    """The maps of a List or Set whose elements are all Data maps (records), else None."""
+    if not isinstance(value, ListValue | SetValue) or not value.items:
+        return None
+    trees = [item.tree if isinstance(item, Data) else None for item in value.items]
+    if not all(isinstance(tree, dict) for tree in trees):
+        return None
+    return cast(list[dict[str, Any]], trees)
+
+
+def record_columns(records: Sequence[dict[str, Any]]) -> list[str]:
+    """Every key of the records, in the order they are first seen."""
+    return list(dict.fromkeys(key for tree in records for key in tree))
+
+
+def columns_table(records: Sequence[dict[str, Any]]) -> str:
+    """A table of records: one column per key (first seen first), a blank where a record has
+    no value; strings unquoted, lists joined by `, `."""
+    header = record_columns(records)
+    rows = [[_cell(tree.get(key)) for key in header] for tree in records]
+    return layout(header, rows, cells=True)
+
+
+def _cell(tree: Any) -> str:
+    if tree is None:
+        return ""
+    if isinstance(tree, str):
+        return tree
+    if isinstance(tree, list):
+        return ", ".join(_cell(item) for item in tree)
+    return display_data(tree)
 
 
 def table(value: Any) -> str:
@@ -420,6 +472,8 @@ def as_data(value: Any) -> Any:
         return _tag_tree(value.tree)
     if isinstance(value, Date):
         return ("date", value.iso())
+    if isinstance(value, Task):
+        return _tag_tree(value.tree())
     if isinstance(value, Card):
         return ("card", value.path)
     if isinstance(value, Edge):

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from hql import files, messages
 from hql.api import HostError, Outcome, Session
 from hql.diagnostics import Report
-from hql.printing import display, table
+from hql.printing import columns_table, display, records_of, table
 from hql.values import Data, ListValue, Presentation, Ranking, SetValue
+from hql.vault.walk import OBSIDIAN
 
 QUERY_INFOS = {"hql", "hql#eval", "hql#query"}
 RESULT_INFO = "hql#result"
@@ -37,13 +38,17 @@ class Rendered:
     failures: list[tuple[int, str]] = field(default_factory=list)
 
 
-def answer(outcome: Outcome) -> str:
-    """What a block's result shows: a presentation's text, a table for collections, else the display."""
+def answer(outcome: Outcome, columns: bool = False) -> str:
+    """What a block's result shows: a presentation's text, a table for collections, else the
+    display; with `columns` (an Obsidian vault), a list of records as a table with columns."""
     if outcome.failed:
         return "\n".join(_said(r) for r in outcome.reports if r.failed)
     value = outcome.value
     if isinstance(value, Presentation):
         return value.text
+    records = records_of(value) if columns else None
+    if records is not None:
+        return columns_table(records)
     if isinstance(value, ListValue | SetValue | Ranking | Data) or _is_graph(value):
         return table(value)
     return display(value)
@@ -89,7 +94,7 @@ def dominant_break(breaks: list[str]) -> str:
     return best if counts[best] else "\n"
 
 
-def render_text(text: str, run: Callable[[str], Outcome]) -> Rendered:
+def render_text(text: str, run: Callable[[str], Outcome], columns: bool = False) -> Rendered:
     """Each block's answer beneath it; every other byte of the document is kept, line breaks too."""
     lines, breaks = split_lines(text)
     newline = dominant_break(breaks)
@@ -140,7 +145,7 @@ def render_text(text: str, run: Callable[[str], Outcome]) -> Rendered:
                 if r.failed
             ]
         added = ["", f"{indent}{marker}{RESULT_INFO}"]
-        added += [indent + line if line else line for line in answer(outcome).split("\n")]
+        added += [indent + line if line else line for line in answer(outcome, columns).split("\n")]
         added.append(f"{indent}{marker}")
         closing_break = out_breaks[-1]
         out_breaks[-1] = newline
@@ -168,7 +173,8 @@ def render_document(text: str, path: str, session: Session) -> Rendered:
             program, path
         )
 
-    return render_text(text, run)
+    vault = session.vault
+    return render_text(text, run, vault is not None and vault.dialect == OBSIDIAN)
 
 
 def carries_blocks(text: str) -> bool:

@@ -43,6 +43,7 @@ PRESENTATION = atom("Presentation")
 CONTEXT = atom("Context")  # a context block (hql.context.block)
 ORDERING = atom("Ordering")
 ORDERABLE = atom("Orderable")
+TASK = atom("Task")
 
 
 def option(inner: Type) -> Type:
@@ -94,6 +95,7 @@ ATOM_PARENTS: dict[str, tuple[str, ...]] = {
     "Presentation": (),
     "Context": (),
     "Ordering": (),
+    "Task": (),
 }
 ABSTRACT_ATOMS = {"Scalar", "Orderable", "Never"}
 GENERIC_ARITY = {

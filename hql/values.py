@@ -98,6 +98,29 @@ class Date:
         return str(self.value.isoformat())
 
 
+@record
+class Task:
+    """A `- [ ]` / `- [x]` item of a note (`c.tasks`): its text as written, whether it is
+    done, its line in the file, and the dates the Tasks plugin's emoji or Dataview's
+    `[due:: …]` fields give it (`Date`, or ABSENT)."""
+
+    text: str
+    done: bool
+    line: int
+    due: Any
+    scheduled: Any
+    completed: Any
+
+    def tree(self) -> dict[str, Any]:
+        """As Data: `{done, line, text}`, and each date the task has (ISO text)."""
+        tree: dict[str, Any] = {"done": self.done, "line": self.line, "text": self.text}
+        for name in ("due", "scheduled", "completed"):
+            value = getattr(self, name)
+            if value is not ABSENT:
+                tree[name] = value.iso()
+        return dict(sorted(tree.items()))
+
+
 class Ordering(enum.Enum):
     LESS = "Less"
     EQUAL = "Equal"
@@ -291,6 +314,9 @@ class Group:
 class Presentation:
     presenter: str
     text: str
+    # A table with columns: their names and, per row, the JSON of each cell (None: blank).
+    columns: tuple[str, ...] | None = None
+    rows: tuple[tuple[Any, ...], ...] | None = None
 
 
 def is_collection(value: Any) -> bool:

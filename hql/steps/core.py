@@ -17,7 +17,7 @@ from hql.registry import REGISTRY, Param, StepSpec
 from hql.steps.scalars import check_substring, data_compare, run_substring
 from hql.syntax import tree as t
 from hql.types import Type
-from hql.values import ABSENT, Card, ListValue, Ordering, Ranking, SetValue, elements
+from hql.values import ABSENT, Card, Data, ListValue, Ordering, Ranking, SetValue, elements
 from hql.version import __version__
 
 REGISTRY.extension("core", version=__version__, summary="collection steps", always=True)
@@ -122,12 +122,7 @@ def run_get(call: StepCall) -> Any:
 
 def check_sort(call: StepTyping) -> Type:
     element = call.element()
-    if call.has("descending") and call.value("descending") != ty.BOOL:
-        found = call.value("descending")
-        raise call.error(
-            messages.argument_type("sort", "descending", ty.BOOL, found),
-            call.arg_span("descending"),
-        )
+    several = False  # a key lambda giving a list of keys: `c => [a, b]`
     if call.has("by"):
         arity = call.lambda_arity("by")
         if arity == 2:
@@ -136,10 +131,19 @@ def check_sort(call: StepTyping) -> Type:
                 raise call.error(messages.comparator_result(result), call.arg_span("by"))
         else:
             result = call.lambda_result("by", [element])
-            if not _sort_key(result):
+            several = _key_list(result)
+            if not (several or _sort_key(result)):
                 raise call.error(messages.sort_key_unorderable(result), call.arg_span("by"))
     elif not (ty.is_orderable(element) or element == ty.DATA):
         raise call.error(messages.sort_needs_order(element), call.input_span)
+    if call.has("descending"):
+        found = call.value("descending")
+        if not (found == ty.BOOL or several and found == ty.list_of(ty.BOOL)):
+            expected = messages.sort_directions() if several else ty.BOOL
+            raise call.error(
+                messages.argument_type("sort", "descending", expected, found),
+                call.arg_span("descending"),
+            )
     return ty.list_of(element)
 
 
@@ -147,6 +151,13 @@ def _sort_key(key: Type) -> bool:
     """Whether values of this type can order a sort: Orderable ones, and Data (when it runs)."""
     key = ty.strip_option(key)
     return ty.is_orderable(key) or key == ty.DATA
+
+
+def _key_list(key: Type) -> bool:
+    """A list of sort keys (`[c.metadata.rating, c.title]`): ordered by its first key, ties by
+    the next, and so on."""
+    key = ty.strip_option(key)
+    return key.name == "List" and _sort_key(key.arg)
 
 
 def run_sort(call: StepCall) -> ListValue:
@@ -164,6 +175,8 @@ def run_sort(call: StepCall) -> ListValue:
         key_type: Type = ty.UNIT  # compare's operands are Orderable: never Data
     else:
         key_type = call.output_type.arg if by is None else _key_type(call)
+        if by is not None and _key_list(key_type):
+            return _sort_by_keys(items, by, key_type, call.args.get("descending"), call.limit)
     compare: Callable[[Any, Any], int]
     if ty.strip_option(key_type) == ty.DATA:  # keys typed when the program runs: see data_compare
         compare = functools.partial(data_compare, descending=descending)
@@ -190,6 +203,36 @@ def run_sort(call: StepCall) -> ListValue:
         return compare(a[0], b[0])
 
     ordered = _leading(keys, functools.cmp_to_key(by_key), call.limit)
+    return ListValue(tuple(item for _, item in ordered))
+
+
+def _sort_by_keys(
+    items: list[Any], by: Callable[[Any], Any], key_type: Type, descending: Any, limit: int | None
+) -> ListValue:
+    """Sort by a list of keys: the first decides, ties go to the next; `descending` is one
+    Boolean for every key or one per key (keys beyond the list ascend). A key that is Data
+    orders as Data does (absence last either way); a shorter list of keys comes first."""
+    each = ty.strip_option(ty.strip_option(key_type).arg) == ty.DATA
+    if isinstance(descending, ListValue):
+        directions = tuple(item is True for item in descending.items)
+        rest = False
+    else:
+        directions, rest = (), descending is True
+
+    def compare(a: tuple[Any, Any], b: tuple[Any, Any]) -> int:
+        first, second = elements(a[0]), elements(b[0])
+        for at, (x, y) in enumerate(zip(first, second, strict=False)):
+            down = directions[at] if at < len(directions) else rest
+            if each or isinstance(x, Data) or isinstance(y, Data):
+                order = data_compare(x, y, descending=down)
+            else:
+                order = compare_values(y, x) if down else compare_values(x, y)
+            if order:
+                return order
+        return (len(first) > len(second)) - (len(first) < len(second))
+
+    keys = [(by(item), item) for item in items]
+    ordered = _leading(keys, functools.cmp_to_key(compare), limit)
     return ListValue(tuple(item for _, item in ordered))
 
 
@@ -476,11 +519,12 @@ for spec in (
         "core",
         (
             Param("by", "T => Orderable | (T, T) => Ordering", default=None, kind="lambda"),
-            Param("descending", "Bool", default=False, positional=False),
+            Param("descending", "Bool | List<Bool>", default=False, positional=False),
         ),
-        "Collection<T> | sort<T>(by?: T => Orderable | (T, T) => Ordering, descending?: Bool)"
-        " -> List<T>",
-        "order elements by their own key, a key lambda or a comparator; ties keep their order",
+        "Collection<T> | sort<T>(by?: T => Orderable | List<Orderable> | (T, T) => Ordering,"
+        " descending?: Bool | List<Bool>) -> List<T>",
+        "order elements by their own key, a key lambda (a list of keys: ties go to the next,"
+        " `descending` per key) or a comparator; ties keep their order",
         "cards | sort(by = c => c.title)",
         check_sort,
         run_sort,

@@ -111,6 +111,9 @@ def build_card(
             if key not in _NOT_METADATA and key not in metadata:
                 metadata[key] = value
         metadata = dict(sorted(metadata.items()))
+    extras = parsed.extras
+    if extras is not None and "fields" in extras and dialect == OBSIDIAN:
+        metadata = _with_inline_fields(metadata, extras, item.found.path, name, warnings)
     kind = CONCEPT_CARD
     if _get(metadata, "knowledge", "type") == "Relation":
         if _endpoints_resolve(metadata, known):
@@ -147,6 +150,28 @@ def build_card(
         extras=parsed.extras,
         digest=item.text_digest if title is not None else None,
     )
+
+
+def _with_inline_fields(
+    metadata: dict[str, Any],
+    extras: dict[str, Any],
+    path: str,
+    name: str,
+    warnings: list[LoadWarning],
+) -> dict[str, Any]:
+    """The metadata with the note's Dataview fields (`key:: value`) beside its front matter;
+    on a clash the front matter wins, with a warning naming the line."""
+    from hql.vault import links
+
+    fields = links.fields_of(extras)
+    merged = dict(metadata)
+    for key, value in fields.items():
+        if key in merged:
+            line = next(line for written, _, line in extras["fields"] if written == key)
+            warnings.append(LoadWarning(path, messages.inline_field_clash(key, line), subject=name))
+        else:
+            merged[key] = value
+    return dict(sorted(merged.items()))
 
 
 def title_of(

@@ -223,6 +223,7 @@ def _scan_body(
     tags: list[str] = []
     tasks: list[list[Any]] = []
     headings: list[list[Any]] = []
+    fields: list[list[Any]] = []
     first_h1: str | None = None
     fence: str | None = None  # the fence run that closes the open code block
     in_comment = False
@@ -273,6 +274,9 @@ def _scan_body(
                 task = _TASK.match(line)
                 if task is not None:
                     tasks.append([(task.group(2) or "").strip(), task.group(1) != " ", number])
+        # A task's own fields (`[due:: …]`) are its dates, not the note's.
+        if "::" in clean and not (tasks and tasks[-1][2] == number):
+            fields.extend([key, value, number] for key, value in inline_fields(clean))
         if "#" in clean:
             for tag in _TAG.findall(clean):
                 tag = tag.rstrip("/")
@@ -284,6 +288,8 @@ def _scan_body(
         extras["tasks"] = tasks
     if headings:
         extras["headings"] = headings
+    if fields:
+        extras["fields"] = fields
     return first_h1
 
 
@@ -756,6 +762,107 @@ def created_of(metadata: dict[str, Any]) -> Any:
                 return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
             except ValueError:
                 return None
+    return None
+
+
+# The Tasks plugin's date signifiers, and Dataview's task fields, by the date they give.
+_TASK_EMOJI = {"📅": "due", "🗓": "due", "⏳": "scheduled", "⌛": "scheduled", "✅": "completed"}
+_TASK_FIELDS = {
+    "due": "due",
+    "scheduled": "scheduled",
+    "completion": "completed",
+    "completed": "completed",
+    "done": "completed",
+}
+_TASK_EMOJI_DATE = re.compile(r"(📅|🗓|⏳|⌛|✅)\ufe0f?\s*(\d{4}-\d{2}-\d{2})")
+_TASK_FIELD_DATE = re.compile(r"[\[(]\s*([A-Za-z]+)\s*::\s*(\d{4}-\d{2}-\d{2})\s*[\])]")
+
+
+def task_dates(text: str) -> dict[str, Any]:
+    """The dates a task's text gives it (`📅 2026-03-01`, `[due:: 2026-03-01]`), by name
+    (`due`, `scheduled`, `completed`); the first of each kind wins, invalid dates are none."""
+    found: dict[str, Any] = {}
+    if not any(mark in text for mark in _TASK_EMOJI) and "::" not in text:
+        return found
+    import datetime
+
+    written = [(_TASK_EMOJI[m.group(1)], m.group(2)) for m in _TASK_EMOJI_DATE.finditer(text)]
+    for match in _TASK_FIELD_DATE.finditer(text):
+        name = _TASK_FIELDS.get(match.group(1).casefold())
+        if name is not None:
+            written.append((name, match.group(2)))
+    for name, iso in written:
+        if name not in found:
+            try:
+                found[name] = datetime.date.fromisoformat(iso)
+            except ValueError:
+                continue
+    return found
+
+
+# `key:: value` on a line of its own (also as a list item), or `[key:: value]` /
+# `(key:: value)` anywhere in a line: Dataview's inline fields.
+_LINE_FIELD = re.compile(r"^\s*(?:[-*+]\s+)?(?:\*\*|__)?([\w][\w \-/]*?)(?:\*\*|__)?::\s*(.*?)\s*$")
+_BRACKET_FIELD = re.compile(r"[\[(]([\w][\w \-/]*?)::\s*([^\])]*?)\s*[\])]")
+_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
+
+
+def inline_fields(line: str) -> list[tuple[str, Any]]:
+    """The Dataview fields one line writes: (key, value), the value a number, a Boolean or
+    the text as written."""
+    found = [(m.group(1).strip(), m.group(2)) for m in _BRACKET_FIELD.finditer(line)]
+    if not found:
+        whole = _LINE_FIELD.match(line)
+        if whole is not None and not whole.group(1).strip().startswith("http"):
+            found = [(whole.group(1).strip(), whole.group(2))]
+    return [(key, _field_value(value)) for key, value in found if key]
+
+
+def _field_value(text: str) -> Any:
+    text = text.strip()
+    if _NUMBER.match(text):
+        return float(text) if "." in text else int(text)
+    if text in ("true", "false"):
+        return text == "true"
+    return text
+
+
+def fields_of(extras: dict[str, Any] | None) -> dict[str, Any]:
+    """A note's inline fields as metadata: a key written twice is a list of its values."""
+    fields: dict[str, Any] = {}
+    listed: set[str] = set()  # keys whose value is already the list of their values
+    for key, value, _ in extras.get("fields", ()) if extras else ():
+        if key not in fields:
+            fields[key] = value
+        elif key in listed:
+            fields[key].append(value)
+        else:
+            fields[key] = [fields[key], value]
+            listed.add(key)
+    return fields
+
+
+_DAY_IN_NAME = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})")
+
+
+def day_of(relpath: str, metadata: dict[str, Any]) -> Any:
+    """The date a daily note is for: one in its file name (`2023-09-12`, `20230912`), else
+    its `date` property when that is an ISO date; None otherwise."""
+    import datetime
+
+    stem = relpath.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    match = _DAY_IN_NAME.search(stem)
+    if match is not None:
+        try:
+            return datetime.date(*(int(part) for part in match.groups()))
+        except ValueError:
+            pass
+    value = metadata.get("date")
+    if isinstance(value, str) and _DATE.match(value.strip()):
+        try:
+            return datetime.date.fromisoformat(value.strip()[:10])
+        except ValueError:
+            return None
     return None
 
 

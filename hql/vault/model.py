@@ -263,6 +263,29 @@ class Card:
         return self._notes()["created"]
 
     @property
+    def day(self) -> Any:
+        """The date a daily note is for: from its file name (`2023-09-12.md`), else its
+        `date` property; None when it has neither."""
+        from hql.vault import links
+
+        return links.day_of(self.relpath, self.metadata)
+
+    @property
+    def ctime(self) -> Any:
+        """When the file was created, a UTC datetime, where the system says (a birth time:
+        macOS, the BSDs and Windows); None elsewhere (Linux's `stat` does not give it)."""
+        import datetime
+        import os
+
+        try:
+            born = getattr(os.stat(self.path), "st_birthtime", None)
+        except OSError:
+            return None
+        if born is None:
+            return None
+        return datetime.datetime.fromtimestamp(int(born), datetime.UTC)
+
+    @property
     def folder(self) -> str:
         """The vault-relative folder, `""` at the root."""
         relpath = self.relpath
