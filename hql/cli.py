@@ -299,6 +299,23 @@ SUBCOMMANDS["skill"] = (
     "write the agent skill (SKILL.md and examples) that teaches an agent to use `hql mcp`",
     _skill_arguments,
 )
+
+
+def _base_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="the .base file (Obsidian Bases)")
+    parser.add_argument("--view", metavar="NAME", help="run only this view")
+    parser.add_argument(
+        "--this", metavar="NOTE", help="the note the base is shown for (`this`; default: the base)"
+    )
+    parser.add_argument(
+        "--explain", action="store_true", help="print the HQL program of each view before its rows"
+    )
+
+
+SUBCOMMANDS["base"] = (
+    "run the views of an Obsidian base (a .base file) as tables",
+    _base_arguments,
+)
 SUBCOMMANDS["vault"] = (
     "about the vault itself: `warnings` lists every load warning; `watch` keeps watching it "
     "so loads need not check every file; `unwatch` stops that watcher",
@@ -543,6 +560,13 @@ def render_command(args: argparse.Namespace) -> int:
     from hql.render import render_command as render
 
     return render(args, session_for)
+
+
+@command("base")
+def base_command(args: argparse.Namespace) -> int:
+    from hql.bases.run import base_command as run_base
+
+    return run_base(args, session_for)
 
 
 @command("analyze")

@@ -3012,3 +3012,142 @@ def inline_field_clash(key: str, line: int) -> str:
         f"the inline field `{key}::` on line {line} has the name of a front-matter "
         "property; `c.metadata` keeps the front matter's"
     )
+
+
+def base_bad_character(char: str) -> str:
+    return f"`{char}` cannot start anything in a Bases expression"
+
+
+def base_unexpected(text: str) -> str:
+    return f"unexpected {text} in a Bases expression"
+
+
+def base_expected(wanted: str, found: str) -> str:
+    return f"expected `{wanted}` here, not {found}"
+
+
+def base_end_of_expression() -> str:
+    return "the end of the expression"
+
+
+def base_unknown_file_field(name: str) -> str:
+    return f"`file.{name}` is not a file property Bases has"
+
+
+def base_method_on(method: str, kind: str) -> str:
+    return f"`{method}()` is not a Bases method on {kind}"
+
+
+def base_unknown_function(name: str) -> str:
+    return f"`{name}()` is not a Bases function HQL runs yet (docs/bases.md lists them)"
+
+
+def base_unknown_method(name: str) -> str:
+    return f"`{name}()` is not a Bases method HQL runs yet (docs/bases.md lists them)"
+
+
+def base_unknown_operation(function: str) -> str:
+    return f"`{function}` needs the name of a Bases operation it knows as its first argument"
+
+
+def base_date_arithmetic() -> str:
+    return 'a date moves by amounts with units (`date + "1M"`, `date - "2 weeks"`); this one is not'
+
+
+def base_not_a_map() -> str:
+    return "a base is a YAML map (`filters`, `formulas`, `properties`, `views`)"
+
+
+def base_views_not_list() -> str:
+    return "`views` is a list of views"
+
+
+def base_view_not_map(number: int) -> str:
+    return f"view {number} is not a map (`type`, `name`, `order`, …)"
+
+
+def base_bad_limit(value: object) -> str:
+    return f"`limit` is a whole number of rows, not {value!r}"
+
+
+def base_view_as_table(name: str, kind: str) -> str:
+    return f"view `{name}` is a `{kind}` view in Obsidian; it is shown here as a table"
+
+
+def base_view_display_only(name: str, keys: list[str]) -> str:
+    shown = ", ".join(f"`{key}`" for key in keys)
+    return f"view `{name}`: {shown} only change how Obsidian draws it; a table does not use them"
+
+
+def base_view_not_run(name: str, keys: list[str]) -> str:
+    shown = ", ".join(f"`{key}`" for key in keys)
+    return f"view `{name}`: {shown} are not run by HQL yet (docs/bases.md); the rows are shown without them"
+
+
+def base_grouped(name: str, prop: str) -> str:
+    return f"view `{name}` is grouped by `{prop}`: its rows come sorted by it, the group first"
+
+
+def base_sort_not_list() -> str:
+    return "`sort` is a list of `property:` and `direction:` entries"
+
+
+def base_sort_entry() -> str:
+    return "a `sort` entry names a `property` (and a `direction`, ASC or DESC)"
+
+
+def base_order_not_list() -> str:
+    return "`order` is a list of property names (the columns)"
+
+
+def base_order_entry() -> str:
+    return "an `order` entry is a property name such as `file.name` or `note.author`"
+
+
+def base_bad_filter() -> str:
+    return "a filter is an expression, or a map with one of `and`, `or`, `not` holding a list"
+
+
+def base_no_field(name: str) -> str:
+    return f"`.{name}` is not something HQL reads from a Bases value yet (docs/bases.md)"
+
+
+def base_no_formula(name: str) -> str:
+    return f"the base has no formula `{name}`"
+
+
+def base_formula_cycle(names: list[str]) -> str:
+    return "formulas that use themselves: " + " -> ".join(f"`{name}`" for name in names)
+
+
+def base_bad_formula(name: str) -> str:
+    return f"formula `{name}` is not an expression"
+
+
+def base_one_expression(method: str) -> str:
+    return f"`{method}()` takes one expression (using `value`)"
+
+
+def base_bad_yaml(problem: str) -> str:
+    return f"the base is not YAML HQL can read: {problem}"
+
+
+def base_unreadable(path: str, reason: str) -> str:
+    return f"cannot read the base {path}: {reason}"
+
+
+def base_needs_vault() -> str:
+    return "`hql base` runs a base over a vault: pass --vault <directory>"
+
+
+def base_this_missing(name: str) -> str:
+    return f"`--this {name}` names no note of the vault"
+
+
+def base_no_view(name: str | None, names: list[str]) -> str:
+    shown = ", ".join(f"`{item}`" for item in names) or "none"
+    return f"the base has no view `{name}` (its views: {shown})"
+
+
+def base_view_heading(name: str, rows: int) -> str:
+    return f"view: {name} ({plural(rows, 'row')})"

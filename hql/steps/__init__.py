@@ -5,6 +5,7 @@
 """
 
 from hql.steps import (  # noqa: F401
+    bases,
     collections,
     context,
     conversions,
