@@ -105,9 +105,10 @@ def test_card_names_inside_a_document_reference(completer: HqlCompleter) -> None
 
 
 def test_lambda_parameters_get_the_fields_of_the_steps_input(completer: HqlCompleter) -> None:
-    # the prefix match first; `outlinks` holds t-i in order, so it follows
+    # the prefix match first; `ctime`, `outlinks`, … hold t-i in order, so they follow
     assert texts(completer, "cards | filter(c => c.ti") == [
         "title",
+        "ctime",
         "outlinks",
         "triggers",
         "topics",
@@ -121,7 +122,13 @@ def test_lambda_parameters_get_the_fields_of_the_steps_input(completer: HqlCompl
 
 
 def test_fields_after_a_dot_on_a_card_and_metadata_keys(completer: HqlCompleter) -> None:
-    assert texts(completer, "[[barn-owl]].ti") == ["title", "outlinks", "triggers", "topics"]
+    assert texts(completer, "[[barn-owl]].ti") == [
+        "title",
+        "ctime",
+        "outlinks",
+        "triggers",
+        "topics",
+    ]
     assert {"name", "title", "metadata", "kind"} <= set(texts(completer, "cards | filter(c => c."))
     assert {"status", "knowledge"} <= set(texts(completer, "cards | filter(c => c.metadata."))
     assert {"type", "relation"} <= set(

@@ -47,7 +47,7 @@ KINDS = (
 )
 
 _CODE = re.compile(rb"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|%%.*?(?:%%|\Z)|`[^`\n]*`", re.S)
-_WIKILINK = re.compile(rb"(!?)\[\[([^\[\]\n]+)\]\]")
+_WIKILINK = re.compile(rb"\[\[([^\[\]\n]+)\]\]")  # starting at `[[`: searched for fast
 _MARKDOWN_LINK = re.compile(rb"\]\(([^()\s]+?\.md)(?:#[^()\s]*)?\)")
 _HEADER = re.compile(rb"\A---\r?\n(.*?)\r?\n---\r?\n", re.S)
 _ALIASES = re.compile(rb"^alias(?:es)?:", re.M)
@@ -105,7 +105,7 @@ def scan(walked: Walk) -> Choice:
     first: str | None = None
     links = 0
     aliases: set[str] = set()
-    bodies: list[tuple[str, list[tuple[bytes, bytes]]]] = []
+    bodies: list[tuple[str, list[Any]]] = []
     for relpath, path in zip(walked.relpaths, walked.paths, strict=True):
         data = _read(path)
         if data is None:
@@ -113,10 +113,16 @@ def scan(walked: Walk) -> Choice:
         header = _HEADER.match(data)
         if header is not None and _ALIASES.search(header.group(1)):
             aliases.update(_aliases_of(header.group(1)))
-        text = _CODE.sub(b"", data)
-        found = [(bang, inner) for bang, inner in _WIKILINK.findall(text)]
+        if b"[" not in data:  # no link of either kind
+            continue
+        code = b"`" in data or b"~~~" in data or b"%%" in data
+        text = _CODE.sub(b"", data) if code else data
+        found = [
+            (text[match.start() - 1 : match.start()] == b"!", match.group(1))
+            for match in _WIKILINK.finditer(text)
+        ]
         links += len(found)
-        seen = _count_markdown(text, relpath, paths, forms)
+        seen = _count_markdown(text, relpath, paths, forms) if b"](" in text else 0
         links += seen
         if seen and first is None:
             first = relpath
@@ -134,7 +140,7 @@ def scan(walked: Walk) -> Choice:
 
 
 def _count_wikilink(
-    bang: bytes,
+    bang: bool,
     inner: bytes,
     exact: set[str],
     stems: dict[str, str],
@@ -206,9 +212,10 @@ def _aliases_of(header: bytes) -> list[str]:
 def _read(path: str) -> bytes | None:
     try:
         with open(path, "rb") as handle:
-            return handle.read(_MAX_BYTES + 1)
+            data = handle.read()  # sized by the file (a read of 8 MiB would allocate that much)
     except OSError:
         return None
+    return data if len(data) <= _MAX_BYTES else None
 
 
 def _walk_digest(walked: Walk) -> str | None:
