@@ -146,3 +146,15 @@ def test_a_damaged_verdict_file_is_decided_again(tmp_path: Path) -> None:
     assert Vault.open(tmp_path).dialect == "obsidian"
     (tmp_path / ".hql" / "dialect.json").write_text(json.dumps({"walk": 1, "dialect": "x"}))
     assert Vault.open(tmp_path).dialect == "obsidian"
+
+
+def test_the_scan_never_waits_on_a_fifo(tmp_path: Path) -> None:
+    import os
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs here")
+    (tmp_path / "a.md").write_text("[[b|x]]\n")
+    (tmp_path / "b.md").write_text("b\n")
+    os.mkfifo(tmp_path / "pipe.md")
+    vault = Vault.open(tmp_path)  # would block forever if the scan opened the FIFO
+    assert vault.dialect == "obsidian" and "pipe" not in vault

@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import re
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,7 +107,10 @@ def scan(walked: Walk) -> Choice:
     links = 0
     aliases: set[str] = set()
     bodies: list[tuple[str, list[Any]]] = []
-    for relpath, path in zip(walked.relpaths, walked.paths, strict=True):
+    for relpath, path, status in zip(walked.relpaths, walked.paths, walked.statuses, strict=True):
+        # Only regular files: opening a FIFO would wait for a writer (the load refuses those).
+        if not (isinstance(status, os.stat_result) and stat.S_ISREG(status.st_mode)):
+            continue
         data = _read(path)
         if data is None:
             continue
@@ -210,12 +214,20 @@ def _aliases_of(header: bytes) -> list[str]:
 
 
 def _read(path: str) -> bytes | None:
+    """The file's bytes; None for anything but a regular file of at most 8 MiB (opened
+    without blocking, so a FIFO put in its place since the walk never waits)."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()  # sized by the file (a read of 8 MiB would allocate that much)
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
-    return data if len(data) <= _MAX_BYTES else None
+    try:
+        with os.fdopen(descriptor, "rb") as handle:
+            found = os.fstat(handle.fileno())
+            if not stat.S_ISREG(found.st_mode) or found.st_size > _MAX_BYTES:
+                return None
+            return handle.read()  # sized by the file (a read of 8 MiB would allocate that much)
+    except OSError:
+        return None
 
 
 def _walk_digest(walked: Walk) -> str | None:
