@@ -537,7 +537,8 @@ def _until(condition: Callable[[], bool], seconds: float = 30.0) -> bool:
 
 
 def test_the_watch_setting_starts_a_detached_watcher_that_unwatch_stops(garden: Path) -> None:
-    (garden / "hql.toml").write_text("[vault]\nwatch = true\n")
+    # The garden's links have spaces, which would read it as an Obsidian vault (with a note).
+    (garden / "hql.toml").write_text('[vault]\nwatch = true\ndialect = "reference"\n')
     state = garden / ".hql"
     try:
         counted = _hql("--vault", str(garden), "eval", "cards | count")
