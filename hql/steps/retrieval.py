@@ -10,7 +10,7 @@ when a step runs.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hql import messages
@@ -512,12 +512,7 @@ def fused_ranking(
         any(r.retrieval.approximate for r in rankings),
         extra,
     )
-    sections = {
-        hit.card: hit.detail["section"]
-        for ranking in rankings
-        for hit in ranking.hits
-        if hit.detail and "section" in hit.detail
-    }
+    sections = _sections(rankings)
     details = [
         {
             **({"section": sections[item.key]} if item.key in sections else {}),
@@ -634,11 +629,7 @@ def hybrid_ranking(
     passing = [
         None if verdict is None else {hit.card for hit in verdict.hits} for verdict in judged
     ]
-    sections = {
-        hit.card: hit.detail["section"]
-        for hit in by_meaning.hits
-        if hit.detail and "section" in hit.detail
-    }
+    sections = _sections((by_meaning,))
     details = [
         {
             **({"section": sections[item.key]} if item.key in sections else {}),
@@ -791,3 +782,13 @@ REGISTRY.add_function(
         run_envelope,
     )
 )
+
+
+def _sections(rankings: Iterable[Ranking]) -> dict[Any, Any]:
+    """The section each card's best passage came from, for the rankings whose hits name one."""
+    return {
+        hit.card: hit.detail["section"]
+        for ranking in rankings
+        for hit in ranking.hits
+        if hit.detail and "section" in hit.detail
+    }
