@@ -3151,3 +3151,21 @@ def base_no_view(name: str | None, names: list[str]) -> str:
 
 def base_view_heading(name: str, rows: int) -> str:
     return f"view: {name} ({plural(rows, 'row')})"
+
+
+# --- field-aware bm25 (`[search.fields]`) ---
+
+
+def search_fields_not_table() -> str:
+    return "`[search.fields]` must be a table of field weights, like `fields = { triggers = 5 }`"
+
+
+def search_field_unknown(name: str, known: tuple[str, ...]) -> str:
+    return (
+        f"`[search.fields]` names `{name}`, which is not a field bm25 weighs "
+        f"(the fields are {', '.join(known)})"
+    )
+
+
+def search_field_weight(name: str) -> str:
+    return f"`[search.fields] {name}` must be a number of at least 0, like `{name} = 2`"

@@ -222,7 +222,9 @@ def test_a_store_of_an_unknown_format_is_rebuilt_quietly(tmp_path: Path) -> None
     data = store.read_bytes()
     start = len(bm25._BLOCKED) + 8 + 32
     length = int.from_bytes(data[len(bm25._BLOCKED) : len(bm25._BLOCKED) + 8], "little")
-    header = data[start : start + length].replace(b'"format": 2', b'"format": 9')
+    header = data[start : start + length].replace(
+        f'"format": {bm25._BLOCKED_FORMAT}'.encode(), b'"format": 9'
+    )
     seal = hashlib.sha256(header).digest()
     store.write_bytes(data[: len(bm25._BLOCKED) + 8] + seal + header + data[start + length :])
     index = Bm25Index.build(cards, Analyzer(), tmp_path)

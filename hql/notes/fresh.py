@@ -113,10 +113,14 @@ def _turn(state_dir: Path) -> Any:
 def bm25_store(vault: Vault) -> Any:
     """The vault's bm25 index, its store under `.hql/` saved before returning."""
     from hql.search.bm25 import Bm25Index
+    from hql.search.fields import search_fields_for
     from hql.text.analyzer import Analyzer
 
     analyzer = Analyzer.from_config(vault.config.section("search"))
-    return Bm25Index.build(vault.lazy_cards(), analyzer, vault.state_dir, background_save=False)
+    fields = search_fields_for(vault)[0]
+    return Bm25Index.build(
+        vault.lazy_cards(), analyzer, vault.state_dir, background_save=False, fields=fields
+    )
 
 
 # --- vectors --------------------------------------------------------------------------

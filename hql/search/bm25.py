@@ -1,9 +1,12 @@
 """`hql.bm25.v1`: field-aware BM25 (BM25F) over analysed card text (product §4.1).
 
 Two fields per card: the title (weight 3) and the retrieval text of the reference's
-text contract (`card.text`). Per term and card, the field frequencies are normalised
-by field length (b = 0.75), weighted, summed, then saturated once (k1 = 1.2) and
-multiplied by a Lucene-style idf, `ln(1 + (N - df + 0.5) / (df + 0.5))`. Because that
+text contract (`card.text`). A card that declares recall fields (memory.md §2: summary,
+triggers, use_when, aliases, topics) has those as fields of their own, its body being
+the retrieval text without them (`hql.search.fields`; weights from `[search.fields]`).
+Per term and card, the field frequencies are normalised by field length (b = 0.75; each
+field's average over the cards that have it), weighted, summed, then saturated once
+(k1 = 1.2) and multiplied by a Lucene-style idf, `ln(1 + (N - df + 0.5) / (df + 0.5))`. Because that
 impact does not depend on the query, it is computed once per index revision and a
 query only adds up postings: numpy does the arithmetic over flat, term-sorted arrays.
 
@@ -34,18 +37,20 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 import numpy as np
 
 from hql import files, messages
+from hql.search.fields import DEFAULT_WEIGHTS, RECALL_FIELDS
 from hql.text.analyzer import PREFIX_MARK
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
+    from hql.search.fields import SearchFields
     from hql.text.analyzer import Analysis, Analyzer
 
 MODEL = "hql.bm25.v1"
 METRIC = "bm25"
 K1 = 1.2
 B = 0.75
-TITLE_WEIGHT = 3.0
+TITLE_WEIGHT = DEFAULT_WEIGHTS["title"]
 PREFIX_WEIGHT = 0.5  # a shared 5-letter prefix is weaker evidence than a shared word
 STORE_NAME = "bm25.v1.bin"
 _STORE_FORMAT = 1
@@ -56,7 +61,7 @@ _SEALED = b"HQL-BM2S"
 # The store: this mark, the header's length and sha256, the header, the sections (see
 # `_Postings.save`). Read in parts, each checked as it is read.
 _BLOCKED = b"HQL-BM2B"
-_BLOCKED_FORMAT = 2
+_BLOCKED_FORMAT = 3  # 3: the recall fields' sections
 # Entries per block of the postings: a query reads (and checks) only its terms' blocks.
 BLOCK_ENTRIES = 65536
 _SUM_BYTES = 32
@@ -155,6 +160,80 @@ def _title_field(card: SearchCard) -> str:
 
 
 @dataclass
+class _Fielded:
+    """The recall fields' part of the postings, held only for cards that declare recall
+    fields (in most vaults none does, and every array is empty).
+
+    `owner` lists those cards' slots in increasing order and `length` their terms per
+    field (a row per owner, a column per RECALL_FIELDS entry). An entry counts a term's
+    occurrences in one field of one card; entries are sorted by term, slot and field.
+    """
+
+    owner: npt.NDArray[np.int32]
+    length: npt.NDArray[np.float32]
+    term: npt.NDArray[np.int32]
+    slot: npt.NDArray[np.int32]
+    kind: npt.NDArray[np.uint8]
+    tf: npt.NDArray[np.uint16]
+
+    @classmethod
+    def empty(cls) -> _Fielded:
+        ints = np.zeros(0, np.int32)
+        lengths = np.zeros((0, len(RECALL_FIELDS)), np.float32)
+        return cls(ints, lengths, ints, ints, np.zeros(0, np.uint8), np.zeros(0, np.uint16))
+
+    def without_slots(
+        self, drop: npt.NDArray[np.bool_], renumber: npt.NDArray[np.int64]
+    ) -> _Fielded:
+        if not len(self.owner):
+            return self
+        owners, entries = ~drop[self.owner], ~drop[self.slot]
+        return _Fielded(
+            renumber[self.owner[owners]].astype(np.int32),
+            self.length[owners],
+            self.term[entries],
+            renumber[self.slot[entries]].astype(np.int32),
+            self.kind[entries],
+            self.tf[entries],
+        )
+
+    def with_entries(self, added: _Fielded) -> _Fielded:
+        """These entries and the added ones (whose owners are numbered after these)."""
+        if not len(added.owner):
+            return self
+        term = np.concatenate([self.term, added.term])
+        slot = np.concatenate([self.slot, added.slot])
+        kind = np.concatenate([self.kind, added.kind])
+        order = np.lexsort((kind, slot, term))
+        return _Fielded(
+            np.concatenate([self.owner, added.owner]),
+            np.concatenate([self.length, added.length]),
+            term[order],
+            slot[order],
+            kind[order],
+            np.concatenate([self.tf, added.tf])[order],
+        )
+
+    def check(self, slots: int, terms: int) -> None:
+        owners, entries = len(self.owner), len(self.term)
+        if self.length.shape != (owners, len(RECALL_FIELDS)):
+            raise ValueError("its recall fields' lengths disagree with their cards")
+        if {len(self.slot), len(self.kind), len(self.tf)} != {entries}:
+            raise ValueError("its recall fields' arrays disagree")
+        if owners and (
+            self.owner.min() < 0 or self.owner.max() >= slots or np.any(np.diff(self.owner) <= 0)
+        ):
+            raise ValueError("its recall fields name cards out of range")
+        if entries and (
+            self.term.min() < 0
+            or self.term.max() >= terms
+            or self.kind.max() >= len(RECALL_FIELDS)
+            or not np.isin(self.slot, self.owner).all()
+        ):
+            raise ValueError("its recall fields' postings are out of range")
+
+
+@dataclass
 class _Postings:
     """Term frequencies per (term, card slot), sorted by term then slot.
 
@@ -173,6 +252,7 @@ class _Postings:
     _term_ids: dict[str, int] | None = field(default=None, repr=False)
     seal: bytes = field(default=b"", repr=False)  # of the store these were read from, as read
     outdated: bool = field(default=False, repr=False)  # read from a store of an earlier layout
+    fielded: _Fielded = field(default_factory=_Fielded.empty, repr=False)
 
     @classmethod
     def empty(cls) -> _Postings:
@@ -209,35 +289,49 @@ class _Postings:
             self.title_tf[keep],
             self.text_tf[keep],
             self._term_ids,
+            fielded=self.fielded.without_slots(drop, renumber),
         )
         return kept, renumber
 
     def with_cards(
-        self, keys: Sequence[str], analyses: Sequence[tuple[Sequence[str], Sequence[str]]]
+        self,
+        keys: Sequence[str],
+        analyses: Sequence[tuple[Sequence[str], Sequence[str]]],
+        recall: Sequence[Mapping[int, Sequence[str]] | None] = (),
     ) -> _Postings:
-        """These postings plus new slots, one per (title terms, text terms), numbered last."""
+        """These postings plus new slots, one per (title terms, text terms), numbered last;
+        `recall` (when given, one per analysis) holds a card's terms per recall field (by
+        its number in RECALL_FIELDS), None for a card that declares none."""
         first_slot = len(self.keys)
         text_term, text_slot, text_tf = self._entries([text for _, text in analyses], first_slot)
         title_term, title_slot, title_tf = self._entries(
             [title for title, _ in analyses], first_slot
         )
+        added = self._recall_entries(recall, first_slot)
         new_term, new_slot, new_text_tf = text_term, text_slot, text_tf
         new_title_tf = np.zeros(len(new_term), dtype=np.uint16)
         # Give each title entry to the text entry of the same (term, slot); a title term
         # missing from the card text becomes an entry of its own.
-        text_keys = (new_term.astype(np.int64) << 32) | new_slot
-        title_keys = (title_term.astype(np.int64) << 32) | title_slot
-        at = np.searchsorted(text_keys, title_keys)
-        found = (at < len(text_keys)) & (
-            text_keys[np.minimum(at, len(text_keys) - 1)] == title_keys
+        new_term, new_slot, (new_text_tf, new_title_tf) = _joined(
+            new_term,
+            new_slot,
+            (new_text_tf, new_title_tf),
+            title_term,
+            title_slot,
+            (None, title_tf),
         )
-        new_title_tf[at[found]] = title_tf[found]
-        if not found.all():
-            missing = ~found
-            new_term = np.insert(new_term, at[missing], title_term[missing])
-            new_slot = np.insert(new_slot, at[missing], title_slot[missing])
-            new_text_tf = np.insert(new_text_tf, at[missing], 0.0)
-            new_title_tf = np.insert(new_title_tf, at[missing], title_tf[missing])
+        if len(added.term):
+            # A term found only in a recall field has an entry too (its field counts are
+            # the recall entries'), so every (term, card) that scores has one.
+            present = np.unique((added.term.astype(np.int64) << 32) | added.slot)
+            new_term, new_slot, (new_text_tf, new_title_tf) = _joined(
+                new_term,
+                new_slot,
+                (new_text_tf, new_title_tf),
+                (present >> 32).astype(np.int32),
+                (present & 0xFFFFFFFF).astype(np.int32),
+                (None, None),
+            )
         # Old entries are sorted and new slots are numbered last, so inserting each new
         # entry after the old entries of its term keeps the (term, slot) order.
         vocabulary_size = len(self.vocabulary)
@@ -254,6 +348,35 @@ class _Postings:
             np.insert(self.title_tf, at_old, new_title_tf),
             np.insert(self.text_tf, at_old, new_text_tf),
             self.term_ids,
+            fielded=self.fielded.with_entries(added),
+        )
+
+    def _recall_entries(
+        self, recall: Sequence[Mapping[int, Sequence[str]] | None], first_slot: int
+    ) -> _Fielded:
+        """The recall fields' entries of new slots numbered from `first_slot`."""
+        owners = [at for at, fields in enumerate(recall) if fields]
+        if not owners:
+            return _Fielded.empty()
+        lengths = np.zeros((len(owners), len(RECALL_FIELDS)), dtype=np.float32)
+        terms, slots, kinds, tfs = [], [], [], []
+        for kind in range(len(RECALL_FIELDS)):
+            texts = [(fields or {}).get(kind, ()) for fields in recall]
+            lengths[:, kind] = [len(texts[at]) for at in owners]
+            term, slot, tf = self._entries(texts, first_slot)
+            terms.append(term)
+            slots.append(slot)
+            kinds.append(np.full(len(term), kind, dtype=np.uint8))
+            tfs.append(tf)
+        term, slot, kind_of = np.concatenate(terms), np.concatenate(slots), np.concatenate(kinds)
+        order = np.lexsort((kind_of, slot, term))
+        return _Fielded(
+            np.asarray(owners, dtype=np.int32) + np.int32(first_slot),
+            lengths,
+            term[order],
+            slot[order],
+            kind_of[order],
+            np.concatenate(tfs)[order],
         )
 
     def _entries(
@@ -316,6 +439,7 @@ class _Postings:
             "title_length": self.title_length.astype("<f4"),
             "text_length": self.text_length.astype("<f4"),
             "term_start": self.term_start.astype("<i8"),
+            **_fielded_sections(self.fielded),
         }
         blocked = [
             np.ascontiguousarray(self.slot.astype("<i4", copy=False)),
@@ -439,8 +563,43 @@ _SMALL_SECTIONS = {
     "text_length": "<f4",
     "term_start": "<i8",
     "block_sums": "|u1",
+    "field_owner": "<i4",
+    "field_length": "<f4",
+    "field_term": "<i4",
+    "field_slot": "<i4",
+    "field_kind": "|u1",
+    "field_tf": "<u2",
 }
 _SECTION_DTYPES = {**_SMALL_SECTIONS, "slot": "<i4", "title_tf": "<u2", "text_tf": "<u2"}
+
+
+def _fielded_sections(fielded: _Fielded) -> dict[str, npt.NDArray[Any]]:
+    return {
+        "field_owner": fielded.owner.astype("<i4"),
+        "field_length": fielded.length.reshape(-1).astype("<f4"),
+        "field_term": fielded.term.astype("<i4"),
+        "field_slot": fielded.slot.astype("<i4"),
+        "field_kind": fielded.kind.astype("|u1"),
+        "field_tf": fielded.tf.astype("<u2"),
+    }
+
+
+def _fielded_of(reader: _StoreReader, slots: int, terms: int) -> _Fielded:
+    """The recall fields' part of a store, checked (raises when it is damaged)."""
+    owner = reader.section("field_owner").astype(np.int32)
+    lengths = reader.section("field_length").astype(np.float32)
+    if len(lengths) != len(owner) * len(RECALL_FIELDS):
+        raise StoreDamaged("its recall fields' lengths disagree with their cards")
+    fielded = _Fielded(
+        owner,
+        lengths.reshape(len(owner), len(RECALL_FIELDS)),
+        reader.section("field_term").astype(np.int32),
+        reader.section("field_slot").astype(np.int32),
+        reader.section("field_kind").astype(np.uint8),
+        reader.section("field_tf").astype(np.uint16),
+    )
+    fielded.check(slots, terms)
+    return fielded
 
 
 def _block_sum(*parts: npt.NDArray[Any]) -> bytes:
@@ -584,8 +743,11 @@ class _StoredPostings(_Postings):
     """Postings of a store read in parts: the small sections at once, the keys when first
     asked for, the entries block by block (or whole, when an update needs them all)."""
 
-    def __init__(self, reader: _StoreReader, vocabulary: str, term_start: Any) -> None:
+    def __init__(
+        self, reader: _StoreReader, vocabulary: str, term_start: Any, fielded: _Fielded
+    ) -> None:
         self._reader = reader
+        self.fielded = fielded
         # Split when first needed: a query finds its few terms in the text itself.
         self._vocabulary_lines = f"\n{vocabulary}\n"
         self._vocabulary: list[str] | None = None if vocabulary else []
@@ -612,7 +774,7 @@ class _StoredPostings(_Postings):
         term_start = reader.section("term_start")
         terms = vocabulary.count("\n") + 1 if vocabulary else 0
         _check_term_start(term_start, terms, reader.entries)
-        return cls(reader, vocabulary, term_start)
+        return cls(reader, vocabulary, term_start, _fielded_of(reader, reader.slots, terms))
 
     @property
     def vocabulary(self) -> list[str]:
@@ -718,6 +880,44 @@ def _stable_order(values: npt.NDArray[np.int32]) -> npt.NDArray[np.intp]:
     return order[np.argsort(high[order], kind="stable")]
 
 
+def _joined(
+    term: npt.NDArray[np.int32],
+    slot: npt.NDArray[np.int32],
+    columns: tuple[npt.NDArray[np.uint16], ...],
+    extra_term: npt.NDArray[np.int32],
+    extra_slot: npt.NDArray[np.int32],
+    extra_columns: tuple[npt.NDArray[np.uint16] | None, ...],
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], tuple[npt.NDArray[np.uint16], ...]]:
+    """Entries sorted by (term, slot) joined with extra ones, also sorted and distinct: an
+    extra entry of a (term, slot) present sets its values there (a column given as None is
+    left as it is), one not present becomes an entry of its own (0 in the columns not given)."""
+    keys = (term.astype(np.int64) << 32) | slot
+    extra_keys = (extra_term.astype(np.int64) << 32) | extra_slot
+    at = np.searchsorted(keys, extra_keys)
+    found = (
+        (at < len(keys)) & (keys[np.minimum(at, len(keys) - 1)] == extra_keys)
+        if len(keys)
+        else np.zeros(len(extra_keys), dtype=np.bool_)
+    )
+    columns = tuple(column.copy() for column in columns)
+    for column, extra in zip(columns, extra_columns, strict=True):
+        if extra is not None:
+            column[at[found]] = extra[found]
+    if found.all():
+        return term, slot, columns
+    missing = ~found
+    where = at[missing]
+    joined = tuple(
+        np.insert(column, where, extra[missing] if extra is not None else 0)
+        for column, extra in zip(columns, extra_columns, strict=True)
+    )
+    return (
+        np.insert(term, where, extra_term[missing]),
+        np.insert(slot, where, extra_slot[missing]),
+        joined,
+    )
+
+
 def _lengths(analyses: Iterable[Sequence[str]]) -> npt.NDArray[np.float32]:
     return np.asarray([len(terms) for terms in analyses], dtype=np.float32)
 
@@ -785,9 +985,11 @@ class Bm25Index(Generic[CardT]):
         analyzer: Analyzer,
         warnings: list[str],
         analysed: int,
+        fields: SearchFields | None = None,
     ) -> None:
         self.cards = _held(cards)
         self.analyzer = analyzer
+        self.fields = fields
         self.warnings = warnings
         self.analysed = analysed  # cards analysed by this build (the rest came from the store)
         self.damage: str | None = None  # why its store was found damaged while searching
@@ -803,6 +1005,10 @@ class Bm25Index(Generic[CardT]):
     @property
     def revision(self) -> str:
         return self.analyzer.fingerprint
+
+    @property
+    def store_fingerprint(self) -> str:
+        return _store_fingerprint(self.analyzer, self.fields)
 
     @property
     def _keys(self) -> list[str]:
@@ -824,6 +1030,7 @@ class Bm25Index(Generic[CardT]):
         background_save: bool = False,
         previous: Bm25Index[Any] | None = None,
         trust_store: str | None = None,
+        fields: SearchFields | None = None,
     ) -> Bm25Index[CardT]:
         """Index the cards, reusing a stored analysis for every card whose content is unchanged.
 
@@ -831,12 +1038,14 @@ class Bm25Index(Generic[CardT]):
         vault, built with the same analyser) or else from the store under `state_dir`.
         With `background_save`, the updated store is written by a (non-daemon) thread, so
         the index answers queries at once; a crash before the write only costs re-analysis.
-        `trust_store` set (to why not) ignores the store and writes it anew.
+        `trust_store` set (to why not) ignores the store and writes it anew. `fields` splits
+        the cards that declare recall fields into fields of their own (`hql.search.fields`);
+        without it every card is ranked over its title and whole text.
         """
         warnings: list[str] = list(analyzer.config_warnings)
         store_path = state_dir / STORE_NAME if state_dir is not None else None
-        fingerprint = analyzer.fingerprint
-        if previous is not None and previous.analyzer.fingerprint == fingerprint:
+        fingerprint = _store_fingerprint(analyzer, fields)
+        if previous is not None and previous.store_fingerprint == fingerprint:
             postings = previous._postings
         elif trust_store is not None:
             warnings.append(messages.search_index_unreadable(str(store_path), trust_store))
@@ -847,16 +1056,16 @@ class Bm25Index(Generic[CardT]):
             recorded = match.recalled(store_path) if match is not None else None
             if recorded is not None and len(recorded) == postings.slots and not postings.outdated:
                 # the store's slots were matched to these very cards before
-                return cls(cards, recorded, postings, analyzer, warnings, 0)
+                return cls(cards, recorded, postings, analyzer, warnings, 0, fields)
         loaded = postings
         keys = _keys_of(cards)
         try:
             unchanged = len(postings.keys)
-            slot_of_card, postings, fresh = _merged(cards, keys, postings, analyzer)
+            slot_of_card, postings, fresh = _merged(cards, keys, postings, analyzer, fields)
         except StoreDamaged as error:  # found reading its keys or entries
             warnings.append(messages.search_index_unreadable(str(store_path), _reason(error)))
             loaded, unchanged = _Postings.empty(), 0
-            slot_of_card, postings, fresh = _merged(cards, keys, loaded, analyzer)
+            slot_of_card, postings, fresh = _merged(cards, keys, loaded, analyzer, fields)
         card_of_slot = np.empty(len(cards), dtype=np.int64)
         card_of_slot[np.asarray(slot_of_card, dtype=np.int64)] = np.arange(len(cards))
         match = _Match.of(cards, postings, fingerprint)
@@ -872,13 +1081,17 @@ class Bm25Index(Generic[CardT]):
                 _save_quietly(*save)
         elif store_path is not None and match is not None and postings is loaded and loaded.seal:
             match.record(store_path, loaded.seal, card_of_slot)
-        built = cls(cards, card_of_slot, postings, analyzer, warnings, len(fresh))
+        built = cls(cards, card_of_slot, postings, analyzer, warnings, len(fresh), fields)
         built._keys = keys
         return built
 
     @classmethod
     def cached(
-        cls, cards: Sequence[CardT], analyzer: Analyzer, state_dir: Path | None = None
+        cls,
+        cards: Sequence[CardT],
+        analyzer: Analyzer,
+        state_dir: Path | None = None,
+        fields: SearchFields | None = None,
     ) -> Bm25Index[CardT]:
         """The index of these cards, kept in memory between queries of one process.
 
@@ -886,7 +1099,10 @@ class Bm25Index(Generic[CardT]):
         the same objects, re-pointed at new card objects when only they changed (a vault
         reload), and updated incrementally (in memory, store saved behind) otherwise.
         """
-        key = (str(state_dir) if state_dir is not None else None, analyzer.fingerprint)
+        key = (
+            str(state_dir) if state_dir is not None else None,
+            _store_fingerprint(analyzer, fields),
+        )
         previous = _RECENT.pop(key, None)
         if previous is not None and len(previous.cards) == len(cards):
             if previous.cards is cards or all(
@@ -896,9 +1112,9 @@ class Bm25Index(Generic[CardT]):
             elif previous._keys == _keys_of(cards):
                 index = previous._for_cards(cards)
             else:
-                index = cls.build(cards, analyzer, state_dir, True, previous)
+                index = cls.build(cards, analyzer, state_dir, True, previous, fields=fields)
         else:
-            index = cls.build(cards, analyzer, state_dir, True, previous)
+            index = cls.build(cards, analyzer, state_dir, True, previous, fields=fields)
         _RECENT[key] = index
         while len(_RECENT) > _RECENT_LIMIT:
             _RECENT.pop(next(iter(_RECENT)))
@@ -1140,8 +1356,11 @@ class Bm25Index(Generic[CardT]):
         counts = postings.term_count
         self._ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self._idf = _idf(documents, counts).astype(np.float32)
-        self._text_scale = 1.0 / _length_norm(postings.text_length)
-        self._title_scale = TITLE_WEIGHT / _length_norm(postings.title_length)
+        weights = self.fields.weights if self.fields is not None else DEFAULT_WEIGHTS
+        self._text_scale = weights["body"] / _length_norm(postings.text_length)
+        self._title_scale = weights["title"] / _length_norm(postings.title_length)
+        fielded = postings.fielded
+        self._field_scale = _field_scales(fielded.length, [weights[name] for name in RECALL_FIELDS])
         self._impacts: dict[int, tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]] = {}
         self._impacts_held = 0
 
@@ -1158,6 +1377,7 @@ class Bm25Index(Generic[CardT]):
         # Most entries are body-only; the title part is added where the title has the term.
         in_title = np.flatnonzero(title_tf)
         weighted[in_title] += title_tf[in_title] * self._title_scale[slot[in_title]]
+        self._add_recall_fields(term_id, slot, weighted)
         weighted /= weighted + np.float32(K1)  # the saturation
         weighted *= self._idf[term_id]
         if self._impacts_held + len(weighted) > _IMPACTS_KEPT:
@@ -1166,6 +1386,22 @@ class Bm25Index(Generic[CardT]):
         self._impacts[term_id] = (slot, weighted)
         self._impacts_held += len(weighted)
         return slot, weighted
+
+    def _add_recall_fields(
+        self, term_id: int, slot: npt.NDArray[np.int32], weighted: npt.NDArray[np.float32]
+    ) -> None:
+        """Add a term's weighted, length-normalised frequencies in the recall fields to its
+        entries' (`slot`, sorted) field sums; a vault without recall fields has none."""
+        fielded = self._postings.fielded
+        if not len(fielded.term):
+            return
+        start, end = np.searchsorted(fielded.term, (term_id, term_id + 1))
+        if start == end:
+            return
+        card_slot = fielded.slot[start:end]
+        row = np.searchsorted(fielded.owner, card_slot)
+        scale = self._field_scale[row, fielded.kind[start:end]]
+        np.add.at(weighted, np.searchsorted(slot, card_slot), fielded.tf[start:end] * scale)
 
 
 # Entries whose impacts an index keeps between queries (4 bytes each).
@@ -1191,6 +1427,21 @@ def _length_norm(lengths: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     return (1.0 - B + B * lengths / average).astype(np.float32)
 
 
+def _field_scales(
+    lengths: npt.NDArray[np.float32], weights: Sequence[float]
+) -> npt.NDArray[np.float32]:
+    """Each recall field's weight over its length norm, per card that has recall fields; a
+    field's average length is taken over the cards that have it (most cards have none)."""
+    scales = np.zeros(lengths.shape, dtype=np.float32)
+    for column, weight in enumerate(weights):
+        present = lengths[:, column] > 0
+        if present.any():
+            average = float(lengths[present, column].mean())
+            norm = 1.0 - B + B * lengths[present, column] / average
+            scales[present, column] = (weight / norm).astype(np.float32)
+    return scales
+
+
 def _best_with_ties(
     found: npt.NDArray[np.int64], scores: npt.NDArray[np.float32], limit: int
 ) -> Any:
@@ -1201,7 +1452,11 @@ def _best_with_ties(
 
 
 def _merged(
-    cards: Sequence[SearchCard], keys: Sequence[str], postings: _Postings, analyzer: Analyzer
+    cards: Sequence[SearchCard],
+    keys: Sequence[str],
+    postings: _Postings,
+    analyzer: Analyzer,
+    fields: SearchFields | None = None,
 ) -> tuple[list[int], _Postings, list[int]]:
     """The postings of these cards made from stored ones: each card's slot, the postings,
     the cards analysed afresh."""
@@ -1209,14 +1464,32 @@ def _merged(
     fresh = [index for index, slot in enumerate(slot_of_card) if slot < 0]
     if fresh:
         _prefetch(cards, fresh)
-        analyses = [
-            (analyzer.terms(_title_field(cards[i])), analyzer.terms(cards[i].text)) for i in fresh
-        ]
+        analyses, recall = [], []
+        for i in fresh:
+            card = cards[i]
+            split = fields.split(card) if fields is not None else None
+            body = card.text if split is None else split[0]
+            analyses.append((analyzer.terms(_title_field(card)), analyzer.terms(body)))
+            recall.append(None if split is None else _recall_terms(split[1], analyzer))
         first = len(postings.keys)
-        postings = postings.with_cards([keys[i] for i in fresh], analyses)
+        postings = postings.with_cards([keys[i] for i in fresh], analyses, recall)
         for offset, index in enumerate(fresh):
             slot_of_card[index] = first + offset
     return slot_of_card, postings, fresh
+
+
+def _recall_terms(texts: Mapping[str, str], analyzer: Analyzer) -> dict[int, list[str]]:
+    """A card's terms per recall field, by the field's number in RECALL_FIELDS."""
+    return {
+        number: analyzer.terms(texts[name])
+        for number, name in enumerate(RECALL_FIELDS)
+        if texts.get(name)
+    }
+
+
+def _store_fingerprint(analyzer: Analyzer, fields: SearchFields | None) -> str:
+    """What a store's postings depend on: the analyser, and how cards are split into fields."""
+    return analyzer.fingerprint if fields is None else f"{analyzer.fingerprint}+{fields.key}"
 
 
 def _reuse_stored_slots(keys: Sequence[str], postings: _Postings) -> tuple[list[int], _Postings]:

@@ -28,19 +28,25 @@ def bm25_index(
     says why): it is replaced by one built without the store.
     """
     from hql.search.bm25 import Bm25Index
+    from hql.search.fields import fields_of, search_fields_for
     from hql.text.analyzer import Analyzer
 
     if vault is None:
-        return Bm25Index.build(list(cards), Analyzer.from_config(None), None), []
+        return Bm25Index.build(
+            list(cards), Analyzer.from_config(None), None, fields=fields_of()
+        ), []
     with _bm25_lock:
         index = _bm25_indexes.get(vault)
         if index is None or index is damaged or getattr(index.cards, "stale", False):
             analyzer = Analyzer.from_config(vault.config.section("search"))
+            fields, problems = search_fields_for(vault)
             why = damaged.damage if damaged is not None and index is damaged else None
             # A vault opened from its catalogue builds only the cards the index hands out.
-            index = Bm25Index.build(vault.lazy_cards(), analyzer, vault.state_dir, trust_store=why)
+            index = Bm25Index.build(
+                vault.lazy_cards(), analyzer, vault.state_dir, trust_store=why, fields=fields
+            )
             _bm25_indexes[vault] = index
-            return index, list(index.warnings)
+            return index, [*problems, *index.warnings]
     return index, []
 
 

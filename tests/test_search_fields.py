@@ -1,0 +1,184 @@
+"""Field-aware bm25 (BM25F) over the recall fields, weighted by `[search.fields]` (memory.md §2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hql
+from hql.search.bm25 import Bm25Index
+from hql.search.fields import DEFAULT_WEIGHTS, field_weights, fields_of, search_fields_for
+from hql.text.analyzer import Analyzer
+from hql.vault.recall import field_mapping, field_texts
+
+FIXTURES = Path(__file__).parent / "fixtures"
+UPSTREAM = Path("/work/shared/upstream-fixtures")
+
+
+def _vault(root: Path, cards: dict[str, str], toml: str = "") -> hql.Vault:
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in cards.items():
+        (root / f"{name}.md").write_text(text, encoding="utf-8")
+    if toml:
+        (root / "hql.toml").write_text(toml, encoding="utf-8")
+    return hql.Vault.open(str(root), use_cache=False)
+
+
+def _ranked(vault: hql.Vault, question: str) -> list[str]:
+    outcome = hql.run(
+        f'import bm25\ncards | bm25("{question}") | map(h => h.card.name)', vault=vault
+    )
+    assert not outcome.failed, outcome.render_reports()
+    return list(outcome.value)
+
+
+def _card(front: str, body: str) -> str:
+    return f"---\n{front}---\n{body}\n"
+
+
+CARDS = {
+    "train-lesson": _card(
+        "title: Planning notes\ntriggers: [release train]\n"
+        "ignore_when: [github pages]\ntopics: [scheduling]\n",
+        "Notes about planning the quarter.",
+    ),
+    "train-mention": _card(
+        "title: Station log\n", "The release train leaves at nine; a release train is a schedule."
+    ),
+    "pages": _card(
+        "title: Static sites\n", "How to publish with github pages and a custom domain."
+    ),
+}
+
+
+def test_a_trigger_outweighs_the_same_words_in_a_body(tmp_path: Path) -> None:
+    vault = _vault(tmp_path / "v", CARDS)
+    assert _ranked(vault, "release train") == ["train-lesson", "train-mention"]
+    # Weighted 0, a trigger is no evidence, and the card no longer holds the words at all:
+    # its body is its text without the recall fields.
+    zero = _vault(tmp_path / "z", CARDS, "[search.fields]\ntriggers = 0\n")
+    assert _ranked(zero, "release train") == ["train-mention"]
+
+
+def test_ignore_when_is_never_evidence(tmp_path: Path) -> None:
+    vault = _vault(tmp_path / "v", CARDS)
+    assert _ranked(vault, "github pages") == ["pages"]
+    # Ranked over its whole text (no fields), the card matched its own ignore_when phrase.
+    whole = Bm25Index.build(list(vault.cards), Analyzer())
+    assert "train-lesson" in [hit.card.name for hit in whole.search("github pages")]
+
+
+def test_topics_and_title_count_with_their_weights(tmp_path: Path) -> None:
+    vault = _vault(tmp_path / "v", CARDS)
+    assert _ranked(vault, "scheduling")[0] == "train-lesson"
+    cards = list(vault.cards)
+
+    def score(weights: dict[str, float], question: str, name: str) -> float:
+        index = Bm25Index.build(cards, Analyzer(), fields=fields_of(weights))
+        return {hit.card.name: hit.score for hit in index.search(question)}[name]
+
+    for field, question, name in (
+        ("title", "station", "train-mention"),
+        ("topics", "scheduling", "train-lesson"),
+    ):
+        lighter = score({**DEFAULT_WEIGHTS, field: 1.0}, question, name)
+        assert lighter < score(DEFAULT_WEIGHTS, question, name)
+
+
+def test_each_field_is_normalised_by_its_own_average_length(tmp_path: Path) -> None:
+    cards = {
+        "short": _card("triggers: [rotate keys]\n", "Body."),
+        "long": _card(
+            "triggers: [rotate keys, renew certificates, audit logs, revoke tokens, "
+            "scan images, pin versions]\n",
+            "Body.",
+        ),
+    }
+    vault = _vault(tmp_path / "v", cards)
+    index = Bm25Index.build(list(vault.cards), Analyzer(), fields=fields_of())
+    scores = {hit.card.name: hit.score for hit in index.search("rotate")}
+    assert scores["short"] > scores["long"] > 0
+
+
+def test_search_fields_weights_are_read_and_checked(tmp_path: Path) -> None:
+    weights, problems = field_weights({"triggers": 8, "topics": "much", "colour": 2, "body": -1})
+    assert weights == {**DEFAULT_WEIGHTS, "triggers": 8.0}
+    assert len(problems) == 3
+    assert any("`colour`" in problem for problem in problems)
+    vault = _vault(tmp_path / "v", CARDS, '[search.fields]\ntopics = "much"\n')
+    outcome = hql.run('import bm25\ncards | bm25("release")', vault=vault)
+    assert not outcome.failed
+    assert any("[search.fields] topics" in report.message for report in outcome.reports)
+    assert search_fields_for(vault)[0].weight("topics") == DEFAULT_WEIGHTS["topics"]
+
+
+def test_a_mapped_nested_key_is_a_field_and_leaves_the_body(tmp_path: Path) -> None:
+    cards = {
+        "ome": _card(
+            "criteria:\n  use_when: deploying on a friday\n  owner: ops\n",
+            "Ask the release owner.",
+        )
+    }
+    vault = _vault(tmp_path / "v", cards, '[context.fields]\nuse_when = "criteria.use_when"\n')
+    mapping = field_mapping({"use_when": "criteria.use_when"})[0]
+    split = field_texts(vault.cards[0], mapping)
+    assert split is not None
+    body, texts = split
+    assert texts == {"use_when": "deploying on a friday"}
+    assert "friday" not in body and "ops" in body and "release owner" in body
+    assert _ranked(vault, "friday") == ["ome"]
+
+
+def _fixture_vaults() -> list[Path]:
+    found = [path for path in sorted(FIXTURES.iterdir()) if path.is_dir()]
+    if UPSTREAM.is_dir():
+        found += [path for path in sorted(UPSTREAM.iterdir()) if path.is_dir()]
+    return found
+
+
+@pytest.mark.parametrize("root", _fixture_vaults(), ids=lambda path: path.name)
+def test_a_vault_without_recall_fields_ranks_exactly_as_before(root: Path) -> None:
+    cards = list(hql.Vault.open(str(root), use_cache=False).cards)
+    plain = Bm25Index.build(cards, Analyzer())
+    fielded = Bm25Index.build(cards, Analyzer(), fields=fields_of())
+    assert not len(fielded._postings.fielded.owner), "this fixture declares recall fields"
+    questions = [card.title for card in cards] + [" ".join(c.title for c in cards[:5])]
+    for question in questions:
+        before, after = plain.scores(question), fielded.scores(question)
+        assert (before is None) == (after is None)
+        if before is not None:
+            assert np.array_equal(before, after), question
+
+
+def test_the_store_keeps_the_recall_fields(tmp_path: Path) -> None:
+    root = tmp_path / "v"
+    state = tmp_path / "state"
+    vault = _vault(root, CARDS)
+    fields = fields_of()
+    first = Bm25Index.build(list(vault.cards), Analyzer(), state, fields=fields)
+    again = Bm25Index.build(list(vault.cards), Analyzer(), state, fields=fields)
+    assert first.analysed == 3 and again.analysed == 0
+
+    def scores(index: Bm25Index[hql.Card], question: str) -> list[tuple[str, float]]:
+        return [(hit.card.name, hit.score) for hit in index.search(question)]
+
+    for question in ("release train", "scheduling", "github pages", "planning"):
+        assert scores(again, question) == scores(first, question)
+    # Without fields the same store is not reused: it was split another way.
+    assert Bm25Index.build(list(vault.cards), Analyzer(), state).analysed == 3
+    Bm25Index.build(list(vault.cards), Analyzer(), state, fields=fields)
+    # One card changed, one removed: the store's recall entries follow, as a fresh build has them.
+    (root / "train-lesson.md").write_text(
+        _card("triggers: [release train, code freeze]\n", "Notes."), encoding="utf-8"
+    )
+    (root / "pages.md").unlink()
+    edited = list(hql.Vault.open(str(root), use_cache=False).cards)
+    updated = Bm25Index.build(edited, Analyzer(), state, fields=fields)
+    fresh = Bm25Index.build(edited, Analyzer(), fields=fields)
+    assert updated.analysed == 1
+    for question in ("release train", "code freeze", "scheduling", "nine"):
+        got, want = scores(updated, question), scores(fresh, question)
+        assert [name for name, _ in got] == [name for name, _ in want]
+        assert [score for _, score in got] == pytest.approx([score for _, score in want])
