@@ -1,6 +1,7 @@
 """Context blocks: what an agent gets from `hql context`, on LoCoMo and at 5k cards.
 
-    .venv/bin/python bench/context.py [--budget 1500] [--quality-only | --cost-only]
+    .venv/bin/python bench/context.py [--budget 1500]
+                                      [--quality-only | --cost-only | --calibrate]
                                       [--reuse DIR] [--repeats 7]
 
 Quality (../shared/datasets/locomo-dev, three conversations; see its README): one note per
@@ -12,6 +13,9 @@ every question asked of the whole corpus. For `hql context` with the budget (1,5
   block is empty (wrongly empty);
 * unanswerable (category 5): the share whose block is empty (abstention);
 * the blocks' mean estimated tokens;
+
+for all questions and for the odd-numbered half alone (the even half is where the
+someone-else rule's margin was chosen: `--calibrate` prints that sweep);
 
 against `bm25 | take(5)` in the same run (evidence session among the five; never empty;
 its tokens are the five cards' whole text, what an agent pastes without a block).
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -114,6 +119,12 @@ def locomo_vault(root: Path) -> list[dict]:
     return questions
 
 
+# The questions are numbered in file order (26, 30, 41), each file's `qa` in order; the
+# someone-else rule's margin was chosen on the even-numbered ones (`--calibrate`) and the
+# odd-numbered ones are the figures it is judged by.
+HALVES = {"all": (0, 1), "odd (reported)": (1,), "even (calibration)": (0,)}
+
+
 def quality(budget: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder) / "locomo"
@@ -121,67 +132,103 @@ def quality(budget: int) -> None:
         vault = hql.Vault.open(root)
         session = hql.Session(vault)
         program = "import bm25\ncards | bm25($q) | take(5)"
-        rows: dict[str, list[float]] = {
-            key: []
-            for key in (
-                "ctx_hit",
-                "ctx_share",
-                "ctx_empty_answerable",
-                "ctx_empty_unanswerable",
-                "ctx_tokens",
-                "bm_hit",
-                "bm_share",
-                "bm_tokens",
-            )
-        }
+        rows = []
         started = time.perf_counter()
-        for item in questions:
+        for number, item in enumerate(questions):
             block = assemble(vault, item["question"], budget=budget)
-            chosen = {entry.name for entry in block.items}
             outcome = session.run(program, "<bench>", params={"q": item["question"]})
             top = [hit.card for hit in outcome.value]
-            answerable = item["category"] != 5 and item["sessions"]
-            if answerable:
-                wanted = item["sessions"]
-                rows["ctx_hit"].append(bool(chosen & wanted))
-                rows["ctx_share"].append(len(chosen & wanted) / len(wanted))
-                rows["ctx_empty_answerable"].append(not chosen)
-                names = {card.name for card in top}
-                rows["bm_hit"].append(bool(names & wanted))
-                rows["bm_share"].append(len(names & wanted) / len(wanted))
-            elif item["category"] == 5:
-                rows["ctx_empty_unanswerable"].append(not chosen)
-            rows["ctx_tokens"].append(block.tokens)
-            rows["bm_tokens"].append(sum(estimate_tokens(card.text) for card in top))
+            rows.append(
+                {
+                    "half": number % 2,
+                    **_judged(item, {entry.name for entry in block.items}, "ctx"),
+                    **_judged(item, {card.name for card in top}, "bm"),
+                    "ctx_tokens": block.tokens,
+                    "bm_tokens": sum(estimate_tokens(card.text) for card in top),
+                }
+            )
         elapsed = time.perf_counter() - started
-    answerable = len(rows["ctx_hit"])
-    unanswerable = len(rows["ctx_empty_unanswerable"])
-    mean = statistics.fmean
+    answerable = sum(1 for row in rows if "ctx_hit" in row)
+    unanswerable = sum(1 for row in rows if "ctx_abstained" in row)
     print(
         f"LoCoMo dev ({len(questions)} questions: {answerable} answerable with evidence, "
         f"{unanswerable} unanswerable), budget {budget} tokens, {elapsed:.1f} s for both"
     )
     print(f"{'':44}{'hql context':>14}{'bm25|take(5)':>14}")
-    print(
-        f"{'evidence session in the block (answerable)':44}"
-        f"{mean(rows['ctx_hit']):>14.3f}{mean(rows['bm_hit']):>14.3f}   target >= 0.92"
-    )
-    print(
-        f"{'  share of evidence sessions':44}"
-        f"{mean(rows['ctx_share']):>14.3f}{mean(rows['bm_share']):>14.3f}"
-    )
-    print(
-        f"{'empty block, unanswerable (abstained)':44}"
-        f"{mean(rows['ctx_empty_unanswerable']):>14.3f}{0.0:>14.3f}   target >= 0.25"
-    )
-    print(
-        f"{'empty block, answerable (wrongly empty)':44}"
-        f"{mean(rows['ctx_empty_answerable']):>14.3f}{0.0:>14.3f}   target <= 0.05"
-    )
+    lines = [
+        ("evidence session in the block (answerable)", "hit", "target >= 0.92"),
+        ("  share of evidence sessions", "share", ""),
+        ("empty block, unanswerable (abstained)", "abstained", "target >= 0.25"),
+        ("empty block, answerable (wrongly empty)", "empty", "target <= 0.05"),
+    ]
+    for halves, which in ((HALVES["all"], "all questions"), ((1,), "odd half (reported)")):
+        print(f"  {which}")
+        chosen = [row for row in rows if row["half"] in halves]
+        for label, key, target in lines:
+            print(
+                f"{label:44}{_mean(chosen, 'ctx_' + key):>14.3f}"
+                f"{_mean(chosen, 'bm_' + key):>14.3f}   {target}".rstrip()
+            )
     print(
         f"{'mean tokens (estimated, ceil(chars / 4))':44}"
-        f"{mean(rows['ctx_tokens']):>14.1f}{mean(rows['bm_tokens']):>14.1f}"
+        f"{_mean(rows, 'ctx_tokens'):>14.1f}{_mean(rows, 'bm_tokens'):>14.1f}"
     )
+
+
+def _judged(item: dict, chosen: set[str], prefix: str) -> dict[str, float]:
+    """One question's figures for the cards a method chose."""
+    if item["category"] == 5:
+        return {f"{prefix}_abstained": not chosen}
+    wanted = item["sessions"]
+    if not wanted:
+        return {}
+    return {
+        f"{prefix}_hit": bool(chosen & wanted),
+        f"{prefix}_share": len(chosen & wanted) / len(wanted),
+        f"{prefix}_empty": not chosen,
+    }
+
+
+def _mean(rows: list[dict], key: str) -> float:
+    values = [row[key] for row in rows if key in row]
+    return statistics.fmean(values) if values else 0.0
+
+
+# Calibration: the margin chosen is the one that abstains most on the even half while the
+# evidence session stays in the block for at least this share of its answerable questions
+# and at most this share of them is wrongly empty (both stricter than the targets).
+CALIBRATION_HIT = 0.93
+CALIBRATION_EMPTY = 0.03
+MARGINS = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, math.inf)
+
+
+def calibrate(budget: int) -> None:
+    """The someone-else rule's margin swept on the even-numbered questions only."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder) / "locomo"
+        questions = locomo_vault(root)[0::2]
+        vault = hql.Vault.open(root)
+        print(f"calibration half: {len(questions)} even-numbered questions, budget {budget}")
+        print(f"{'margin':>8}{'hit':>8}{'abstained':>11}{'wrongly empty':>15}")
+        best = None
+        for margin in MARGINS:
+            rows = []
+            for item in questions:
+                block = assemble(vault, item["question"], budget=budget, speaker_margin=margin)
+                rows.append(_judged(item, {entry.name for entry in block.items}, "ctx"))
+            hit, abstained = _mean(rows, "ctx_hit"), _mean(rows, "ctx_abstained")
+            empty = _mean(rows, "ctx_empty")
+            print(f"{margin:>8g}{hit:>8.3f}{abstained:>11.3f}{empty:>15.3f}")
+            eligible = hit >= CALIBRATION_HIT and empty <= CALIBRATION_EMPTY
+            if eligible and (best is None or abstained > best[1]):
+                best = (margin, abstained)
+        from hql.context.speakers import SOMEONE_ELSE_MARGIN
+
+        chosen = "none" if best is None else f"{best[0]:g}"
+        print(
+            f"chosen (most abstention with hit >= {CALIBRATION_HIT}, wrongly empty <= "
+            f"{CALIBRATION_EMPTY}): {chosen}; hql.context.speakers uses {SOMEONE_ELSE_MARGIN:g}"
+        )
 
 
 # --- cost at 5k cards --------------------------------------------------------------------
@@ -285,7 +332,11 @@ def main() -> None:
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--quality-only", action="store_true")
     which.add_argument("--cost-only", action="store_true")
+    which.add_argument("--calibrate", action="store_true")
     args = parser.parse_args()
+    if args.calibrate:
+        calibrate(args.budget)
+        return
     if not args.cost_only:
         quality(args.budget)
     if not args.quality_only:

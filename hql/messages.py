@@ -3169,3 +3169,22 @@ def search_field_unknown(name: str, known: tuple[str, ...]) -> str:
 
 def search_field_weight(name: str) -> str:
     return f"`[search.fields] {name}` must be a number of at least 0, like `{name} = 2`"
+
+
+# --- context blocks: prompts about someone a transcript records (memory.md §4) ------------
+
+
+def context_about_someone_else(
+    person: str, speaker: str, theirs: float, own: float, margin: float
+) -> str:
+    return (
+        f"no card passed: the prompt asks about {person}, but in the transcripts what matches it "
+        f"was said by {speaker} (their best turn weighs {theirs:.1f}, {person}'s best "
+        f"{own:.1f}: more than {margin:g} times less)"
+    )
+
+
+def context_rejected_someone_else(person: str, speaker: str) -> str:
+    return (
+        f"a transcript: the prompt asks about {person}, and what matches it was said by {speaker}"
+    )

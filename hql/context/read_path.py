@@ -15,8 +15,9 @@ A candidate passes when
 
 Passing cards are ordered by evidence, then those the words rule kept in its
 order (libraries interleaved by rank, the project first); near-duplicates are
-collapsed (a project's card over a library's); the block is filled within the
-budget. Every candidate that did not make it is in the diagnostics with its
+collapsed (a project's card over a library's). A prompt about one speaker of the
+candidate transcripts whose words someone else said (hql.context.speakers) leaves the
+transcripts out. The block is filled within the budget. Every candidate that did not make it is in the diagnostics with its
 reason, and nothing here stores the prompt.
 """
 
@@ -36,6 +37,7 @@ from hql.context.block import (
     item_for,
 )
 from hql.context.collapse import collapsed_hits, priority_of
+from hql.context.speakers import SOMEONE_ELSE_MARGIN
 from hql.record import record
 from hql.values import Hit
 from hql.version import __version__
@@ -84,8 +86,12 @@ def assemble(
     count_tokens: TokenCounter | None = None,
     statuses: Iterable[str] = ("active",),
     warn: Callable[[str], None] | None = None,
+    speaker_margin: float = SOMEONE_ELSE_MARGIN,
 ) -> Context:
-    """The context block for `prompt` from `vault` (and its libraries); see the module."""
+    """The context block for `prompt` from `vault` (and its libraries); see the module.
+
+    `speaker_margin` is the someone-else rule's margin (hql.context.speakers; `math.inf`
+    turns the rule off)."""
     from hql.context.evidence import DEFAULT_EVIDENCE
 
     floor = DEFAULT_EVIDENCE if threshold is None else threshold
@@ -130,14 +136,22 @@ def assemble(
         }
         for name, kept in hidden.items()
     ]
+    hits, elsewhere = _about_someone_else(prompt, hits, sources, speaker_margin)
+    if elsewhere is not None:
+        reason = messages.context_rejected_someone_else(elsewhere.person, elsewhere.speaker)
+        rejected += [
+            {"card": name, "library": library_of(name, passing), "reason": reason}
+            for name in elsewhere.cards
+        ]
     items = [item_for(hit, _fields(hit, sources)) for hit in hits]
-    abstention = None if items else _abstention(candidates, floor)
+    abstention = None if items else _abstention(candidates, floor, elsewhere, speaker_margin)
     diagnostics: dict[str, Any] = {
         "versions": versions,
         "counts": counts,
         "threshold": {
             "evidence": floor,
             "words": {"share_of_best": WORDS_SHARE, "depth": considered},
+            "someone_else": {"margin": speaker_margin},
         },
         "collapse": {"threshold": collapse["threshold"], "hidden": collapse["hidden"]},
         "abstention": abstention,
@@ -325,8 +339,51 @@ def _fields(hit: Hit, sources: Sequence[Source]) -> Any:
     from hql.context.fields import recall_fields
     from hql.context.prompt import mapping_for
 
-    vault = next((s.vault for s in sources if s.library == getattr(hit.card, "library", "")), None)
-    return recall_fields(hit.card, mapping_for(vault if vault is not None else sources[0].vault))
+    return recall_fields(hit.card, mapping_for(_source_of(hit, sources).vault))
+
+
+def _source_of(hit: Hit, sources: Sequence[Source]) -> Source:
+    library = getattr(hit.card, "library", "")
+    return next((s for s in sources if s.library == library), sources[0])
+
+
+@record
+class Elsewhere:
+    """The transcripts left out because the prompt's person did not say what matched."""
+
+    person: str
+    speaker: str
+    theirs: float
+    own: float
+    cards: tuple[str, ...]
+
+
+def _about_someone_else(
+    prompt: str, hits: list[Hit], sources: Sequence[Source], margin: float
+) -> tuple[list[Hit], Elsewhere | None]:
+    """The hits without the transcripts, when the prompt asks about one of their speakers
+    and someone else said what matches it (hql.context.speakers); a `must` card stays."""
+    from hql.context.speakers import Read, about_someone_else, transcript_of
+    from hql.search.shared import analyzer_for, bm25_index
+
+    read = []
+    transcripts = set()
+    for hit in hits:
+        vault = _source_of(hit, sources).vault
+        analyzer = analyzer_for(vault)
+        transcript = transcript_of(hit.card, analyzer)
+        if transcript is None:
+            continue
+        transcripts.add(hit.card.name)
+        index = bm25_index(vault, vault.lazy_cards())[0]
+        read.append(Read(transcript, index.idf, frozenset(analyzer.terms(prompt)), analyzer.terms))
+    verdict = about_someone_else(prompt, read, margin)
+    if verdict is None:
+        return hits, None
+    left_out = [h.card.name for h in hits if h.card.name in transcripts and not _must(h)]
+    kept = [hit for hit in hits if hit.card.name not in left_out]
+    found = Elsewhere(verdict.person, verdict.speaker, verdict.theirs, verdict.own, tuple(left_out))
+    return kept, found
 
 
 def _rejection(candidate: Candidate) -> dict[str, Any]:
@@ -341,7 +398,16 @@ def library_of(name: str, candidates: Sequence[Candidate]) -> str:
     return next((c.library for c in candidates if c.hit.card.name == name), "project")
 
 
-def _abstention(candidates: Sequence[Candidate], floor: int) -> str:
+def _abstention(
+    candidates: Sequence[Candidate],
+    floor: int,
+    elsewhere: Elsewhere | None = None,
+    margin: float = SOMEONE_ELSE_MARGIN,
+) -> str:
+    if elsewhere is not None:
+        return messages.context_about_someone_else(
+            elsewhere.person, elsewhere.speaker, elsewhere.theirs, elsewhere.own, margin
+        )
     if not candidates:
         return messages.context_no_candidates()
     best = max(int(c.hit.score) for c in candidates)

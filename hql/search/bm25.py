@@ -1318,6 +1318,13 @@ class Bm25Index(Generic[CardT]):
             total += _query_weight(term, count) * idf
         return float(total)
 
+    def idf(self, term: str) -> float:
+        """How rare an analysed term is among the cards (0.0 for a term no card holds)."""
+        term_id = self._postings.term_id(term)
+        if term_id is None or term_id >= len(self._idf):
+            return 0.0
+        return float(self._idf[term_id])
+
     def _query_terms(self, query: str) -> list[tuple[int, float]]:
         """(term id, weight) of each known query term: its count, halved for prefixes."""
         weighted = []
