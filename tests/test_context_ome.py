@@ -18,10 +18,12 @@ from hql.context.prompt import rank_prompt
 
 pytestmark = pytest.mark.skipif(not ome_cases.EVAL.exists(), reason="needs ../shared/eval")
 
-# Measured on this ranker; the target is 96. The cases it gets wrong need what a lexical
+# Measured on this ranker (the target is 96). The ten it gets wrong need what a lexical
 # ranker over one library does not have: project scope and near-duplicate collapse (4),
-# OME's intent modes and signal routing (5), a Chinese prompt for an English card (2).
-RIGHT_AT_LEAST = 93
+# OME's intent modes (2), a Chinese prompt for an English card (2), or more than the
+# words a short prompt shares (2: "commit my staged changes" for trigger `git commit`,
+# the four characters 链路干净).
+RIGHT_AT_LEAST = 96
 
 
 def test_ome_cases(tmp_path: Path) -> None:

@@ -6,14 +6,16 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 import hql
 from hql.context.envelope import read_envelope, symbol_parts
-from hql.context.evidence import evidence_of
-from hql.context.fields import field_mapping, recall_fields
+from hql.context.evidence import Evidence, PromptView, affirmed_part, evidence, evidence_of
+from hql.context.fields import RecallFields, field_mapping, recall_fields
 from hql.context.prompt import rank_prompt
+from hql.text.analyzer import Analyzer
 
 
 def test_envelope_takes_a_prompt_apart() -> None:
@@ -231,3 +233,40 @@ def test_recall_fields_on_c() -> None:
     )
     assert list(archived.value.items) == ["old-release-process"]
     assert str(hql.check("cards | map(c => c.summary)", vault=vault).type) == "List<Option<String>>"
+
+
+def _evidence_for(prompt: str, fields: RecallFields, title: str = "A card") -> Evidence:
+    card = SimpleNamespace(title=title, body="")
+    return evidence(PromptView(prompt, Analyzer()), card, fields)
+
+
+def test_a_standalone_bu_refuses_what_follows() -> None:
+    assert "修改" not in affirmed_part("只读查看 git diff，不修改、暂存或提交。")
+    assert "git diff" in affirmed_part("只读查看 git diff，不修改、暂存或提交。")
+    # Inside a word (不同: different, 不过: but) 不 negates nothing.
+    assert "方法" in affirmed_part("用不同的方法修改")
+    assert "修改" in affirmed_part("不过这里要修改配置")
+
+
+def test_an_ignore_phrase_mostly_present_takes_points() -> None:
+    fields = RecallFields(
+        triggers=("continue modifying the current git diff",),
+        ignore_when=("只读 review 当前 git diff",),
+    )
+    near = _evidence_for("只读查看 git diff 并给 findings", fields)
+    assert near.channels["near_ignore"] < 0 and near.gate is None
+    far = _evidence_for("继续修改 git diff", fields)
+    assert "near_ignore" not in far.channels
+    # What the prompt holds of the phrase must be more than the card's own words:
+    # `git log` is not near `git commit` for a card about git.
+    git = RecallFields(triggers=("git commit",), ignore_when=("git log",), topics=("git",))
+    assert "near_ignore" not in _evidence_for("git commit my changes", git).channels
+
+
+def test_a_pasted_uuid_holds_the_word_uuid() -> None:
+    fields = RecallFields(triggers=("session uuid",))
+    pasted = _evidence_for(
+        "look up 123e4567-e89b-12d3-a456-426614174000 in the session log", fields
+    )
+    plain = _evidence_for("look up the session log", fields)
+    assert pasted.channels["trigger"] > plain.channels.get("trigger", 0)

@@ -218,3 +218,19 @@ def test_every_hits_matched_terms_add_up_to_its_score(index: Bm25Index[Card]) ->
     for hit in hits:
         assert hit.matched
         assert sum(hit.matched.values()) == pytest.approx(hit.score, rel=1e-5)
+
+
+def test_scores_of_many_queries_are_each_querys_scores(index: Bm25Index[Card]) -> None:
+    import numpy as np
+
+    queries = ["opening hours", "xylophone quasar", "长城有多长？", "passe 20 passe", ""]
+    among = [card for card in index.cards if card.name != "biblioteca"]
+    for subset in (None, among):
+        many = index.scores_of_many(queries, subset)
+        assert len(many) == len(queries)
+        for query, scores in zip(queries, many, strict=True):
+            one = index.scores(query, subset)
+            assert (scores is None) == (one is None), query
+            if one is not None and scores is not None:
+                assert np.allclose(scores, one, rtol=1e-6, atol=1e-6), query
+                assert np.array_equal(np.flatnonzero(scores), np.flatnonzero(one)), query

@@ -15,6 +15,8 @@ Channels (points, capped at 100 in all):
   tokens (`github` is not `git`);
 - `cjk`: the longest run of Chinese, Japanese or Korean characters the prompt shares with
   the card's strong fields (bigrams are how such text is read without a dictionary);
+- `near_ignore`: an `ignore_when` phrase the prompt holds half or more of, not exactly,
+  takes away (NEAR_IGNORE times the share);
 - `priority`: `must` adds, `may` takes away, only for a card with evidence of its own.
 """
 
@@ -54,6 +56,7 @@ CJK_PER_CHAR = 6  # each character of the longest shared run beyond two
 CJK_MAX = 24
 MUST = 10
 MAY = -10
+NEAR_IGNORE = -20  # times the share of an ignore_when phrase's units the prompt holds
 
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
 
@@ -97,7 +100,8 @@ class PromptView:
         self.whole = phrase_form(prompt)
         affirmed = affirmed_part(prompt)
         self.affirmed = phrase_form(affirmed)
-        self.units = units_of(analyzer, affirmed)
+        self.units = units_of(analyzer, affirmed) | identifier_kinds(affirmed)
+        self.all_units = units_of(analyzer, prompt)
         self.prefixes = frozenset(
             t for t in analyzer.analyze(affirmed).terms if t.startswith("pref:")
         )
@@ -105,6 +109,20 @@ class PromptView:
         self.technical = tuple(
             dict.fromkeys(token.casefold() for token in self.envelope.technical if len(token) > 1)
         )
+
+
+# Identifiers an agent pastes, and the word that names their kind: a prompt holding a
+# UUID holds the unit `uuid` (a card triggered by "session uuid" is asked for), one holding
+# a web address the unit `url`.
+_IDENTIFIERS = (
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "uuid"),
+    (re.compile(r"\bhttps?://\S+", re.I), "url"),
+)
+
+
+def identifier_kinds(text: str) -> frozenset[str]:
+    """The kind words of the identifiers in a text (`uuid`, `url`)."""
+    return frozenset(kind for pattern, kind in _IDENTIFIERS if pattern.search(text))
 
 
 # A prompt's clauses for negation: a negation runs to the end of its clause, across a
@@ -128,8 +146,30 @@ def affirmed_part(prompt: str) -> str:
     kept: list[str] = []
     for clause in _CLAUSE.split(prompt):
         found = _NEGATION.search(clause)
-        kept.append(clause[: found.start()] if found else clause)
+        clause = clause[: found.start()] if found else clause
+        not_word = _not_word(clause)
+        kept.append(clause if not_word is None else not_word)
     return " ".join(kept)
+
+
+def _not_word(clause: str) -> str | None:
+    """The clause (normalised) up to a Chinese `不` that stands as a word of its own, as the
+    analyser segments it (`不修改`: do not change), else None; inside a word (`不同`, `不过`)
+    it negates nothing."""
+    if "不" not in clause:
+        return None
+    from hql.text.analyzer import normalize, segment
+
+    form = normalize(clause)
+    at = 0
+    for word in segment(clause):
+        found = form.find(word, at)
+        if found < 0:
+            return None
+        if word == "不":
+            return form[:found]
+        at = found + len(word)
+    return None
 
 
 # Characters that separate phrases; `/`, `.`, `_`, `-`, `#` and `@` stay inside a token
@@ -222,6 +262,9 @@ def evidence(
     cjk = _cjk(view, title, fields)
     if cjk:
         channels["cjk"] = cjk
+    near_ignore = _near_ignore(view, title, fields)
+    if near_ignore:
+        channels["near_ignore"] = near_ignore
     base = sum(channels.values())
     # Priority orders cards that already have evidence; it never makes evidence.
     if base >= DEFAULT_EVIDENCE and fields.priority == "must":
@@ -258,6 +301,30 @@ def _trigger(view: PromptView, fields: RecallFields) -> int:
         if share >= PARTIAL_SHARE:
             best = max(best, TRIGGER_PARTIAL * share)
     return max(round(best), TRIGGER_WORD if whole else 0)
+
+
+def _near_ignore(view: PromptView, title: str, fields: RecallFields) -> int:
+    """Points taken for an `ignore_when` phrase the prompt holds half or more of (its units,
+    negations included: such phrases often name what is refused), though not exactly, when
+    what it holds of it is more than the card's own words (`git log` is not near `git commit`
+    for a card about git)."""
+    if not fields.ignore_when:
+        return 0
+    own: set[str] = set()
+    for text in (title, *fields.triggers, *fields.aliases, *_summary(fields), *fields.use_when):
+        own |= units_of(view.analyzer, text)
+    for topic in fields.topics:
+        own |= units_of(view.analyzer, topic)
+    best = 0.0
+    for phrase in fields.ignore_when:
+        units = units_of(view.analyzer, phrase)
+        if len(units) < 2:
+            continue
+        held = units & view.all_units
+        share = len(held) / len(units)
+        if share >= PARTIAL_SHARE and held - own:
+            best = max(best, share)
+    return round(NEAR_IGNORE * best)
 
 
 def _plain_word(phrase: str) -> bool:
@@ -314,15 +381,24 @@ def _coverage(view: PromptView, title: str, fields: RecallFields) -> int:
 def _technical(view: PromptView, card: Any, fields: RecallFields) -> int:
     if not view.technical:
         return 0
-    texts = [getattr(card, "title", "") or "", getattr(card, "body", "") or ""]
-    texts += [*fields.triggers, *fields.aliases, *fields.topics, *fields.use_when]
-    texts += _summary(fields)
-    haystack = "\n".join(texts).casefold()
+    texts = (*fields.triggers, *fields.aliases, *fields.topics, *fields.use_when)
+    haystack = _haystack(
+        getattr(card, "title", "") or "",
+        getattr(card, "body", "") or "",
+        (*texts, *_summary(fields)),
+    )
     # Most tokens are absent: a substring test spares the boundary pattern.
     found = sum(1 for token in view.technical if token in haystack and _has_token(haystack, token))
     if not found:
         return 0
     return min(TECHNICAL_MAX, TECHNICAL + TECHNICAL_MORE * (found - 1))
+
+
+@functools.lru_cache(maxsize=4096)
+def _haystack(title: str, body: str, fields: tuple[str, ...]) -> str:
+    """A card's text as technical tokens are looked for in it (kept: a card is a candidate
+    for many prompts)."""
+    return "\n".join((title, body, *fields)).casefold()
 
 
 def _has_token(haystack: str, token: str) -> bool:

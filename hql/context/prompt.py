@@ -170,7 +170,9 @@ def _fused(
     import numpy as np
 
     fused = np.zeros(len(index.cards), dtype=np.float64)
-    scored = {name: index.scores(query, among) for name, query in variants if name != "prompt"}
+    named = [(name, query) for name, query in variants if name != "prompt"]
+    many = index.scores_of_many([query for _, query in named], among)
+    scored = {name: scores for (name, _), scores in zip(named, many, strict=True)}
     segments = [scores for name, scores in scored.items() if name.startswith("segment")]
     if segments and whole_is_sum:
         # BM25 is a sum over the query's terms, so the whole prompt scores as the sum of
