@@ -323,6 +323,10 @@ def test_hybrid_fuses_words_and_meaning(shared_vault) -> None:
     first = ranking.hits[0].detail["inputs"]
     assert [place["rank"] for place in first] == [1, 1] and first[1]["standing"] > 0
     json.dumps(outcome.to_json())
+    judged = vaults.run('import hybrid\ncards | hybrid("penguins catch fish") | relevant')
+    cutoff = judged.value.retrieval.extra["cutoff"]
+    assert cutoff["rule"] == "words-or-meaning" and cutoff["kept"] == 1
+    assert cutoff["by_meaning"] + cutoff["by_words"] == 1
 
 
 @on_every_store
@@ -517,3 +521,34 @@ def test_an_analyser_is_built_once_per_vault_and_follows_its_configuration(tmp_p
     assert run(relevant, second).json_text() == ranked_after
     assert run(relevant, first).json_text() == ranked_before
     assert run('analyze("reset password")', None).value.tree["words"] == ["reset", "password"]
+
+
+def test_a_synonym_of_the_vaults_own_group_corroborates_a_note_in_another_language(
+    tmp_path: Path,
+) -> None:
+    """A Portuguese question whose only match with an English note is a synonym: kept when
+    the group is the vault's own (`[search] synonyms`); a built-in group (price) is not the
+    vault's, and a match through it alone is still dropped as uncorroborated."""
+    root = tmp_path / "help"
+    root.mkdir()
+    (root / "hql.toml").write_text(
+        '[search]\nsynonyms = [["refund", "reembolso"]]\n', encoding="utf-8"
+    )
+    for name, text in {
+        "refunds": "# Refunds\n\nA refund is paid back to the card used, within 14 days.",
+        "plans": "# Plans\n\nThe price of the yearly plan is shown at checkout.",
+        "themes": "# Themes\n\nThemes change how the app looks; install them from settings.",
+        **{f"topic-{n}": f"# Topic {n}\n\nNotes about topic number {n}." for n in range(12)},
+    }.items():
+        (root / f"{name}.md").write_text(text + "\n", encoding="utf-8")
+    vault = hql.open_vault(root, use_cache=False)
+
+    def relevant(question: str) -> Ranking:
+        return run(f'import bm25\ncards | bm25("{question}") | relevant', vault).value
+
+    assert [hit.card.name for hit in relevant("como pedir um reembolso da assinatura")] == [
+        "refunds"
+    ]
+    through_builtin = relevant("qual é o preço da assinatura anual")
+    assert [hit.card.name for hit in through_builtin] == []
+    assert through_builtin.retrieval.extra["cutoff"]["uncorroborated"] == 1

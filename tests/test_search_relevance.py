@@ -97,3 +97,48 @@ def test_a_model_with_known_cosines_is_judged_by_its_floor() -> None:
     assert [name for name, _ in cosine_rule(items, _score, e5)[0]] == ["a", "b"]
     # A model without a floor keeps the general rules.
     assert cosine_rule(items, _score, "some-http-model")[1].rule == "median-margin"
+
+
+def test_hybrid_keeps_what_stands_out_by_meaning_or_words_meaning_does_not_contradict() -> None:
+    """words_or_meaning on e5-like cosines (floor 0.85, spread 0.01): meaning keeps only
+    what is within 1.5 spreads of the best it kept; a words hit needs the floor."""
+    from hql.search.relevance import Meaning, words_or_meaning
+
+    # (name, bm25 rule kept it, meaning: (cosine, semantic rule kept it) or None)
+    hits = [
+        ("callouts", False, (0.878, True)),
+        ("close", False, (0.866, True)),  # within 1.5 x 0.01 of 0.878
+        ("far", False, (0.855, True)),  # the semantic rule's 0.06 window kept it; too far
+        ("words", True, (0.851, False)),  # words, and meaning above the floor
+        ("contradicted", True, (0.80, False)),  # words, but meaning below the floor
+        ("beyond", True, None),  # the meaning arm did not hand it on: words alone
+    ]
+    kept, cutoff = words_or_meaning(
+        hits,
+        lambda hit: hit[1],
+        lambda hit: None if hit[2] is None else Meaning(*hit[2]),
+        median=0.84,
+        spread=0.01,
+        model="multilingual-e5-small",
+    )
+    assert [name for name, _, _ in kept] == ["callouts", "close", "words", "beyond"]
+    assert cutoff.rule == "words-or-meaning"
+    assert cutoff.parameters["by_meaning"] == 2 and cutoff.parameters["by_words"] == 2
+    assert cutoff.parameters["reach"] == pytest.approx(0.863)
+    # An off-topic question: the semantic rule kept nothing, bm25's one common word is
+    # below the floor: nothing is kept.
+    off_topic = [("templates", True, (0.83, False)), ("tables", False, (0.82, False))]
+    kept, cutoff = words_or_meaning(
+        off_topic,
+        lambda hit: hit[1],
+        lambda hit: Meaning(*hit[2]),
+        median=0.80,
+        spread=0.01,
+        model="multilingual-e5-small",
+    )
+    assert kept == [] and "reach" not in cutoff.parameters
+    # A model without a calibrated floor: words need at least the meaning arm's median.
+    kept, _ = words_or_meaning(
+        off_topic, lambda hit: hit[1], lambda hit: Meaning(*hit[2]), 0.82, 0.05, "other"
+    )
+    assert [name for name, _, _ in kept] == ["templates"]

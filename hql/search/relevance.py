@@ -59,11 +59,20 @@ STANDOUT_WINDOW = 1.5
 MAD_TO_SIGMA = 1.4826
 STANDOUT_MINIMUM = 5  # fewer candidates have no spread to speak of: the fixed rule applies
 PREFIX_MARK = "pref:"
+# hybrid's meaning side keeps hits within this many of its arm's robust spreads of the best
+# meaning (bench/meaning.py --only help, calibration half; docs/retrieval.md).
+MEANING_WINDOW = 1.5
 # The cosine below which a model's hit is no evidence, measured on the OME cases and the
 # questions of bench/relevance.py (bench/quality.py --only ome-e5 prints the trade-off).
+# all-MiniLM-L6-v2's floor is from the Help vault's question set (bench/meaning.py --only
+# help --model minilm, calibration half): its off-topic questions reach at most 0.28, the
+# answerable English ones' best notes at least 0.46, and the median-margin rule kept a
+# note for 13 of 14 off-topic questions.
 MODEL_FLOORS: dict[str, float] = {
     "multilingual-e5-small": 0.85,
     "intfloat/multilingual-e5-small": 0.85,
+    "sentence-transformers/all-MiniLM-L6-v2": 0.30,
+    "all-MiniLM-L6-v2": 0.30,
 }
 
 # A clause's words after one of these are negated ("do not use X": X is not asked for).
@@ -211,6 +220,63 @@ def cosine_rule(
     return standout(items, score)
 
 
+@dataclass(frozen=True)
+class Meaning:
+    """What the meaning arm of a fusion said of one hit: its cosine, and whether the
+    arm's own default rule kept it (None: the arm did not hand the hit on)."""
+
+    cosine: float
+    kept: bool
+
+
+def words_or_meaning(
+    items: Sequence[ItemT],
+    by_words: Callable[[ItemT], bool],
+    meaning: Callable[[ItemT], Meaning | None],
+    median: float,
+    spread: float,
+    model: str | None = None,
+    window: float = MEANING_WINDOW,
+) -> tuple[list[ItemT], Cutoff]:
+    """hybrid's rule: a hit is kept when its meaning stands out, or its words are evidence
+    that its meaning does not contradict.
+
+    * meaning: the meaning arm's own rule keeps it, and its cosine is within `window`
+      robust spreads (`spread`, over the arm's candidates) of the best cosine. The arm's
+      rule says whether anything stands out; the window keeps only what stands out as
+      much as the best does, where a fixed window of cosine (0.06) reaches far into
+      a crowded model's candidates (e5's spread is about 0.01).
+    * words: the bm25 rule keeps it (`by_words`), and its cosine is at least the model's
+      calibrated floor (MODEL_FLOORS) or, for a model without one, the arm's median. A hit
+      the meaning arm did not hand on is judged by its words alone.
+    """
+    floor = MODEL_FLOORS.get(model or "")
+    against = floor if floor is not None else median
+    said = [meaning(item) for item in items]
+    standing_out = [found.cosine for found in said if found is not None and found.kept]
+    reach = max(standing_out) - window * spread if standing_out else math.inf
+    kept: list[ItemT] = []
+    by_meaning = by_words_only = 0
+    for item, found in zip(items, said, strict=True):
+        if found is not None and found.kept and found.cosine >= reach:
+            by_meaning += 1
+            kept.append(item)
+        elif by_words(item) and (found is None or found.cosine >= against):
+            by_words_only += 1
+            kept.append(item)
+    parameters: dict[str, Any] = {
+        "window": window,
+        "spread": spread,
+        "words_need": f"cosine >= {'the floor' if floor is not None else 'the median'}",
+        "against": against,
+        "by_meaning": by_meaning,
+        "by_words": by_words_only,
+    }
+    if standing_out:
+        parameters["reach"] = reach
+    return kept, Cutoff("words-or-meaning", parameters, len(kept), len(items))
+
+
 def affirmed_text(question: str) -> str:
     """The question without its negated parts: each clause cut at its first negation."""
     kept: list[str] = []
@@ -232,18 +298,25 @@ def evidence_filter(
 
 
 def corroboration(
-    matched: Callable[[ItemT], Collection[str]], affirmed: Collection[str]
+    matched: Callable[[ItemT], Collection[str]],
+    affirmed: Collection[str],
+    vouched: Collection[str] = (),
 ) -> tuple[Callable[[ItemT], bool], int]:
     """Whether a hit shares enough distinct question words, and how many that is.
 
     Words are the question's unmarked, affirmed terms (no prefixes, pairs or synonyms);
     a question with fewer than CORROBORATING_TERMS words asks for all of them.
+    `vouched`: the question's synonym terms from the vault's own groups. A hit matching
+    one is corroborated by it: the vault's author said those words mean the same, which
+    is how a note in another language than the question is found by its words.
     """
     words = {term for term in affirmed if ":" not in term}
     needed = max(1, min(CORROBORATING_TERMS, len(words)))
+    vouching = frozenset(vouched)
 
     def corroborated(item: ItemT) -> bool:
-        return len(words.intersection(matched(item))) >= needed
+        terms = matched(item)
+        return len(words.intersection(terms)) >= needed or not vouching.isdisjoint(terms)
 
     return corroborated, needed
 

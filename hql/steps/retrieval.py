@@ -399,12 +399,16 @@ def apply_relevance(ranking: Ranking, minimum: float | None, vault: Vault | None
 
     retrieval = ranking.retrieval
     cutoff: Cutoff
-    if retrieval.metric in ("rrf", "standing") and minimum is None:
+    if retrieval.metric == "standing" and minimum is None:
+        kept, cutoff = _words_or_meaning(ranking)
+    elif retrieval.metric == "rrf" and minimum is None:
         kept, cutoff = _any_input_passes(ranking)
     else:
         evidence = corroborated = None
         if retrieval.metric == "bm25":
-            affirmed = set(analyzer_for(vault).analyze(affirmed_text(retrieval.query)).terms)
+            analyzer = analyzer_for(vault)
+            analysis = analyzer.analyze(affirmed_text(retrieval.query))
+            affirmed = set(analysis.terms)
 
             def matched(hit: Hit) -> Collection[str]:
                 return (hit.detail or {}).get("matched", {})
@@ -412,7 +416,7 @@ def apply_relevance(ranking: Ranking, minimum: float | None, vault: Vault | None
             def evidence(hits: Sequence[Hit]) -> list[Hit]:
                 return evidence_filter(hits, matched, affirmed)
 
-            corroborated = corroboration(matched, affirmed)
+            corroborated = corroboration(matched, affirmed, analyzer.own_synonyms(analysis))
 
         kept, cutoff = relevant(
             list(ranking.hits),
@@ -433,6 +437,38 @@ def apply_relevance(ranking: Ranking, minimum: float | None, vault: Vault | None
     }
     extra = {key: value for key, value in retrieval.extra.items() if key != "precut"}
     return restated(kept, replace(retrieval, extra={**extra, "cutoff": record}))
+
+
+def _words_or_meaning(ranking: Ranking) -> tuple[list[Hit], Any]:
+    """The hybrid default (`hql.search.relevance.words_or_meaning`), read from what each
+    hit recorded of its two arms (bm25 first, semantic second)."""
+    from hql.search.relevance import Meaning, words_or_meaning
+
+    extra = ranking.retrieval.extra
+    standings = extra.get("standings") or [None, None]
+    inputs = extra.get("inputs") or [{}, {}]
+    meaning_arm = standings[1] or {"median": 0.0, "spread": 0.0}
+
+    def arm(hit: Hit, which: int) -> dict[str, Any] | None:
+        places = (hit.detail or {}).get("inputs") or [None, None]
+        return places[which]
+
+    def by_words(hit: Hit) -> bool:
+        place = arm(hit, 0)
+        return bool(place and place.get("relevant"))
+
+    def meaning(hit: Hit) -> Meaning | None:
+        place = arm(hit, 1)
+        return None if place is None else Meaning(place["score"], bool(place.get("relevant")))
+
+    return words_or_meaning(
+        list(ranking.hits),
+        by_words,
+        meaning,
+        meaning_arm["median"],
+        meaning_arm["spread"],
+        inputs[1].get("model"),
+    )
 
 
 def _any_input_passes(ranking: Ranking) -> tuple[list[Hit], Any]:

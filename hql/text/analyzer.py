@@ -133,6 +133,9 @@ class _SynonymTable:
             }
         )
 
+    def group_names(self) -> set[str]:
+        return {name for entries in self.by_first_word.values() for _, name in entries}
+
     def find(self, words: Sequence[str]) -> list[tuple[str, str]]:
         found: list[tuple[str, str]] = []
         table = self.by_first_word
@@ -226,6 +229,20 @@ class Analyzer:
         }
         digest = hashlib.sha256(json.dumps(config, ensure_ascii=False).encode()).hexdigest()
         return f"{self.version}+{digest[:16]}"
+
+    @cached_property
+    def own_synonym_groups(self) -> frozenset[str]:
+        """The names of the vault's own synonym groups (`[search] synonyms`, not the
+        built-in ones), as an analysis names the group a synonym was found in."""
+        return frozenset(_SynonymTable.build(self.synonym_groups, segment).group_names())
+
+    def own_synonyms(self, analysis: Analysis) -> frozenset[str]:
+        """The synonym terms of `analysis` that come from the vault's own groups."""
+        return frozenset(
+            SYNONYM_MARK + group
+            for _, group in analysis.synonyms
+            if group in self.own_synonym_groups
+        )
 
     def analyze(self, text: str) -> Analysis:
         """Words, terms, ignored words and synonyms of a text (cached per text)."""
