@@ -3188,3 +3188,37 @@ def context_rejected_someone_else(person: str, speaker: str) -> str:
     return (
         f"a transcript: the prompt asks about {person}, and what matches it was said by {speaker}"
     )
+
+
+# --- rerank (hql.search.rerank, the `rerank` step) ---------------------------------------
+
+
+def rerank_not_configured() -> str:
+    return (
+        "`rerank` needs a rerank endpoint: add `[rerank] url = "
+        '"http://127.0.0.1:8787/rerank"` (and `model`) to hql.toml'
+    )
+
+
+def rerank_bad_setting(key: str, expected: str) -> str:
+    return f"`[rerank] {key}` must be {expected}"
+
+
+def rerank_unreachable(url: str, reason: str) -> str:
+    return f"the rerank endpoint {url} cannot be reached: {reason}"
+
+
+def rerank_http_status(url: str, status: int, reason: str) -> str:
+    return f"the rerank endpoint {url} answered HTTP {status} {reason}"
+
+
+def rerank_bad_response(url: str, problem: str) -> str:
+    return f"the rerank endpoint {url} answered something that is not a ranking: {problem}"
+
+
+def rerank_fell_back(reason: str) -> str:
+    return f"{reason}, so the ranking keeps its order, as `[rerank] on_unavailable` asks"
+
+
+def rerank_bad_cap(found: object) -> str:
+    return f"`rerank`'s `cap` must be a positive whole number, not {found}"

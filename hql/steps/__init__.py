@@ -17,6 +17,7 @@ from hql.steps import (  # noqa: F401
     notes,
     pictures,
     present,
+    rerank,
     retrieval,
     strings,
 )
