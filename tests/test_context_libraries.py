@@ -94,7 +94,14 @@ def test_a_library_that_cannot_be_opened_is_a_warning(vault: hql.Vault) -> None:
     outcome = run("cards(libraries = true) | count", vault)
     assert outcome.value == 255 + 2 + 1
     said = [report.message for report in outcome.reports]
-    assert any("the library `other` (../nowhere) was left out" in message for message in said)
+    # The entry's own line of hql.toml (line 5: the third entry).
+    assert any(
+        message.endswith(
+            "hql.toml:5: the library `other` (../nowhere) was left out: "
+            + message.rsplit("was left out: ", 1)[-1]
+        )
+        for message in said
+    ), said
 
 
 def test_bad_library_entries_are_warnings_not_failures(tmp_path: Path) -> None:
@@ -120,3 +127,49 @@ def test_cards_call_is_checked(vault: hql.Vault) -> None:
     assert outcome.failed and "`libraries = true`" in outcome.render_reports()
     outcome = hql.run("cards(libraries = true) | count")
     assert outcome.failed and "needs a vault" in outcome.render_reports()
+
+
+def test_each_bad_entry_is_reported_at_its_line(tmp_path: Path) -> None:
+    root = tmp_path / "v"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n", encoding="utf-8")
+    (root / "hql.toml").write_text(
+        "# libraries beside the project\n"
+        "[vault]\n"
+        "libraries = [\n"
+        '  { path = "../global", scope = "global" },  # fine, but missing\n'
+        '  { path = "x, [y] = z", scope = "project" },\n'
+        '  { scope = "team" },\n'
+        "]\n"
+        'watch = "often"\n',
+        encoding="utf-8",
+    )
+    vault = hql.open_vault(root, use_cache=False)
+    shown = {str(warning).split(": ", 1)[0].rsplit("/", 1)[-1] for warning in vault.warnings}
+    said = {
+        str(warning).split(": ", 1)[1].split("`")[1]: str(warning) for warning in vault.warnings
+    }
+    assert shown == {"hql.toml:5", "hql.toml:6", "hql.toml:8"}
+    assert "hql.toml:5: `vault.libraries[2].scope`" in said["vault.libraries[2].scope"]
+    assert "hql.toml:6: `vault.libraries[3]`" in said["vault.libraries[3]"]
+    assert "hql.toml:8: `vault.watch`" in said["vault.watch"]
+    (failed,) = vault.library_warnings()
+    assert "hql.toml:4: the library `global` (../global) was left out" in failed
+
+
+def test_an_array_of_tables_is_reported_at_its_header_or_key(tmp_path: Path) -> None:
+    from hql.vault.toml_lines import key_line
+
+    text = (
+        '[[vault.libraries]]\npath = "../a"\n\n'
+        '[[vault.libraries]]\npath = """../b\nscope = "x"\n"""\nscope = "project"\n'
+    )
+    assert key_line(text, "vault.libraries[1]") == 1
+    assert key_line(text, "vault.libraries[2]") == 4
+    # The `scope =` inside the multi-line string is not a key.
+    assert key_line(text, "vault.libraries[2].scope") == 8
+    assert key_line(text, "vault.libraries[2].name") == 4  # not written: its table
+    assert key_line(text, "report.mode") is None
+    dotted = 'vault.libraries = [{ path = "a" }, { path = "b", name = "x y" }]\nvault.watch = 1\n'
+    assert key_line(dotted, "vault.libraries[2].name") == 1
+    assert key_line(dotted, "vault.watch") == 2

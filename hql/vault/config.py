@@ -24,6 +24,7 @@ class LibrarySpec:
     path: str  # as written: relative to the vault, or absolute, `~` allowed
     scope: str = "global"
     name: str = ""  # how its cards are qualified on a clash; its scope when unsaid
+    entry: int = 0  # its place in the list, from 1 (a report names its line by it)
 
 
 @dataclass(frozen=True)
@@ -67,20 +68,28 @@ def load_config(root: Path) -> tuple[VaultConfig, list[LoadWarning]]:
     import tomllib  # ~4 ms to import: a vault without hql.toml never needs it
 
     try:
-        raw = tomllib.loads(raw_bytes.decode("utf-8"))
+        text = raw_bytes.decode("utf-8")
+        raw = tomllib.loads(text)
     except UnicodeDecodeError as error:
         reason = f"not valid UTF-8 at byte {error.start}"
         return VaultConfig(path=path), [LoadWarning(shown, messages.config_unparsable(reason))]
     except tomllib.TOMLDecodeError as error:
         return VaultConfig(path=path), [LoadWarning(shown, messages.config_unparsable(str(error)))]
-    return _interpret(raw, path)
+    return _interpret(raw, path, text)
 
 
-def _interpret(raw: dict[str, Any], path: Path) -> tuple[VaultConfig, list[LoadWarning]]:
+def _interpret(
+    raw: dict[str, Any], path: Path, text: str | None = None
+) -> tuple[VaultConfig, list[LoadWarning]]:
+    """The configuration in `raw`, and a warning per bad entry; with the file's `text`,
+    each warning names the line of its entry (`hql.toml:7: …`)."""
     warnings: list[LoadWarning] = []
 
+    def at(key: str, message: str) -> None:
+        warnings.append(_warning_at(path, text, key, message))
+
     def bad(key: str, expected: str) -> None:
-        warnings.append(LoadWarning(str(path), messages.config_bad_entry(key, expected)))
+        at(key, messages.config_bad_entry(key, expected))
 
     report = _table(raw, "report", bad)
     extensions = _table(raw, "extensions", bad)
@@ -103,7 +112,7 @@ def _interpret(raw: dict[str, Any], path: Path) -> tuple[VaultConfig, list[LoadW
         prelude = True
 
     vault = _table(raw, "vault", bad)
-    dialect, exclude = _vault_table(vault, path, warnings, bad)
+    dialect, exclude = _vault_table(vault, at, bad)
     allow_outside: tuple[str, ...] = ()
     allowed = vault.get("allow_outside", [])
     if isinstance(allowed, list) and all(isinstance(item, str) and item for item in allowed):
@@ -158,7 +167,7 @@ def _libraries(declared: Any, bad: Any) -> tuple[LibrarySpec, ...]:
             bad(f"{key}.name", f"a name no other library has (`{shown}` is taken)")
             continue
         names.add(shown)
-        found.append(LibrarySpec(path, scope, shown))
+        found.append(LibrarySpec(path, scope, shown, number))
     return tuple(found)
 
 
@@ -167,16 +176,14 @@ def _plain_name(text: str) -> bool:
     return bool(text) and all(char.isalnum() or char in "-_" for char in text)
 
 
-def _vault_table(
-    table: dict[str, Any], path: Path, warnings: list[LoadWarning], bad: Any
-) -> tuple[str | None, tuple[str, ...]]:
+def _vault_table(table: dict[str, Any], at: Any, bad: Any) -> tuple[str | None, tuple[str, ...]]:
     """`[vault] dialect` and `[vault] exclude` (everyday.md §4)."""
     from hql.vault.walk import DIALECTS  # not the link grammar: every load reads this
 
     dialect = table.get("dialect")
     if dialect is not None and dialect not in DIALECTS:
         if isinstance(dialect, str):
-            warnings.append(LoadWarning(str(path), messages.unknown_dialect(dialect)))
+            at("vault.dialect", messages.unknown_dialect(dialect))
         else:
             bad("vault.dialect", "a string")
         dialect = None
@@ -195,3 +202,27 @@ def _table(raw: dict[str, Any], name: str, bad: Any) -> dict[str, Any]:
         return value
     bad(name, "a table")
     return {}
+
+
+def _warning_at(path: Path, text: str | None, key: str, message: str) -> LoadWarning:
+    """A warning about `key` of the file at `path`, printed with the key's line when the
+    text shows where it is written."""
+    from hql.vault.toml_lines import key_line  # only a file with a bad entry needs it
+
+    line = key_line(text, key) if text is not None else None
+    return LoadWarning(str(path), message, subject=f"{path}:{line}" if line else None)
+
+
+def entry_place(config: VaultConfig, key: str) -> str:
+    """Where `key` of a loaded configuration is written, `hql.toml:7` (the file alone when
+    the line cannot be found, "" without a file): for a report found after loading."""
+    from hql.vault.toml_lines import key_line
+
+    if config.path is None:
+        return ""
+    try:
+        text = files.read_regular(config.path, MAX_CONFIG_BYTES).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return str(config.path)
+    line = key_line(text, key)
+    return f"{config.path}:{line}" if line else str(config.path)

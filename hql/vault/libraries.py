@@ -65,6 +65,7 @@ class Library:
 
 def open_libraries(project: Vault, use_cache: bool = True) -> tuple[Library, ...]:
     """Every library the project's hql.toml names, in order, opened (or failed, with why)."""
+    from hql.vault.config import entry_place
     from hql.vault.model import VaultError
     from hql.vault.store import Vault
 
@@ -82,6 +83,9 @@ def open_libraries(project: Vault, use_cache: bool = True) -> tuple[Library, ...
             warning = messages.library_failed(spec.name, spec.path, str(error))
         except OSError as error:
             warning = messages.library_failed(spec.name, spec.path, error.strerror or str(error))
+        if warning is not None:
+            where = entry_place(project.config, f"vault.libraries[{spec.entry}]")
+            warning = messages.load_warning(where, warning)
         library = Library(spec, root, vault, warning)
         library._taken = frozenset(taken)
         if vault is not None:
