@@ -1379,18 +1379,29 @@ class Bm25Index(Generic[CardT]):
     def _impacts_of_all(
         self, slots: npt.NDArray[np.int64], term_ids: Sequence[tuple[int, float]]
     ) -> dict[int, dict[str, float]]:
-        """Each slot's matched terms and their weighted impacts, in query term order."""
+        """Each slot's matched terms and their weighted impacts, in query term order.
+
+        Every term's entries are read at once (a long prompt has hundreds of terms): the
+        entries at the asked slots are picked by one look-up table, not term by term."""
         by_slot: dict[int, dict[str, float]] = {slot: {} for slot in slots.tolist()}
-        for term_id, weight in term_ids:
-            postings, impact = self._impact_of(term_id)  # sorted by slot within a term
-            if not len(postings):
-                continue
-            at = np.minimum(np.searchsorted(postings, slots), len(postings) - 1)
-            present = postings[at] == slots
-            term = self._postings.vocabulary[term_id]
-            shares = np.float32(weight) * impact[at[present]]
-            for slot, share in zip(slots[present].tolist(), shares.tolist(), strict=True):
-                by_slot[slot][term] = share
+        held = [(term_id, weight, *self._impact_of(term_id)) for term_id, weight in term_ids]
+        held = [entry for entry in held if len(entry[2])]
+        if not held or not len(slots):
+            return by_slot
+        postings = np.concatenate([entry[2] for entry in held])
+        impacts = np.concatenate([entry[3] for entry in held])
+        which = np.repeat(np.arange(len(held)), [len(entry[2]) for entry in held])
+        asked = np.zeros(int(max(int(slots.max()), int(postings.max()))) + 1, dtype=np.bool_)
+        asked[slots] = True
+        at = np.flatnonzero(asked[postings])  # in term order, by slot within a term
+        weights = np.array([entry[1] for entry in held], dtype=np.float32)
+        shares = weights[which[at]] * impacts[at]
+        vocabulary = self._postings.vocabulary
+        terms = [vocabulary[entry[0]] for entry in held]
+        for term, slot, share in zip(
+            which[at].tolist(), postings[at].tolist(), shares.tolist(), strict=True
+        ):
+            by_slot[slot][terms[term]] = share
         return by_slot
 
     def _compute_impacts(self) -> None:
