@@ -251,7 +251,8 @@ def _candidates(
         index=index,
         warn=warn,
     )
-    kept_by_words = _words_rule(index, analyzer_for(vault), prompt, depth)
+    variants = ranking.retrieval.extra.get("variants", ())
+    kept_by_words = _words_rule(index, analyzer_for(vault), prompt, depth, variants)
     mapping = mapping_for(vault)
     found = []
     for rank, hit in enumerate(ranking.hits):
@@ -296,15 +297,26 @@ def _candidates(
 
 
 def _words_rule(
-    index: Any, analyzer: Any, prompt: str, depth: int
+    index: Any, analyzer: Any, prompt: str, depth: int, variants: Sequence[Any] = ()
 ) -> dict[str, tuple[int, dict[str, float]]]:
     """The plain notes the prompt's words call for, by name, with their rank and matched terms:
     the best `depth` of `bm25(prompt)` that share a whole word with what the
     prompt affirms (`relevant`'s evidence rule: a negated or prefix-only match is no evidence)
-    and score at least `WORDS_SHARE` of the best."""
+    and score at least `WORDS_SHARE` of the best.
+
+    A prompt of several segments scores as the sum of its segments, as the prompt ranking
+    scores it (`variants`, from its retrieval: the index kept their scores)."""
+    import numpy as np
+
     from hql.search.relevance import affirmed_text, evidence_filter
 
-    hits = index.search(prompt, depth)
+    segments = [v["query"] for v in variants if str(v.get("name", "")).startswith("segment")]
+    if len(segments) > 1:
+        present = [found for found in map(index.scores, segments) if found is not None]
+        whole = np.sum(present, axis=0) if present else None
+    else:
+        whole = index.scores(prompt)
+    hits = index.hits_of(whole, prompt, depth)
     if not hits:
         return {}
     affirmed = set(analyzer.analyze(affirmed_text(prompt)).terms)

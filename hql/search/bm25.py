@@ -1000,6 +1000,8 @@ class Bm25Index(Generic[CardT]):
         self._slots_by_card: npt.NDArray[np.int64] | None = None
         self._last_query: tuple[str, Analysis, list[tuple[str, int, int | None]]] | None = None
         self._name_rank = _name_ranks(cards, card_of_slot)
+        self._scores_kept: dict[str, npt.NDArray[np.float32] | None] = {}
+        self._scores_lock = threading.Lock()
         self._compute_impacts()
 
     @property
@@ -1168,10 +1170,39 @@ class Bm25Index(Generic[CardT]):
         self, query: str, among: Sequence[CardT] | None = None
     ) -> npt.NDArray[np.float32] | None:
         """Every slot's score for the query as `search` scores it (None: no card shares a
-        term), to add up or rank with `best`; raises as `search` does."""
+        term), to add up or rank with `best`; raises as `search` does.
+
+        The scores of the whole index for the last few queries are kept (read-only): a
+        prompt's variants are scored by its ranking and read again by the context block."""
+        if among is None:
+            with self._scores_lock:
+                if query in self._scores_kept:
+                    return self._scores_kept[query]
         with self._noting_damage():
             scored = self._scored(query, among)
-        return None if scored is None else scored[0]
+        found = None if scored is None else scored[0]
+        if among is None:
+            if found is not None:
+                found.setflags(write=False)
+            with self._scores_lock:
+                self._scores_kept[query] = found
+                while len(self._scores_kept) > _SCORES_KEPT:
+                    self._scores_kept.pop(next(iter(self._scores_kept)))
+        return found
+
+    def hits_of(
+        self, scores: npt.NDArray[np.float32] | None, query: str, limit: int
+    ) -> list[Bm25Hit[CardT]]:
+        """The best `limit` hits of slot `scores` (from `scores`, perhaps added up), in the
+        order `search` gives, their matched terms those of `query`."""
+        if scores is None or limit <= 0:
+            return []
+        with self._noting_damage():
+            term_ids = self._query_terms(query)
+            found = np.flatnonzero(scores)
+            if len(found) > limit:
+                found = _best_with_ties(found, scores, limit)
+            return self._hits(found, scores, term_ids, limit)
 
     def scores_of_many(
         self, queries: Sequence[str], among: Sequence[CardT] | None = None
@@ -1467,6 +1498,10 @@ class Bm25Index(Generic[CardT]):
 
 # Entries whose impacts an index keeps between queries (4 bytes each).
 _IMPACTS_KEPT = 8_000_000
+
+# How many queries' scores of the whole index an index keeps (`scores`): a long prompt's
+# variants (at most 8 segments, the prompt, its technical tokens) and a little more.
+_SCORES_KEPT = 12
 
 _RECENT: dict[tuple[str | None, str], Bm25Index[Any]] = {}
 _RECENT_LIMIT = 4
