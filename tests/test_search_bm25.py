@@ -234,3 +234,46 @@ def test_scores_of_many_queries_are_each_querys_scores(index: Bm25Index[Card]) -
             if one is not None and scores is not None:
                 assert np.allclose(scores, one, rtol=1e-6, atol=1e-6), query
                 assert np.array_equal(np.flatnonzero(scores), np.flatnonzero(one)), query
+
+
+LONG_QUESTION = (
+    "Who trimmed the wick of the lamp at dusk? Quanto custa o passe de ônibus? "
+    "Wie flicke ich einen Reifen? opening hours of the library, sourdough and cheese"
+)
+
+
+def _matched_term_by_term(index: Bm25Index[Card], slot: int, query: str) -> dict[str, float]:
+    """A hit's matched terms worked out one term at a time: what every query term's
+    entries give at the slot, in query term order."""
+    import numpy as np
+
+    found: dict[str, float] = {}
+    for term_id, weight in index._query_terms(query):
+        slots, impact = index._impact_of(term_id)
+        where = np.flatnonzero(slots == slot)
+        if len(where):
+            term = index._postings.vocabulary[term_id]
+            found[term] = float(np.float32(weight) * impact[where[0]])
+    return found
+
+
+def test_matched_terms_are_each_terms_share_at_the_hit(index: Bm25Index[Card]) -> None:
+    hits = index.search(LONG_QUESTION)
+    assert len(hits) > 5
+    for hit in hits:
+        expected = _matched_term_by_term(index, hit._slot, LONG_QUESTION)
+        assert list(hit.matched.items()) == list(expected.items()), hit.card.name
+
+
+def test_kept_scores_are_shared_read_only_and_rank_as_search(index: Bm25Index[Card]) -> None:
+    first = index.scores(LONG_QUESTION)
+    assert first is not None and index.scores(LONG_QUESTION) is first
+    with pytest.raises(ValueError):
+        first[0] = 1.0
+    made = index.hits_of(first, LONG_QUESTION, 6)
+    searched = index.search(LONG_QUESTION, 6)
+    assert [(h.card.name, h.score, dict(h.matched)) for h in made] == [
+        (h.card.name, h.score, dict(h.matched)) for h in searched
+    ]
+    assert index.scores("xylophone quasar") is None
+    assert index.hits_of(None, "xylophone quasar", 6) == []
