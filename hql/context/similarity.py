@@ -68,7 +68,7 @@ def shingles(text: str) -> frozenset[int]:
     if len(words) < SHINGLE_WORDS:
         return frozenset(hash((word,)) for word in words)
     # zip makes each run as the tuple a slice would, in C (a new card costs this much)
-    runs = zip(*(words[start:] for start in range(SHINGLE_WORDS)))
+    runs = zip(*(words[start:] for start in range(SHINGLE_WORDS)), strict=False)
     return frozenset(map(hash, runs))
 
 
