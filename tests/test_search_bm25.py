@@ -277,3 +277,16 @@ def test_kept_scores_are_shared_read_only_and_rank_as_search(index: Bm25Index[Ca
     ]
     assert index.scores("xylophone quasar") is None
     assert index.hits_of(None, "xylophone quasar", 6) == []
+
+
+def test_kept_scores_of_many_are_the_same_read_only_arrays(index: Bm25Index[Card]) -> None:
+    queries = ["opening hours", "xylophone quasar", "passe 20 passe"]
+    first = index.scores_of_many(queries)
+    again = index.scores_of_many(queries)
+    assert all(a is b for a, b in zip(first, again, strict=True))
+    assert first[1] is None and first[0] is not None
+    with pytest.raises(ValueError):
+        first[0][0] = 1.0
+    # A subset of the cards is worked out anew, never kept.
+    among = [card for card in index.cards if card.name != "biblioteca"]
+    assert index.scores_of_many(queries, among)[0] is not first[0]

@@ -310,9 +310,15 @@ def _words_rule(
 
     from hql.search.relevance import affirmed_text, evidence_filter
 
-    segments = [v["query"] for v in variants if str(v.get("name", "")).startswith("segment")]
+    # The ranking scored every variant but the prompt itself in one call (the index kept
+    # those scores): asking for the same list finds them.
+    named = [(str(v.get("name", "")), v["query"]) for v in variants if v.get("name") != "prompt"]
+    many = index.scores_of_many([query for _, query in named]) if named else []
+    segments = [
+        found for (name, _), found in zip(named, many, strict=True) if name.startswith("segment")
+    ]
     if len(segments) > 1:
-        present = [found for found in map(index.scores, segments) if found is not None]
+        present = [found for found in segments if found is not None]
         whole = np.sum(present, axis=0) if present else None
     else:
         whole = index.scores(prompt)

@@ -1000,7 +1000,7 @@ class Bm25Index(Generic[CardT]):
         self._slots_by_card: npt.NDArray[np.int64] | None = None
         self._last_query: tuple[str, Analysis, list[tuple[str, int, int | None]]] | None = None
         self._name_rank = _name_ranks(cards, card_of_slot)
-        self._scores_kept: dict[str, npt.NDArray[np.float32] | None] = {}
+        self._scores_kept: dict[Any, Any] = {}  # by query, or ("many", *queries)
         self._scores_lock = threading.Lock()
         self._compute_impacts()
 
@@ -1184,11 +1184,14 @@ class Bm25Index(Generic[CardT]):
         if among is None:
             if found is not None:
                 found.setflags(write=False)
-            with self._scores_lock:
-                self._scores_kept[query] = found
-                while len(self._scores_kept) > _SCORES_KEPT:
-                    self._scores_kept.pop(next(iter(self._scores_kept)))
+            self._keep_scores(query, found)
         return found
+
+    def _keep_scores(self, key: Any, scores: Any) -> None:
+        with self._scores_lock:
+            self._scores_kept[key] = scores
+            while len(self._scores_kept) > _SCORES_KEPT:
+                self._scores_kept.pop(next(iter(self._scores_kept)))
 
     def hits_of(
         self, scores: npt.NDArray[np.float32] | None, query: str, limit: int
@@ -1210,9 +1213,21 @@ class Bm25Index(Generic[CardT]):
         """`scores` of each query (None: no card shares a term with it), worked out in one
         pass over all their terms' entries: a prompt ranked as many queries pays one numpy
         call, not one per query and term. A score may differ from `scores`' in its last
-        bits (the terms are summed in another order)."""
+        bits (the terms are summed in another order). As `scores`, the whole index's
+        scores for the last few lists of queries are kept (read-only)."""
+        key = ("many", *queries)
+        if among is None:
+            with self._scores_lock:
+                if key in self._scores_kept:
+                    return list(self._scores_kept[key])
         with self._noting_damage():
-            return self._scored_many(queries, among)
+            found = self._scored_many(queries, among)
+        if among is None:
+            for scores in found:
+                if scores is not None:
+                    scores.setflags(write=False)
+            self._keep_scores(key, found)
+        return list(found)
 
     def _scored_many(
         self, queries: Sequence[str], among: Sequence[CardT] | None
