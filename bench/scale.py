@@ -46,11 +46,15 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import engines  # noqa: E402
 
 import hql  # noqa: E402
 from hql.index import schema  # noqa: E402
@@ -132,7 +136,13 @@ def quoted(question: str) -> str:
     return question.replace("\\", " ").replace('"', "'")
 
 
-def api_rows(root: Path, queries: list[str], matrix: np.ndarray) -> None:
+def api_rows(
+    root: Path,
+    queries: list[str],
+    matrix: np.ndarray,
+    new_questions: list[str],
+    engine_dirs: dict[str, Path],
+) -> None:
     import bm25s
 
     vault = hql.Vault.open(root)
@@ -165,6 +175,8 @@ def api_rows(root: Path, queries: list[str], matrix: np.ndarray) -> None:
         "bm25s",
     )
 
+    new_question_rows(vault, retriever, new_questions, engine_dirs)
+
     query_vectors = {
         q: schema.blob_to_vector(blob)
         for q, blob in sqlite3.connect(root / "semantic.sqlite").execute("SELECT * FROM query")
@@ -186,18 +198,71 @@ def api_rows(root: Path, queries: list[str], matrix: np.ndarray) -> None:
     row("API semantic | take(10), ms/query", ours_semantic, floor, len(queries), "numpy X@q")
 
 
-def cli_rows(root: Path, question: str) -> None:
+def new_question_rows(
+    vault: hql.Vault, retriever: object, questions: list[str], engine_dirs: dict[str, Path]
+) -> None:
+    """Each question asked once, as literal program text (a person's question, not `$q`):
+    ms per question against bm25s (tokenising it, as it must) and each engine in process."""
+    import bm25s
+
+    half = len(questions) // 2
+    # Two disjoint halves: ours on one and theirs on the other, then the other way round.
+    halves = (questions[:half], questions[half:])
+
+    def ours(asked: list[str]) -> float:
+        started = time.perf_counter()
+        for q in asked:
+            hql.run(f'import bm25\ncards | bm25("{quoted(q)}") | take(10)', vault=vault)
+        return (time.perf_counter() - started) / len(asked)
+
+    def bm25s_new(asked: list[str]) -> float:
+        started = time.perf_counter()
+        for q in asked:
+            tokens = bm25s.tokenize([q], stopwords="en", show_progress=False)
+            retriever.retrieve(tokens, k=10, show_progress=False)  # type: ignore[attr-defined]
+        return (time.perf_counter() - started) / len(asked)
+
+    anchors: dict[str, Callable[[list[str]], float]] = {"bm25s": bm25s_new}
+    for engine, folder in engine_dirs.items():
+        searcher = engines.in_process(engine, folder)
+        next(searcher)
+
+        def asked_of(asked: list[str], searcher: Any = searcher) -> float:
+            started = time.perf_counter()
+            for q in asked:
+                searcher.send(q)
+            return (time.perf_counter() - started) / len(asked)
+
+        anchors[engine] = asked_of
+    mine = min(ours(halves[0]), ours(halves[1]))
+    for name, theirs in anchors.items():
+        floor = min(theirs(halves[1]), theirs(halves[0]))
+        print(
+            f"  {'API bm25, a new literal question, ms/query':<45}{mine * 1000:9.2f} ms"
+            f"  {name} {floor * 1000:7.2f} ms  ratio {mine / floor:6.1f}x"
+        )
+
+
+def cli_rows(root: Path, question: str) -> dict[str, Path]:
     def hql_cli(program: str) -> Callable[[], object]:
         command = [sys.executable, "-m", "hql", "--vault", str(root), "eval", program]
         return lambda: subprocess.run(command, env=ENV, check=True, capture_output=True)
 
     python = [sys.executable, "-c", "pass"]
     bare = best_of(5, lambda: subprocess.run(python, check=True))
-    cold = best_of(1, hql_cli("cards | count"))
-    print(f"  cold first load (CLI cards | count, no .hql/)  {cold:8.2f} s")
+    base = [sys.executable, "-m", "hql", "--vault", str(root), "eval"]
+    ranking = f'import bm25\ncards | bm25("{quoted(question)}") | take(10)'
+    cold, cold_mb = engines.timed_with(ENV, [*base, "cards | count"])
+    print(f"  cold first load (CLI cards | count, no .hql/)  {cold:8.2f} s  {cold_mb:6.0f} MB")
+    first, first_mb = engines.timed_with(ENV, [*base, ranking])  # writes both word indexes
+    built = cold + first
+    print(
+        f"  first CLI bm25 query (writes its indexes)     {first:8.2f} s  {first_mb:6.0f} MB"
+        f"  first load + first query {built:6.2f} s"
+    )
+    engine_dirs = engine_rows(root, built, max(cold_mb, first_mb))
     count = hql_cli("cards | count")
-    ranked = hql_cli(f'import bm25\ncards | bm25("{quoted(question)}") | take(10)')
-    ranked()  # the bm25 store is written on first use
+    ranked = hql_cli(ranking)
     took = {}
     for label, action in (("CLI cards | count", count), ("CLI bm25 | take(10)", ranked)):
         ours = took[label] = best_of(3, action)
@@ -205,6 +270,7 @@ def cli_rows(root: Path, question: str) -> None:
             f"  {label:<45}{ours * 1000:9.1f} ms  python -c pass {bare * 1000:7.1f} ms"
             f"  ratio {ours / bare:6.1f}x"
         )
+    fresh_engine_rows(engine_dirs, question, took["CLI bm25 | take(10)"], "")
     extra = took["CLI bm25 | take(10)"] - took["CLI cards | count"]
     print(
         f"  {'CLI bm25 | take(10) minus CLI cards | count':<45}{extra * 1000:9.1f} ms"
@@ -216,21 +282,48 @@ def cli_rows(root: Path, question: str) -> None:
             ("CLI cards | count, watched", count),
             ("CLI bm25 | take(10), watched", ranked),
         ):
-            ours = best_of(3, action)
+            ours = took[label] = best_of(3, action)
             print(
                 f"  {label:<45}{ours * 1000:9.1f} ms  python -c pass {bare * 1000:7.1f} ms"
                 f"  ratio {ours / bare:6.1f}x"
             )
+    fresh_engine_rows(engine_dirs, question, took["CLI bm25 | take(10), watched"], ", watched")
     walk = best_of(3, lambda: stat_walk(root))
     print(
         f"  {'stat walk alone (scandir + stat, in-process)':<45}{walk * 1000:9.1f} ms"
         f"  python -c pass {bare * 1000:7.1f} ms  ratio {walk / bare:6.1f}x"
     )
-    ranking = f'import bm25\ncards | bm25("{quoted(question)}") | take(10)'
     print(f"  peak memory of the CLI bm25 query            {peak_rss_mb(root, ranking):8.0f} MB")
     print(
         f"  peak memory of the CLI cards | count         {peak_rss_mb(root, 'cards | count'):8.0f} MB"
     )
+    return engine_dirs
+
+
+def engine_rows(root: Path, built: float, peak_mb: float) -> dict[str, Path]:
+    """Each installed engine indexes the vault's files: its time and memory against HQL's
+    first load plus first bm25 query. Returns each engine's index folder."""
+    folders = {}
+    for engine in engines.available():
+        folder = Path(tempfile.mkdtemp(prefix=f"hql-scale-{engine}-"))
+        seconds, megabytes = engines.build(engine, root, folder)
+        folders[engine] = folder
+        print(
+            f"  {engine + ' indexing the files':<45}{seconds:9.2f} s  {megabytes:6.0f} MB"
+            f"  ratio (HQL first load + query) {built / seconds:5.1f}x"
+            f"  memory {peak_mb / megabytes:5.1f}x"
+        )
+    return folders
+
+
+def fresh_engine_rows(folders: dict[str, Path], question: str, ours: float, how: str) -> None:
+    """Each engine's fresh-process query (best of 3) against HQL's CLI bm25 query."""
+    for engine, folder in folders.items():
+        theirs = engines.best_wall(engines.query_command(engine, folder, question), 3)
+        print(
+            f"  {engine + ' query, fresh process':<45}{theirs * 1000:9.1f} ms"
+            f"  CLI bm25{how} {ours * 1000:7.1f} ms  ratio {ours / theirs:6.1f}x"
+        )
 
 
 @contextlib.contextmanager
@@ -296,7 +389,9 @@ def main() -> None:
     parser.add_argument("--api-only", action="store_true", help="skip the CLI rows")
     args = parser.parse_args()
     docs, all_queries = corpus()
-    queries = [q for q in all_queries if re.fullmatch(r"[^\"\\]+", q)][: args.queries]
+    plain = [q for q in all_queries if re.fullmatch(r"[^\"\\]+", q)]
+    queries = plain[: args.queries]
+    new_questions = plain[args.queries : 2 * args.queries]  # asked once each
     for size in (int(s) for s in args.sizes.split(",")):
         with tempfile.TemporaryDirectory(prefix="hql-scale-") as tmp:
             if args.reuse:
@@ -305,11 +400,14 @@ def main() -> None:
                 root = Path(tmp)
                 make_vault(root, docs, size)
             print(f"{size:,} cards  (load average {os.getloadavg()[0]:.2f})")
+            engine_dirs: dict[str, Path] = {}
             if not args.api_only:
-                cli_rows(root, queries[0])
+                engine_dirs = cli_rows(root, queries[0])
             if not args.cli_only:
                 matrix = add_semantic_index(root, queries)
-                api_rows(root, queries, matrix)
+                api_rows(root, queries, matrix, new_questions, engine_dirs)
+            for folder in engine_dirs.values():
+                shutil.rmtree(folder, ignore_errors=True)
             print(f"  load average after {os.getloadavg()[0]:.2f}")
     print(
         f"max RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"

@@ -38,7 +38,8 @@ import numpy as np
 
 from hql import files, messages
 from hql.search.fields import DEFAULT_WEIGHTS, RECALL_FIELDS
-from hql.text.analyzer import PREFIX_MARK
+from hql.search.terms import METRIC, MODEL, store_fingerprint
+from hql.search.terms import query_weight as _query_weight
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -46,12 +47,9 @@ if TYPE_CHECKING:
     from hql.search.fields import SearchFields
     from hql.text.analyzer import Analysis, Analyzer
 
-MODEL = "hql.bm25.v1"
-METRIC = "bm25"
 K1 = 1.2
 B = 0.75
 TITLE_WEIGHT = DEFAULT_WEIGHTS["title"]
-PREFIX_WEIGHT = 0.5  # a shared 5-letter prefix is weaker evidence than a shared word
 STORE_NAME = "bm25.v1.bin"
 _STORE_FORMAT = 1
 _MAGIC = b"HQL-BM25"
@@ -1400,7 +1398,7 @@ class Bm25Index(Generic[CardT]):
         A term the vault does not hold counts with the idf of a term held by no card,
         so a question about something absent cannot look fully answered.
         """
-        unknown_idf = float(_idf(len(self.cards), 0))
+        unknown_idf = self.unknown_idf()
         total = 0.0
         for term, count, term_id in self._looked_up(query)[1]:
             idf = float(self._idf[term_id]) if term_id is not None else unknown_idf
@@ -1479,14 +1477,7 @@ class Bm25Index(Generic[CardT]):
             return known
         start, end = int(self._ptr[term_id]), int(self._ptr[term_id + 1])
         slot, title_tf, text_tf = self._postings.entries(start, end)
-        weighted = self._text_scale[slot]
-        weighted *= text_tf
-        # Most entries are body-only; the title part is added where the title has the term.
-        in_title = np.flatnonzero(title_tf)
-        weighted[in_title] += title_tf[in_title] * self._title_scale[slot[in_title]]
-        self._add_recall_fields(term_id, slot, weighted)
-        weighted /= weighted + np.float32(K1)  # the saturation
-        weighted *= self._idf[term_id]
+        weighted = self._impacts_at(term_id, None, slot, title_tf, text_tf, self._idf[term_id])
         if self._impacts_held + len(weighted) > _IMPACTS_KEPT:
             self._impacts.clear()
             self._impacts_held = 0
@@ -1510,6 +1501,85 @@ class Bm25Index(Generic[CardT]):
         scale = self._field_scale[row, fielded.kind[start:end]]
         np.add.at(weighted, np.searchsorted(slot, card_slot), fielded.tf[start:end] * scale)
 
+    def _impacts_at(
+        self,
+        first_term: int,
+        counts: npt.NDArray[np.int64] | None,
+        slot: Any,
+        title_tf: Any,
+        text_tf: Any,
+        idf: Any,
+    ) -> npt.NDArray[np.float32]:
+        """The impacts of these entries: idf times the saturated, length-normalised, weighted
+        field frequencies. The entries are one term's (`counts` None), or the entries of
+        the terms from `first_term` on, `counts[i]` each, with `idf` given per entry."""
+        weighted = self._text_scale[slot]
+        weighted *= text_tf
+        # Most entries are body-only; the title part is added where the title has the term.
+        in_title = np.flatnonzero(title_tf)
+        weighted[in_title] += title_tf[in_title] * self._title_scale[slot[in_title]]
+        if counts is None:
+            self._add_recall_fields(first_term, slot, weighted)
+        else:
+            self._add_recall_fields_of_run(first_term, counts, slot, weighted)
+        weighted /= weighted + np.float32(K1)  # the saturation
+        weighted *= idf
+        return cast("npt.NDArray[np.float32]", weighted)
+
+    def _add_recall_fields_of_run(
+        self,
+        first_term: int,
+        counts: npt.NDArray[np.int64],
+        slot: npt.NDArray[np.int32],
+        weighted: npt.NDArray[np.float32],
+    ) -> None:
+        """`_add_recall_fields` for each term of a run (its entries `counts[i]` each)."""
+        held = self._postings.fielded.term
+        if not len(held):
+            return
+        low, high = np.searchsorted(held, (first_term, first_term + len(counts)))
+        starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
+        for term_id in np.unique(held[low:high]).tolist():
+            at, until = starts[term_id - first_term], starts[term_id - first_term + 1]
+            self._add_recall_fields(term_id, slot[at:until], weighted[at:until])
+
+    def term_rows(self) -> Iterator[tuple[str, float, bytes, bytes]]:
+        """Every term's (idf, card positions, impacts) as the word index stores them
+        (`hql.search.terms`): positions increasing, little-endian int32 and float32.
+
+        Worked out a run of terms at a time (about _ROWS_AT_ONCE entries), so writing the
+        word index holds a few megabytes beyond the postings."""
+        postings, ptr = self._postings, self._ptr
+        vocabulary, terms = postings.vocabulary, len(postings.vocabulary)
+        position_of_slot = self._card_of_slot.astype(np.int32)
+        first = 0
+        while first < terms:
+            last = int(np.searchsorted(ptr, ptr[first] + _ROWS_AT_ONCE, side="right")) - 1
+            last = min(max(last, first + 1), terms)
+            start = int(ptr[first])
+            counts = postings.term_count[first:last]
+            slot, title_tf, text_tf = postings.entries(start, int(ptr[last]))
+            impacts = self._impacts_at(
+                first, counts, slot, title_tf, text_tf, np.repeat(self._idf[first:last], counts)
+            )
+            positions = position_of_slot[slot]
+            order = np.lexsort((positions, np.repeat(np.arange(last - first), counts)))
+            at = positions[order].astype("<i4").tobytes()
+            shares = impacts[order].astype("<f4").tobytes()
+            bounds = (4 * (ptr[first : last + 1] - start)).tolist()
+            idfs = self._idf[first:last].tolist()
+            for offset in range(last - first):
+                low, high = bounds[offset], bounds[offset + 1]
+                yield vocabulary[first + offset], idfs[offset], at[low:high], shares[low:high]
+            first = last
+
+    def unknown_idf(self) -> float:
+        """The idf a query term no card holds counts with (see `score_bound`)."""
+        return float(_idf(len(self.cards), 0))
+
+
+# Entries of the postings whose word-index rows are worked out together.
+_ROWS_AT_ONCE = 1 << 20
 
 # Entries whose impacts an index keeps between queries (4 bytes each).
 _IMPACTS_KEPT = 8_000_000
@@ -1520,11 +1590,6 @@ _SCORES_KEPT = 12
 
 _RECENT: dict[tuple[str | None, str], Bm25Index[Any]] = {}
 _RECENT_LIMIT = 4
-
-
-def _query_weight(term: str, count: int) -> float:
-    """A query term counts once per occurrence; a prefix (a stem guess) counts half."""
-    return count * (PREFIX_WEIGHT if term.startswith(PREFIX_MARK) else 1.0)
 
 
 def _idf(documents: int, frequency: Any) -> Any:
@@ -1599,8 +1664,7 @@ def _recall_terms(texts: Mapping[str, str], analyzer: Analyzer) -> dict[int, lis
 
 
 def _store_fingerprint(analyzer: Analyzer, fields: SearchFields | None) -> str:
-    """What a store's postings depend on: the analyser, and how cards are split into fields."""
-    return analyzer.fingerprint if fields is None else f"{analyzer.fingerprint}+{fields.key}"
+    return store_fingerprint(analyzer.fingerprint, fields)
 
 
 def _reuse_stored_slots(keys: Sequence[str], postings: _Postings) -> tuple[list[int], _Postings]:

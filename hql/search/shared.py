@@ -7,10 +7,13 @@ prompt builds them once.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from hql import files
 
 if TYPE_CHECKING:
     from hql.search.bm25 import Bm25Index
@@ -46,8 +49,99 @@ def bm25_index(
                 vault.lazy_cards(), analyzer, vault.state_dir, trust_store=why, fields=fields
             )
             _bm25_indexes[vault] = index
-            return index, [*problems, *index.warnings]
+            _keep_word_index(index, vault.state_dir)
+            warnings = [*problems, *index.warnings]
+            state = _word_states.get(vault)
+            if state is not None and state.warned:  # said already by a word-index answer
+                warnings = warnings[len(problems) + len(analyzer.config_warnings) :]
+            return index, warnings
     return index, []
+
+
+# --- the word index (hql.search.terms): what a loaded vault's first questions read -------
+
+# The questions a loaded vault answers from its word index before it builds the full
+# index: a process that asks one or a few reads only their terms' rows (and no numpy);
+# one that asks more pays for the full index once and then answers each at numpy's speed.
+WORD_INDEX_QUESTIONS = 4
+
+
+class _WordState:
+    def __init__(self) -> None:
+        self.index: Any = None  # the open TermIndex, once opened
+        self.asked = 0
+        self.warned = False  # the analyser's configuration warnings were given
+
+
+_word_states: weakref.WeakKeyDictionary[Any, _WordState] = weakref.WeakKeyDictionary()
+
+
+def word_index(vault: Any, cards: Sequence[Any]) -> tuple[Any, Any, list[str]] | None:
+    """(word index, analyser, warnings to give) to answer a question about all of `cards`
+    from, or None: the vault has its full index (or should build it now), or no word
+    index is written for these very cards. Raises `TermIndexDamaged` when it is damaged
+    (see `forget_word_index`)."""
+    from hql.search import terms
+    from hql.search.fields import search_fields_for
+
+    if vault is None or vault.state_dir is None or not vault.holds_all(cards):
+        return None
+    with _bm25_lock:
+        built = _bm25_indexes.get(vault)
+        if built is not None and not getattr(built.cards, "stale", False):
+            return None
+        state = _word_states.get(vault)
+        if state is None:
+            state = _word_states[vault] = _WordState()
+        digest = terms.identity_of(cards)
+        if state.asked >= WORD_INDEX_QUESTIONS or digest is None:
+            return None
+        if getattr(cards, "stale", False) or cards is not vault.lazy_cards():
+            return None
+        analyzer = analyzer_for(vault)
+        fields, problems = search_fields_for(vault)
+        if state.index is None:
+            fingerprint = terms.store_fingerprint(analyzer.fingerprint, fields)
+            state.index = terms.TermIndex.open(vault.state_dir, fingerprint, digest, len(cards))
+            if state.index is None:
+                state.asked = WORD_INDEX_QUESTIONS  # none for these cards: the full index writes it
+                return None
+        state.asked += 1
+        warnings = [] if state.warned else [*problems, *analyzer.config_warnings]
+        state.warned = True
+        return state.index, analyzer, warnings
+
+
+def forget_word_index(vault: Any) -> None:
+    """A damaged word index: removed (the full index, built next, writes it anew)."""
+    from hql.search import terms
+
+    with _bm25_lock:
+        state = _word_states.get(vault)
+        if state is not None:
+            if state.index is not None:
+                state.index.close()
+            state.index, state.asked = None, WORD_INDEX_QUESTIONS
+    if vault.state_dir is not None and files.state_dir_contained(vault.state_dir):
+        with contextlib.suppress(OSError):
+            terms.path_in(vault.state_dir).unlink()
+
+
+def _keep_word_index(index: Bm25Index[Any], state_dir: Any) -> None:
+    """Write the word index of a full index's cards, unless written for them already (as
+    the store is written, before the first answer: the next process reads it)."""
+    from hql.search import terms
+
+    digest = terms.identity_of(index.cards)
+    if digest is None or state_dir is None or not files.state_dir_contained(state_dir):
+        return
+    fingerprint, count = index.store_fingerprint, len(index.cards)
+    if terms.written_for(state_dir, fingerprint, digest, count):
+        return
+    # The word index only saves work: any failure leaves the full index to answer.
+    with contextlib.suppress(Exception):
+        state_dir.mkdir(parents=True, exist_ok=True)
+        terms.write(state_dir, fingerprint, digest, count, index.unknown_idf(), index.term_rows())
 
 
 # A loaded vault's configuration is a snapshot: its analyser is built once (it folds every

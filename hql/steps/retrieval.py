@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from hql.checker import Checker
     from hql.interpreter import Interpreter
     from hql.search.bm25 import Bm25Hit, Bm25Index
+    from hql.search.terms import Ranked
     from hql.vault import Vault
 
 LEXICAL_MODEL = "hql.hashbag.v1"
@@ -189,6 +190,10 @@ def bm25_ranking(
     """`cards | bm25(query)`; `relevant` (the planner's `relevant-cut`) says which rule
     follows, and only the hits that rule can keep are made; `count_only`
     (`ranking-count`): only their number is read, so none is made unless asked for."""
+    if relevant is None and not count_only:
+        answered_now = _from_word_index(call, query, cards, limit)
+        if answered_now is not None:
+            return answered_now
     from hql.search.bm25 import METRIC, MODEL, StoreDamaged
 
     index, warnings = bm25_index(call.vault, cards)
@@ -231,6 +236,57 @@ def bm25_ranking(
 
         return Ranking(UnmadeHits(counted, made), retrieval)
     return Ranking(ranked(hits), retrieval)
+
+
+def _from_word_index(
+    call: StepCall | Context, query: str, cards: Sequence[Card], limit: int | None
+) -> Ranking | None:
+    """`cards | bm25(query)` over all the vault's cards answered from its word index
+    (hql.search.terms: the query's terms' rows, no numpy), as the full index answers it;
+    None when the full index is to answer (`word_index` says when)."""
+    from hql.search import terms
+    from hql.search.shared import forget_word_index, word_index
+
+    try:
+        found = word_index(call.vault, cards)
+        if found is None:
+            return None
+        index, analyzer, warnings = found
+        analysis = analyzer.analyze(query)
+        weighted = terms.weighted_terms(analysis.terms)
+        ranked = index.rank(weighted, limit)
+    except terms.TermIndexDamaged as error:
+        assert call.vault is not None
+        where = terms.path_in(call.vault.state_dir)
+        call.warn(messages.search_index_unreadable(str(where), str(error)))
+        forget_word_index(call.vault)
+        return None
+    for message in warnings:
+        call.warn(message)
+    bound = terms.score_bound(weighted, ranked.idfs, index.unknown_idf)
+    extra: dict[str, Any] = {"analysis": analysis.to_json(), "score_bound": bound}
+    assert call.vault is not None
+    retrieval = Retrieval(
+        query,
+        str(call.vault.state_dir),
+        terms.MODEL,
+        analyzer.fingerprint,
+        terms.METRIC,
+        False,
+        extra,
+    )
+    positions = [position for position, _ in ranked.hits]
+    prefetch = getattr(cards, "prefetch", None)
+    if prefetch is not None:
+        prefetch(positions)
+    details = [
+        LazyDetail(functools.partial(_matched_at, ranked, position)) for position in positions
+    ]
+    return _ranking([(cards[p], score) for p, score in ranked.hits], retrieval, details)
+
+
+def _matched_at(ranked: Ranked, position: int) -> dict[str, Any]:
+    return {"matched": ranked.matched(position)}
 
 
 def _passing(
