@@ -25,6 +25,7 @@ import sqlite3
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from hql.index import schema
 
@@ -134,13 +135,18 @@ def read_rows(connection: sqlite3.Connection, model: schema.ModelRow) -> VectorR
     return VectorRows(model, names, hashes, b"".join(blobs), keys, b"".join(vectors))
 
 
-def card_pins(connection: sqlite3.Connection) -> dict[str, str]:
-    """Each card's digest, computed from its rows now."""
+def card_pins(connection: sqlite3.Connection, names: Sequence[str] | None = None) -> dict[str, str]:
+    """Each card's digest (or only these cards'), computed from its rows now."""
+    where, chosen = "", cast(tuple[str, ...], ())
+    if names is not None:
+        where, chosen = f" WHERE {{column}} IN ({','.join('?' * len(names))})", tuple(names)
     by_card: dict[str, list[tuple[SectionKey, bytes]]] = {}
     if schema.has_sections(connection):
         for card, ordinal, heading, start, end, blob in connection.execute(
-            "SELECT card, ordinal, heading, line_start, line_end, embedding FROM section "
-            "ORDER BY card, ordinal"
+            "SELECT card, ordinal, heading, line_start, line_end, embedding FROM section"
+            + where.format(column="card")
+            + " ORDER BY card, ordinal",
+            chosen,
         ):
             key = section_key(card, ordinal, heading, start, end)
             by_card.setdefault(key[0], []).append((key, _bytes(blob)))
@@ -149,7 +155,8 @@ def card_pins(connection: sqlite3.Connection) -> dict[str, str]:
             str(name), str(content_hash or ""), _bytes(blob), by_card.get(str(name), ())
         )
         for name, content_hash, blob in connection.execute(
-            "SELECT name, content_hash, embedding FROM card"
+            "SELECT name, content_hash, embedding FROM card" + where.format(column="name"),
+            chosen,
         )
     }
 
@@ -179,9 +186,35 @@ def unpinned_queries(connection: sqlite3.Connection) -> list[str]:
     )
 
 
-def seal(connection: sqlite3.Connection, model: schema.ModelRow) -> None:
-    """Pin every card and question and write the manifest, inside the caller's transaction."""
+def seal(
+    connection: sqlite3.Connection,
+    model: schema.ModelRow,
+    changed: Sequence[str] | None = None,
+) -> None:
+    """Pin every card and question and write the manifest, inside the caller's transaction.
+
+    `changed` names the only cards whose rows changed since the index was last sealed (and
+    read back whole, so every other pin was checked): only theirs are pinned again.
+    """
     present = _present(connection)
+    if changed is not None and PIN_TABLE in present and MANIFEST_TABLE in present:
+        _repin(connection, changed)
+    else:
+        _pin_all(connection, present)
+    rows = read_rows(connection, model)
+    connection.execute("DELETE FROM manifest")
+    connection.executemany(
+        "INSERT INTO manifest (key, value) VALUES (?, ?)",
+        [
+            ("algorithm", ALGORITHM),
+            ("vectors", index_digest(rows)),
+            ("cards", str(len(rows.names))),
+            ("sections", str(len(rows.sections))),
+        ],
+    )
+
+
+def _pin_all(connection: sqlite3.Connection, present: set[str]) -> None:
     if PIN_TABLE not in present:
         connection.execute(PIN_DDL)
     if MANIFEST_TABLE not in present:
@@ -198,16 +231,16 @@ def seal(connection: sqlite3.Connection, model: schema.ModelRow) -> None:
             for text, blob in connection.execute("SELECT text, embedding FROM query").fetchall()
         ),
     )
-    rows = read_rows(connection, model)
-    connection.execute("DELETE FROM manifest")
+
+
+def _repin(connection: sqlite3.Connection, changed: Sequence[str]) -> None:
+    names = list(dict.fromkeys(changed))
     connection.executemany(
-        "INSERT INTO manifest (key, value) VALUES (?, ?)",
-        [
-            ("algorithm", ALGORITHM),
-            ("vectors", index_digest(rows)),
-            ("cards", str(len(rows.names))),
-            ("sections", str(len(rows.sections))),
-        ],
+        "DELETE FROM pin WHERE kind = ? AND name = ?", ((CARD, name) for name in names)
+    )
+    connection.executemany(
+        "INSERT INTO pin (kind, name, digest) VALUES (?, ?, ?)",
+        ((CARD, name, digest) for name, digest in card_pins(connection, names).items()),
     )
 
 

@@ -59,16 +59,25 @@ class Freshness:
 
 
 def refresh(
-    root: str | os.PathLike[str], names: Sequence[str] = (), gone: Sequence[str] = ()
+    root: str | os.PathLike[str],
+    names: Sequence[str] = (),
+    gone: Sequence[str] = (),
+    edited: Sequence[str] = (),
 ) -> Freshness:
-    """Bring the vault's catalogue, bm25 store and (when configured) vectors up to date."""
+    """Bring the vault's catalogue, bm25 store and (when configured) vectors up to date.
+
+    `edited` names the vault-relative files whose content alone changed (nothing added,
+    moved or removed): the catalogue then takes just those files (`hql.vault.edits`)."""
     started = time.perf_counter()
     fresh = Freshness()
     state_dir = Path(root) / ".hql"
     with _turn(state_dir):
-        from hql.api import HostError, open_vault
+        from hql.api import HostError, extension_metadata, open_vault
+        from hql.vault.edits import record_edits
 
         try:
+            if edited:
+                record_edits(root, edited, extension_metadata())
             vault = open_vault(root)
         except HostError as error:
             fresh.problems.append(str(error))
@@ -182,7 +191,7 @@ def embed_now(
     stored = store.digests()
     cards = [
         card
-        for card in (vault.card(name) for name in dict.fromkeys(names))
+        for card in (vault.card_alone(name) for name in dict.fromkeys(names))
         if card is not None and stored.get(card.name) != card.digest
     ]
     if cards:

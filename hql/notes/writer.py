@@ -183,7 +183,11 @@ class Notes:
             relpath = self._inside(note)
             return PurePosixPath(relpath).stem, relpath
         vault = self.vault()
-        card = vault.resolve(note.removeprefix("[[").removesuffix("]]"))
+        wanted = note.removeprefix("[[").removesuffix("]]")
+        found = vault.path_of(wanted)  # the usual case: no card is built to find it
+        if found is not None:
+            return wanted, found
+        card = vault.resolve(wanted)
         if card is None:
             close = difflib.get_close_matches(note, [c.name for c in vault.cards], n=3)
             raise NotFound(messages.note_not_found(note, close), path=None, similar=close)
@@ -220,10 +224,9 @@ class Notes:
             raise Invalid(messages.note_needs_title())
         folder = self.default_folder() if folder is None else folder.strip("/")
         relpath = self._inside(f"{folder}/{stem}.md" if folder else f"{stem}.md")
-        vault = self.vault()
-        taken = vault.card(stem)
+        taken = self.vault().path_of(stem)
         if taken is not None:
-            raise Exists(messages.note_name_taken(stem, taken.relpath), path=taken.relpath)
+            raise Exists(messages.note_name_taken(stem, taken), path=taken)
         header = None
         if properties:
             front = FrontMatter.parse("")
@@ -526,7 +529,8 @@ class Notes:
             from hql.notes.fresh import refresh
 
             names = [written.name] if written.digest is not None else []
-            written.freshness = refresh(self.root, names, gone)
+            edited = [written.path] if written.action in _EDITS else []
+            written.freshness = refresh(self.root, names, gone, edited)
         return written
 
     # --- helpers ------------------------------------------------------------------
@@ -628,6 +632,8 @@ class Notes:
 
 
 _UNSET = object()
+# Changes that leave every path as it was: only the note's content changed.
+_EDITS = frozenset({"append", "section", "edit", "set", "unset", "archive", "supersede"})
 
 
 _AT_LINE = re.compile(r"\s*\(?at line (\d+), column \d+\)?|\s*\(line (\d+), column \d+\)")

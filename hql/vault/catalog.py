@@ -351,7 +351,14 @@ class Catalog:
 
     def listing(self, key: bytes | None) -> Listing | None:
         """The stored description of the last load, if it was made from exactly `key`."""
-        if key is None or self._connection is None or self._foreign:
+        if key is None:
+            return None
+        found = self.last_listing()
+        return found[1] if found is not None and found[0] == key else None
+
+    def last_listing(self) -> tuple[bytes, Listing] | None:
+        """The stored description of the last load and its key, whatever walk it was for."""
+        if self._connection is None or self._foreign:
             return None
         try:
             found = self._connection.execute(
@@ -362,15 +369,15 @@ class Catalog:
             return None
         if found is None:
             return None
-        stored_key, cards, warnings_blob, digest = found
-        if stored_key != key or type(cards) is not int or type(warnings_blob) is not bytes:
+        key, cards, warnings_blob, digest = found
+        if type(key) is not bytes or type(cards) is not int or type(warnings_blob) is not bytes:
             return None
         if digest != _digest(key, str(cards).encode(), warnings_blob):
             return None
         warnings = _loads(warnings_blob)
         if type(warnings) is not tuple or not all(map(_well_formed_warning, warnings)):
             return None
-        return Listing(cards, warnings)
+        return key, Listing(cards, warnings)
 
     def search_columns(self, key: bytes | None, cards: int) -> StoredSearch | None:
         """The search columns stored with the listing of `key` (None: not stored, or damaged);

@@ -14,6 +14,7 @@ changed in between (then the vault holds the file as it is now).
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -150,6 +151,17 @@ class CardSequence(Sequence[Card]):
                 [card.search_title for card in cards],
             )
         return columns
+
+    def position_of(self, name: str) -> int | None:
+        """Where the card named `name` is (names are in order: a bisection), if there is one."""
+        names = self._columns().names
+        at = bisect.bisect_left(names, name)
+        return at if at < len(names) and names[at] == name else None
+
+    def path_of(self, name: str) -> str | None:
+        """The relative path of the card named `name`."""
+        position = self.position_of(name)
+        return self._columns().relpaths[position] if position is not None else None
 
     def search_keys(self) -> list[tuple[str, str]]:
         """(retrieval-text digest, search title) per card."""

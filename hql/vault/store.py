@@ -306,6 +306,23 @@ class Vault:
     def card(self, name: str) -> Card | None:
         return self._by_name.get(name)
 
+    def card_alone(self, name: str) -> Card | None:
+        """The card named exactly `name`; a vault opened from its catalogue builds it alone."""
+        lazy = self.lazy_cards()
+        if isinstance(lazy, CardSequence):
+            position = lazy.position_of(name)
+            return lazy[position] if position is not None else None
+        return self._by_name.get(name)
+
+    def path_of(self, name: str) -> str | None:
+        """The vault-relative path of the card named exactly `name`; a vault opened from its
+        catalogue answers from its stored columns, building no card."""
+        lazy = self.lazy_cards()
+        if isinstance(lazy, CardSequence):
+            return lazy.path_of(name)
+        card = self._by_name.get(name)
+        return card.relpath if card is not None else None
+
     @property
     def libraries(self) -> tuple[Any, ...]:
         """The vaults `[vault] libraries` names (hql.vault.libraries.Library), opened on

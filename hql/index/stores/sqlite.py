@@ -53,7 +53,14 @@ class SqliteStore:
         self.path = path
         self.location = str(path)
         self._vault_root = vault_root
-        self.index = SemanticIndex.open(path, vault_root)
+        self._index: SemanticIndex | None = SemanticIndex.open(path, vault_root)
+
+    @property
+    def index(self) -> SemanticIndex:
+        """The checked index as the file is now (read again only when asked after a write)."""
+        if self._index is None:
+            self._index = SemanticIndex.open(self.path, self._vault_root)
+        return self._index
 
     @classmethod
     def for_vault(cls, vault: VaultLike, config: SemanticsConfig) -> SqliteStore:
@@ -119,7 +126,7 @@ class SqliteStore:
                         for section in card.sections
                     ],
                 )
-            pins.seal(connection, self.model)
+            pins.seal(connection, self.model, [card.name for card in cards])
 
     def delete(self, names: Collection[str]) -> None:
         with self._writing() as connection:
@@ -128,7 +135,7 @@ class SqliteStore:
                 connection.execute("DELETE FROM card WHERE name = ?", (name,))
                 if sections:
                     connection.execute("DELETE FROM section WHERE card = ?", (name,))
-            pins.seal(connection, self.model)
+            pins.seal(connection, self.model, list(names))
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[sqlite3.Connection]:
@@ -147,4 +154,4 @@ class SqliteStore:
             ) from None
         finally:
             clear_cache()
-        self.index = SemanticIndex.open(self.path, self._vault_root)
+        self._index = None  # a writer that writes again need not read the file in between

@@ -1,0 +1,243 @@
+"""The catalogue brought up to date after a few notes were edited, without a whole load.
+
+A whole load after one note changed reads every file's row from the catalogue,
+builds every card and writes the listing and search columns anew (half a second
+at 5,000 cards). When the catalogue's listing described the vault exactly as it
+is now except for the content of the edited files (the same paths; every other
+file with the same size, mtime, inode and mode), only those files are read: each
+one's row is stored, its search columns and tags replaced, and the warnings it gave
+in the listing swapped for the ones it gives now. The next load opens from the
+listing, as after any walk that found nothing changed.
+
+Anything else (a file added, removed or renamed, a watcher serving the vault, a
+dialect the notes decide that changes, a file that no longer reads as a card, links
+that change in a vault whose load counts unresolved links) answers False, and the
+caller loads the vault whole.
+"""
+
+from __future__ import annotations
+
+import array
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from hql import files
+from hql.vault import walk, watch
+from hql.vault.catalog import Catalog, Listing, SearchColumns, listing_key, row_of
+from hql.vault.config import load_config
+from hql.vault.model import Card, LoadWarning
+
+_Warning = tuple[str, str, str | None]  # (path, message, subject), as the listing keeps them
+
+
+def record_edits(
+    root: str | os.PathLike[str],
+    relpaths: Sequence[str],
+    extension_metadata: Mapping[str, Mapping[str, Any]],
+) -> bool:
+    """Update the catalogue for edits of these vault-relative files; False: load it whole."""
+    from hql.vault import store
+
+    shown = os.fspath(root)
+    root_path = Path(root)
+    state_dir = root_path / store.STATE_DIR
+    if not relpaths or not files.state_dir_contained(state_dir) or watch.ask(state_dir):
+        return False
+    config, _ = load_config(root_path)
+    declared = walk.declared_dialect(root_path, config.dialect)
+    dialect = declared
+    if dialect is None:
+        from hql.vault import detect
+
+        last = detect.last_choice(state_dir)
+        if last is None:
+            return False
+        dialect = last.dialect
+    metadata = sorted((name, dict(entries)) for name, entries in extension_metadata.items())
+    catalog, context = store._catalogue(state_dir, dialect, declared is None, shown, metadata)
+    try:
+        walked = store._walk_files(shown, [], config)
+        if declared is None:
+            from hql.vault import detect
+
+            if detect.choose(walked, state_dir).dialect != dialect:
+                return False
+        edit = _Edit(catalog, walked, dialect, extension_metadata)
+        return edit.record(context, relpaths)
+    finally:
+        catalog.close()
+
+
+class _Edit:
+    def __init__(
+        self,
+        catalog: Catalog,
+        walked: walk.Walk,
+        dialect: str,
+        extension_metadata: Mapping[str, Mapping[str, Any]],
+    ) -> None:
+        self.catalog = catalog
+        self.walked = walked
+        self.dialect = dialect
+        self.extension_metadata = extension_metadata
+
+    def record(self, context: tuple[object, ...], relpaths: Sequence[str]) -> bool:
+        catalog, walked = self.catalog, self.walked
+        stored = catalog.last_listing()
+        if stored is None:
+            return False
+        old_key, listing = stored
+        search = catalog.search_columns(old_key, listing.cards)
+        columns = search.columns() if search is not None else None
+        if columns is None or columns.files is None:
+            return False
+        new_key = listing_key(walked.relpaths, walked.signature_columns(), context)
+        if new_key is None:
+            return False
+        if new_key == old_key:
+            return True  # listed as the files are already
+        in_walk = {relpath: at for at, relpath in enumerate(walked.relpaths)}
+        in_listing = {relpath: at for at, relpath in enumerate(columns.relpaths)}
+        edited = [
+            (in_walk.get(relpath, -1), in_listing.get(relpath, -1))
+            for relpath in dict.fromkeys(relpaths)
+        ]
+        if any(at < 0 or position < 0 for at, position in edited):
+            return False  # a file added, removed or not a card: the whole load says what
+        if listing_key(walked.relpaths, _before(walked, columns, edited), context) != old_key:
+            return False  # something else changed too
+        warnings = list(listing.warnings)
+        tags = catalog.tag_column(old_key, listing.cards)
+        fresh = _copy(columns)
+        for at, position in edited:
+            card = self._swap(at, position, columns, warnings)
+            if card is None:
+                return False
+            _put(fresh, position, card, walked.statuses[at])
+            if tags is not None:
+                tags[position] = [tag.casefold() for tag in card.tags]
+        catalog.holds(walked.relpaths[0])  # the rows it holds: the save drops those gone
+        catalog.save(
+            walked.relpaths, new_key, Listing(listing.cards, tuple(warnings)), None, lambda: fresh
+        )
+        now = catalog.last_listing()
+        if now is None or now[0] != new_key:
+            return False
+        if tags is not None:
+            catalog.record_tags(new_key, tags)
+        return True
+
+    def _swap(
+        self, at: int, position: int, columns: SearchColumns, warnings: list[_Warning]
+    ) -> Card | None:
+        """The file's card as it is now, its row kept for the save and its warnings in
+        place of the ones it gave before; None when it cannot be done so."""
+        from hql.vault import loader
+
+        walked = self.walked
+        assert columns.files is not None
+        formats, sizes, mtimes, inodes = columns.files
+        relpath, path = walked.relpaths[at], walked.paths[at]
+        item = loader.FoundFile(relpath, path, walked.formats[at], None)
+        before = self.catalog.payloads(
+            [(relpath, sizes[position], mtimes[position], inodes[position])]
+        )
+        old_payload = before.get(relpath)
+        read = loader._read_and_parse(item, self.dialect)
+        if old_payload is None or old_payload[0] != "ok" or isinstance(read, str):
+            return None
+        size, mtime_ns, inode, payload = read
+        status = walked.statuses[at]
+        if not isinstance(status, os.stat_result) or payload[0] != "ok":
+            return None
+        if (size, mtime_ns, inode) != (status.st_size, status.st_mtime_ns, status.st_ino):
+            return None  # changed again since the walk
+        if self.dialect == walk.OBSIDIAN and old_payload[4] != payload[4]:
+            return None  # its links changed: the load's count of unresolved links may too
+        name = columns.names[position]
+        known = frozenset(columns.names)
+        old_card, old_warnings = self._card(
+            item, name, known, sizes[position], mtimes[position], old_payload
+        )
+        if (
+            old_card.digest != columns.digests[position]
+            or old_card.search_title != columns.titles[position]
+        ):
+            return None
+        card, new_warnings = self._card(item, name, known, size, mtime_ns, payload)
+        first = len(warnings)
+        for warning in old_warnings:
+            if warning not in warnings:
+                return None
+            found = warnings.index(warning)
+            first = min(first, found)
+            del warnings[found]
+        warnings[first:first] = new_warnings
+        self.catalog.keep(relpath, row_of(relpath, size, mtime_ns, inode, payload))
+        return card
+
+    def _card(
+        self,
+        item: Any,
+        name: str,
+        known: frozenset[str],
+        size: int,
+        mtime_ns: int,
+        payload: tuple[Any, ...],
+    ) -> tuple[Card, list[_Warning]]:
+        """The card a whole load builds from this payload, and the warnings it adds."""
+        from hql.vault import assembly, document, loader
+
+        parsed = document.ParsedDocument(*payload[1:])
+        read = loader.ReadDocument(item, size, mtime_ns, parsed)
+        found: list[LoadWarning] = []
+        if parsed.extras and "warning" in parsed.extras:
+            found.append(LoadWarning(item.path, parsed.extras["warning"]))
+        contributions = assembly.contributions_of(self.extension_metadata)
+        card = assembly.build_card(read, name, known, contributions, found, self.dialect)
+        return card, [(warning.path, warning.message, warning.subject) for warning in found]
+
+
+def _before(
+    walked: walk.Walk, columns: SearchColumns, edited: list[tuple[int, int]]
+) -> list[bytes]:
+    """The walk's signature columns with each edited file's size, mtime and inode as the
+    listing recorded them (its mode is the writer's to keep): the key of the walk before."""
+    now = walked.signature_columns()
+    assert columns.files is not None
+    if len(now) != 4:
+        return now  # a `stat` failed: no key of the walk before matches
+    size, mtime, inode, mode = (
+        array.array(code, data) for code, data in zip("qqQQ", now, strict=True)
+    )
+    _, sizes, mtimes, inodes = columns.files
+    for at, position in edited:
+        size[at], mtime[at], inode[at] = sizes[position], mtimes[position], inodes[position]
+    return [size.tobytes(), mtime.tobytes(), inode.tobytes(), mode.tobytes()]
+
+
+def _copy(columns: SearchColumns) -> SearchColumns:
+    assert columns.files is not None
+    formats, sizes, mtimes, inodes = columns.files
+    return SearchColumns(
+        list(columns.names),
+        list(columns.relpaths),
+        list(columns.digests),
+        list(columns.titles),
+        (list(formats), list(sizes), list(mtimes), list(inodes)),
+    )
+
+
+def _put(columns: SearchColumns, position: int, card: Card, status: Any) -> None:
+    assert columns.files is not None
+    formats, sizes, mtimes, inodes = columns.files
+    columns.digests[position] = card.digest
+    columns.titles[position] = card.search_title
+    formats[position] = card.format
+    sizes[position], mtimes[position], inodes[position] = (
+        status.st_size,
+        status.st_mtime_ns,
+        status.st_ino,
+    )
