@@ -111,12 +111,14 @@ def run(args: argparse.Namespace, embedder_toml: str) -> None:
     names = sorted(card.name for card in vault.cards)[:: max(1, len(vault) // (args.rounds + 1))]
     notes.append(names[-1], "Warm-up: loads the embedder in this process.")  # not timed
     writes, alone, refreshes = [], [], []
+    run_word = "".join(chr(ord("a") + int(digit)) for digit in str(time.time_ns())[-9:])
     question = (
         "import semantic\ncards | semantic($q) | filter(h => h.card.name == $n) | map(h => h.score)"
     )
     for round_number in range(args.rounds):
         name = names[round_number]
-        sentence = SENTENCES[round_number % len(SENTENCES)]
+        # A word of this run's own: a note kept from an earlier run already holds the sentence.
+        sentence = f"{SENTENCES[round_number % len(SENTENCES)]} Run {run_word}."
         before = list(hql.run(question, vault=vault, params={"q": sentence, "n": name}).value)
         started = time.perf_counter()
         written = notes.append(name, sentence)
