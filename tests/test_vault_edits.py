@@ -155,3 +155,25 @@ def test_a_note_written_through_hql_notes_leaves_the_listing_current(tmp_path: P
         'import bm25\ncards | bm25("zymurgy") | take(1) | map(h => h.card.name)', vault=vault
     )
     assert list(found.value) == ["note 7"]
+
+
+def test_a_note_whose_links_stay_needs_no_dialect_scan(tmp_path: Path, monkeypatch) -> None:
+    from hql.vault import detect
+
+    _vault(tmp_path)
+    _listed(tmp_path)
+    scans = []
+    real_scan = detect.scan
+    monkeypatch.setattr(detect, "scan", lambda walked: scans.append(1) or real_scan(walked))
+    notes = hql.notes.open(tmp_path)
+    notes.append("beta", "More about the second letter.")
+    notes.set("beta", "status", "draft")
+    assert scans == []  # the same links: the dialect stays without reading every file
+    vault = _opened_from_listing(tmp_path)
+    assert vault.dialect == "reference"
+    assert _shape(vault) == _fresh_load(tmp_path)
+    notes.append("beta", "Shown otherwise: [[alpha|the first]].")  # a form only Obsidian reads
+    assert scans  # read every file to decide again
+    vault = hql.Vault.open(tmp_path)
+    assert vault.dialect == "obsidian"
+    assert _shape(vault) == _fresh_load(tmp_path)

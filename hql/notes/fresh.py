@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,12 +62,13 @@ def refresh(
     root: str | os.PathLike[str],
     names: Sequence[str] = (),
     gone: Sequence[str] = (),
-    edited: Sequence[str] = (),
+    edited: Mapping[str, bytes | None] | Sequence[str] = (),
 ) -> Freshness:
     """Bring the vault's catalogue, bm25 store and (when configured) vectors up to date.
 
     `edited` names the vault-relative files whose content alone changed (nothing added,
-    moved or removed): the catalogue then takes just those files (`hql.vault.edits`)."""
+    moved or removed), each perhaps with its bytes before: the catalogue then takes just
+    those files (`hql.vault.edits`)."""
     started = time.perf_counter()
     fresh = Freshness()
     state_dir = Path(root) / ".hql"

@@ -495,7 +495,7 @@ class Notes:
             ) from None
         except files.WriteRefused as refusal:
             raise Outside(refusal.strerror or str(refusal), path=relpath) from None
-        return self._done(Written(action, name, relpath, digest, current, True, diff))
+        return self._done(Written(action, name, relpath, digest, current, True, diff), before=data)
 
     def _delete(self, note: str, base_digest: str | None, dry_run: bool) -> Written:
         name, relpath = self.locate(note)
@@ -523,13 +523,16 @@ class Notes:
                 raise Stale(messages.note_stale(relpath), path=relpath, current_digest=now)
             os.unlink(path)
 
-    def _done(self, written: Written, gone: Sequence[str] = ()) -> Written:
+    def _done(
+        self, written: Written, gone: Sequence[str] = (), before: bytes | None = None
+    ) -> Written:
+        """`before`: the note's bytes before an edit that moved nothing."""
         self._vault = None
         if self.fresh:
             from hql.notes.fresh import refresh
 
             names = [written.name] if written.digest is not None else []
-            edited = [written.path] if written.action in _EDITS else []
+            edited = {written.path: before} if written.action in _EDITS else {}
             written.freshness = refresh(self.root, names, gone, edited)
         return written
 

@@ -235,6 +235,42 @@ def _walk_digest(walked: Walk) -> str | None:
     return key.hex() if key is not None else None
 
 
+def evidence_of(data: bytes) -> tuple[object, ...]:
+    """All that `scan` reads of one file's bytes: its aliases, its wikilinks and its
+    Markdown link targets outside code. Two versions of a file with the same evidence
+    leave a scan's verdict, counts and first file as they were."""
+    if len(data) > _MAX_BYTES:
+        return ("unread",)
+    header = _HEADER.match(data)
+    aliases: tuple[str, ...] = ()
+    if header is not None and _ALIASES.search(header.group(1)):
+        aliases = tuple(_aliases_of(header.group(1)))
+    if b"[" not in data:
+        return aliases, (), ()
+    code = b"`" in data or b"~~~" in data or b"%%" in data
+    text = _CODE.sub(b"", data) if code else data
+    found = tuple(
+        (text[match.start() - 1 : match.start()] == b"!", match.group(1))
+        for match in _WIKILINK.finditer(text)
+    )
+    markdown = tuple(_MARKDOWN_LINK.findall(text)) if b"](" in text else ()
+    return aliases, found, markdown
+
+
+def remembered(state_dir: Path, relpaths: list[str], signatures: list[bytes]) -> Choice | None:
+    """The verdict kept for the walk of these paths and signature columns, if it is the one
+    kept."""
+    key = listing_key(relpaths, signatures, ("dialect", _FORMAT))
+    return _remembered(state_dir, key.hex()) if key is not None else None
+
+
+def keep(walked: Walk, state_dir: Path, choice: Choice) -> None:
+    """Keep `choice` as the verdict for this walk (one known to give it without a scan)."""
+    digest = _walk_digest(walked)
+    if digest is not None:
+        _remember(state_dir, digest, choice)
+
+
 def last_choice(state_dir: Path) -> Choice | None:
     """The verdict the last deciding load kept, whatever walk it was made for."""
     return _remembered(state_dir, None)

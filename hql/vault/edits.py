@@ -34,12 +34,18 @@ _Warning = tuple[str, str, str | None]  # (path, message, subject), as the listi
 
 def record_edits(
     root: str | os.PathLike[str],
-    relpaths: Sequence[str],
+    edited: Mapping[str, bytes | None] | Sequence[str],
     extension_metadata: Mapping[str, Mapping[str, Any]],
 ) -> bool:
-    """Update the catalogue for edits of these vault-relative files; False: load it whole."""
+    """Update the catalogue for edits of these vault-relative files; False: load it whole.
+
+    `edited` may map each file to its bytes before the edit: in a vault whose notes decide
+    its dialect, files whose links read the same before and after need no scan of every
+    file to know the dialect stays."""
     from hql.vault import store
 
+    relpaths = list(edited)
+    before = dict(edited) if isinstance(edited, Mapping) else {}
     shown = os.fspath(root)
     root_path = Path(root)
     state_dir = root_path / store.STATE_DIR
@@ -59,13 +65,9 @@ def record_edits(
     catalog, context = store._catalogue(state_dir, dialect, declared is None, shown, metadata)
     try:
         walked = store._walk_files(shown, [], config)
-        if declared is None:
-            from hql.vault import detect
-
-            if detect.choose(walked, state_dir).dialect != dialect:
-                return False
         edit = _Edit(catalog, walked, dialect, extension_metadata)
-        return edit.record(context, relpaths)
+        detected = state_dir if declared is None else None
+        return edit.record(context, relpaths, before, detected)
     finally:
         catalog.close()
 
@@ -82,8 +84,17 @@ class _Edit:
         self.walked = walked
         self.dialect = dialect
         self.extension_metadata = extension_metadata
+        self.read: dict[str, bytes] = {}  # each edited file's bytes as read now
+        self.listed: dict[str, tuple[Any, ...]] = {}  # its payload as the listing had it
 
-    def record(self, context: tuple[object, ...], relpaths: Sequence[str]) -> bool:
+    def record(
+        self,
+        context: tuple[object, ...],
+        relpaths: Sequence[str],
+        before: Mapping[str, bytes | None],
+        detected: Path | None,
+    ) -> bool:
+        """`detected`: the state folder, when the notes decide the vault's dialect."""
         catalog, walked = self.catalog, self.walked
         stored = catalog.last_listing()
         if stored is None:
@@ -106,7 +117,8 @@ class _Edit:
         ]
         if any(at < 0 or position < 0 for at, position in edited):
             return False  # a file added, removed or not a card: the whole load says what
-        if listing_key(walked.relpaths, _before(walked, columns, edited), context) != old_key:
+        signatures = _before(walked, columns, edited)
+        if listing_key(walked.relpaths, signatures, context) != old_key:
             return False  # something else changed too
         warnings = list(listing.warnings)
         tags = catalog.tag_column(old_key, listing.cards)
@@ -118,16 +130,40 @@ class _Edit:
             _put(fresh, position, card, walked.statuses[at])
             if tags is not None:
                 tags[position] = [tag.casefold() for tag in card.tags]
+        if detected is not None and not self._same_dialect(detected, signatures, before):
+            return False
         catalog.holds(walked.relpaths[0])  # the rows it holds: the save drops those gone
-        catalog.save(
-            walked.relpaths, new_key, Listing(listing.cards, tuple(warnings)), None, lambda: fresh
-        )
+        listed = Listing(listing.cards, tuple(warnings))
+        catalog.save(walked.relpaths, new_key, listed, None, lambda: fresh)
         now = catalog.last_listing()
         if now is None or now[0] != new_key:
             return False
         if tags is not None:
             catalog.record_tags(new_key, tags)
         return True
+
+    def _same_dialect(
+        self, state_dir: Path, signatures: list[bytes], before: Mapping[str, bytes | None]
+    ) -> bool:
+        """Whether the notes still decide the dialect the listing was read in (then kept for
+        this walk). No scan when each edited file's bytes before the edit are known, are
+        what the listing read (the same parse) and hold the same link evidence as now."""
+        from hql.vault import detect, loader
+
+        choice = detect.remembered(state_dir, self.walked.relpaths, signatures)
+        unscanned = choice is not None and choice.dialect == self.dialect
+        for relpath, now in self.read.items():
+            old = before.get(relpath)
+            unscanned = (
+                unscanned
+                and old is not None
+                and loader._parse(old, self.dialect) == self.listed[relpath]
+                and detect.evidence_of(old) == detect.evidence_of(now)
+            )
+        if unscanned and choice is not None:
+            detect.keep(self.walked, state_dir, choice)
+            return True
+        return detect.choose(self.walked, state_dir).dialect == self.dialect
 
     def _swap(
         self, at: int, position: int, columns: SearchColumns, warnings: list[_Warning]
@@ -141,14 +177,21 @@ class _Edit:
         formats, sizes, mtimes, inodes = columns.files
         relpath, path = walked.relpaths[at], walked.paths[at]
         item = loader.FoundFile(relpath, path, walked.formats[at], None)
-        before = self.catalog.payloads(
+        listed = self.catalog.payloads(
             [(relpath, sizes[position], mtimes[position], inodes[position])]
         )
-        old_payload = before.get(relpath)
-        read = loader._read_and_parse(item, self.dialect)
-        if old_payload is None or old_payload[0] != "ok" or isinstance(read, str):
+        old_payload = listed.get(relpath)
+        if old_payload is None or old_payload[0] != "ok":
             return None
-        size, mtime_ns, inode, payload = read
+        try:
+            data, read = loader._read_file(path)
+        except OSError:
+            return None
+        if data is None or len(data) > loader.MAX_CARD_BYTES:
+            return None
+        size, mtime_ns, inode = read.st_size, read.st_mtime_ns, read.st_ino
+        payload = loader._parse(data, self.dialect)
+        self.read[relpath], self.listed[relpath] = data, old_payload
         status = walked.statuses[at]
         if not isinstance(status, os.stat_result) or payload[0] != "ok":
             return None
