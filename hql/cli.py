@@ -8,6 +8,7 @@ Exit codes: 0 success (warnings allowed), 1 a language or host failure, 2 a usag
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -690,7 +691,7 @@ def watch_command(vault: str) -> int:
         check_root(vault, Path(vault))
     except VaultError as error:
         raise HostError(str(error)) from None
-    watcher = Watcher(Path(vault))
+    watcher = Watcher(Path(vault), functools.partial(_refresh_seen, vault))
     try:
         watcher.start()
     except WatchError as error:
@@ -705,6 +706,19 @@ def watch_command(vault: str) -> int:
         pass
     print(messages.watch_stopped(), file=sys.stderr)
     return 0
+
+
+def _refresh_seen(vault: str, relpaths: list[str]) -> None:
+    """What the watcher saw change reaches the bm25 store and (when asked for) the vectors."""
+    from hql.notes.fresh import refresh_seen
+
+    try:
+        fresh = refresh_seen(vault, relpaths)
+    except Exception as error:  # noqa: BLE001 - the watcher goes on; the next load catches up
+        print(messages.watch_refresh_failed(str(error)), file=sys.stderr, flush=True)
+        return
+    for problem in fresh.problems:
+        print(messages.watch_refresh_failed(problem), file=sys.stderr, flush=True)
 
 
 @command("context")

@@ -3222,3 +3222,8 @@ def rerank_fell_back(reason: str) -> str:
 
 def rerank_bad_cap(found: object) -> str:
     return f"`rerank`'s `cap` must be a positive whole number, not {found}"
+# --- the vault watcher: changes it sees reach the stores (memory.md §5) ------------------
+
+
+def watch_refresh_failed(reason: str) -> str:
+    return f"hql vault watch: a change it saw did not reach the stores ({reason}); the next load catches up"

@@ -94,6 +94,17 @@ def refresh(
     return fresh
 
 
+def refresh_seen(root: str | os.PathLike[str], relpaths: Sequence[str]) -> Freshness:
+    """After a watcher saw these vault-relative notes written, moved or removed (by anyone):
+    the same refresh as after a write through `hql.notes`."""
+    from pathlib import PurePosixPath
+
+    present = [relpath for relpath in relpaths if (Path(root) / relpath).is_file()]
+    gone = [PurePosixPath(relpath).stem for relpath in relpaths if relpath not in present]
+    names = [PurePosixPath(relpath).stem for relpath in present]
+    return refresh(root, names, gone, present)
+
+
 LOCK_NAME = "notes.lock"
 
 

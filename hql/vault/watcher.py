@@ -30,7 +30,8 @@ import socket
 import stat
 import struct
 import sys
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from hql import files, messages
@@ -69,6 +70,11 @@ _FOLDER_EVENTS = (
     | IN_ONLYDIR
 )
 _GONE = IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED
+# A note written (closed after writing), moved in or out, or removed.
+_NOTE_CHANGED = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE
+# How long the vault stays quiet before the changed notes are handed on (an editor's
+# save is several events).
+QUIET_SECONDS = 0.2
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, length of the name that follows
 
 
@@ -138,8 +144,13 @@ class Watcher:
     then, and the socket is gone, so loads walk again).
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, on_change: Callable[[list[str]], None] | None = None) -> None:
+        """`on_change` is told, on a thread of its own, the vault-relative paths of the notes
+        written, moved or removed, once the vault has been quiet for `QUIET_SECONDS`."""
         self.root = root
+        self._on_change = on_change
+        self._changed: set[str] = set()  # notes changed since `on_change` was last told
+        self._telling: threading.Thread | None = None
         self.state_dir = root / ".hql"
         self.identity = secrets.token_hex(8)
         self.generation = 0
@@ -262,7 +273,10 @@ class Watcher:
         selector.register(self._wake_read, selectors.EVENT_READ, "stop")
         try:
             while not self._stopping:
-                for ready, _ in selector.select():
+                ready_now = selector.select(QUIET_SECONDS if self._changed else None)
+                if not ready_now:
+                    self._tell()
+                for ready, _ in ready_now:
                     if ready.data == "events":
                         self._take_events()
                     elif ready.data == "asked":
@@ -296,11 +310,35 @@ class Watcher:
                 rescan = True  # folders below moved: their paths here are stale
             elif mask & (IN_CREATE | IN_MOVED_TO) and folder is not None:
                 self._watch_new(os.path.join(folder, name))
+            if self._on_change is not None and folder is not None and mask & _NOTE_CHANGED:
+                self._note_changed(folder, name, mask)
         if rescan:
             self.folders.clear()
             self._watch_all()
         if not os.path.isdir(self.root):
             raise WatchError(messages.watch_root_gone(os.fspath(self.root)))
+
+    def _note_changed(self, folder: str, name: str, mask: int) -> None:
+        from hql.vault.walk import FORMATS
+
+        if mask & IN_ISDIR or not name.endswith(tuple(FORMATS)):
+            return
+        relpath = os.path.relpath(os.path.join(folder, name), self.root)
+        if not relpath.startswith(".."):
+            self._changed.add(relpath.replace(os.sep, "/"))
+
+    def _tell(self) -> None:
+        """Hand the changed notes to `on_change`, unless it is still busy with the last ones
+        (then they wait for the next quiet moment)."""
+        if self._on_change is None or not self._changed:
+            return
+        if self._telling is not None and self._telling.is_alive():
+            return
+        changed, self._changed = sorted(self._changed), set()
+        self._telling = threading.Thread(
+            target=self._on_change, args=(changed,), name="hql-watch-refresh", daemon=True
+        )
+        self._telling.start()
 
     def _watch_new(self, path: str) -> None:
         """A name appeared: watch it if it is a folder, or a symlink to a file elsewhere."""
