@@ -110,3 +110,100 @@ def test_the_line_of_a_failure_is_the_line_of_the_failing_statement(tmp_path: Pa
     err = capsys.readouterr().err
     assert err.startswith(f"{document}:5: a block failed: error: ")
     assert err.count("\n") == 1  # the second block is fine
+
+
+RANKING_PAGE = """# Ranked
+
+Which cards speak of tokens?
+
+```hql
+import bm25
+cards | bm25("token tokens bearer refresh") | take(4)
+```
+
+```hql
+cards | lexical("token tokens bearer refresh") | take(4)
+```
+"""
+
+
+def test_a_page_does_not_rank_its_own_answers_so_render_is_idempotent(vault: Path) -> None:
+    """The page ranks first for its own query; its answers (which name the query's words)
+    are not part of its text, so rendering it again gives the same answers."""
+    page = vault / "ranked.md"
+    page.write_text(RANKING_PAGE, encoding="utf-8")
+    before = hql.open_vault(vault, use_cache=False).card("ranked")
+    renders = []
+    for _ in range(3):
+        render_command(_args(file=str(page), write=True), _session(vault))
+        renders.append(page.read_text(encoding="utf-8"))
+    assert renders[0].count("```hql#result") == 2
+    assert "ranked" in renders[0].split("```hql#result")[1]  # it ranks itself, in bm25
+    assert "ranked" in renders[0].split("```hql#result")[2]  # and in lexical
+    assert renders[1] == renders[0] and renders[2] == renders[0]
+    after = hql.open_vault(vault).card("ranked")
+    assert after.text == before.text and after.digest == before.digest
+
+
+def test_rendered_answers_leave_the_ranking_text_as_it_was_before_the_render() -> None:
+    from hql.render import render_text
+    from hql.vault.model import answers_blanked, without_answers
+
+    before = (
+        "Intro\n\n```hql\n1 + 1\n```\nafter\n"
+        "````markdown\n```hql#result\nan example, kept\n```\n````\n"
+    )
+    rendered = render_text(before, hql.run).text
+    assert "```hql#result\n2\n```" in rendered
+    assert without_answers(rendered) == before  # what ranking reads: the page before the render
+    blanked = answers_blanked(rendered)
+    assert blanked.count("\n") == rendered.count("\n")  # sections: every line keeps its number
+    assert blanked.split("\n")[9] == "after" == rendered.split("\n")[9]
+    assert "2" not in blanked
+    assert "an example, kept" in without_answers(rendered)  # inside another fence: its text
+    unclosed = "x\n```hql#result\nnever closed\n"
+    assert without_answers(unclosed) == unclosed == answers_blanked(unclosed)
+    assert without_answers("no answers here") == "no answers here"
+
+
+class _WordEmbedder:
+    """A hashed bag of words: enough to tell whether a card's text changed."""
+
+    model_id, revision = "words", "1"
+    max_tokens = 400
+
+    def count_tokens(self, texts):
+        return [len(text.split()) + 2 for text in texts]
+
+    def embed_passages(self, texts):
+        import numpy as np
+        from standin_embedder import standin_vector
+
+        return np.asarray([standin_vector(t) for t in texts], dtype=np.float32) / 3.0
+
+    embed_queries = embed_passages
+
+
+def test_a_semantic_index_stays_fresh_when_a_page_is_rendered(tmp_path: Path) -> None:
+    from hql.index.commands import build_command, verify_command
+    from hql.index.producer import _sections
+
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "hql.toml").write_text('[semantics]\nindex = ".hql/index.sqlite"\n')
+    (root / "owl.md").write_text("---\ntitle: Owl\n---\nOwls hunt at night.\n")
+    page = root / "page.md"
+    page.write_text('# Page\n\n```hql\nimport semantic\ncards | semantic("owls at night")\n```\n')
+    vault = hql.open_vault(root, use_cache=False)
+    code, text = build_command(vault, queries=["owls at night"], embedder=_WordEmbedder())
+    assert code == 0, text
+    renders = []
+    for _ in range(3):
+        render_command(_args(file=str(page), write=True), _session(root))
+        renders.append(page.read_text(encoding="utf-8"))
+    assert "```hql#result" in renders[0] and "owl" in renders[0].split("```hql#result")[1]
+    assert renders[1] == renders[0] and renders[2] == renders[0]
+    rendered = hql.open_vault(root, use_cache=False)
+    assert verify_command(rendered)[0] == 0  # the page's text (and digest) did not change
+    sections = _sections(rendered, _WordEmbedder(), [rendered.card("page")])["page"]
+    assert all("hql#result" not in section.text for section in sections)

@@ -384,7 +384,7 @@ def _technical(view: PromptView, card: Any, fields: RecallFields) -> int:
     texts = (*fields.triggers, *fields.aliases, *fields.topics, *fields.use_when)
     haystack = _haystack(
         getattr(card, "title", "") or "",
-        getattr(card, "body", "") or "",
+        getattr(card, "search_body", getattr(card, "body", "")) or "",
         (*texts, *_summary(fields)),
     )
     # Most tokens are absent: a substring test spares the boundary pattern.

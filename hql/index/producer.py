@@ -229,7 +229,13 @@ def _sections(
             continue
         title = getattr(card, "title", "") or card.name
         first = body_start_line(_file_text(vault, card), body)
-        found[card.name] = split_card(title, card.text, body, first, window, count)
+        text = card.text
+        blanked = getattr(card, "section_body", body)
+        if blanked is not body:  # rendered answers are not ranked; their lines keep their places
+            searched = getattr(card, "search_body", body)
+            preamble = text[: len(text) - len(searched)] if text.endswith(searched) else ""
+            text, body = preamble + blanked, blanked
+        found[card.name] = split_card(title, text, body, first, window, count)
     return found
 
 

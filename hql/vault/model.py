@@ -7,6 +7,7 @@ immutable after load: the language shares them between values and threads.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from hql import messages
@@ -334,6 +335,16 @@ class Card:
         return self.title if stem == self.title else f"{self.title} {stem}"
 
     @property
+    def search_body(self) -> str:
+        """The body as ranking reads it: without the answers `hql render` wrote into it."""
+        return without_answers(self.body)
+
+    @property
+    def section_body(self) -> str:
+        """The body with each line of a rendered answer empty: what sections are cut from."""
+        return answers_blanked(self.body)
+
+    @property
     def text(self) -> str:
         """The retrieval text (reference §12.2 step 1)."""
         cached = self._text
@@ -368,13 +379,82 @@ def _sha256(text: str) -> str:
 
 
 def retrieval_text(title: str, authored: dict[str, Any], body: str) -> str:
-    """Title, every string of the authored header (sorted keys, depth-first), body."""
+    """Title, every string of the authored header (sorted keys, depth-first), body.
+
+    The body is read without the answers `hql render` wrote into it (`without_answers`):
+    a page must not rank its own rendered answers, or each render would change the next.
+    """
     parts = [title]
     for key in sorted(authored):
         if key not in DERIVED_KEYS:
             _collect_strings(authored[key], parts)
-    parts.append(body)
+    parts.append(without_answers(body))
     return " ".join(parts)
+
+
+ANSWER_INFO = "hql#result"  # the info string of a block `hql render` writes
+_FENCE = re.compile(r"( {0,3})(`{3,}|~{3,})(.*)")
+
+
+def without_answers(body: str) -> str:
+    """`body` with every rendered answer block (a fence whose info is `hql#result`) dropped,
+    with the blank lines before it, as `hql render` drops old answers: the body as it was
+    before its first render, so rendering never changes it.
+
+    Fences are read as `hql render` reads them: a block inside another fence is that
+    fence's text, not an answer.
+    """
+    if ANSWER_INFO not in body:  # nearly every card: nothing to read
+        return body
+    lines = body.split("\n")
+    kept: list[str] = []
+    at = 0
+    for start, end in _answer_blocks(lines):
+        kept += lines[at:start]
+        while kept and not kept[-1].strip():
+            kept.pop()
+        at = end + 1
+    return "\n".join(kept + lines[at:])
+
+
+def answers_blanked(body: str) -> str:
+    """`body` with each line of every rendered answer block empty: the lines after an
+    answer keep their numbers (sections of a long card point at file lines)."""
+    if ANSWER_INFO not in body:
+        return body
+    lines = body.split("\n")
+    for start, end in _answer_blocks(lines):
+        lines[start : end + 1] = [""] * (end + 1 - start)
+    return "\n".join(lines)
+
+
+def _answer_blocks(lines: list[str]) -> list[tuple[int, int]]:
+    """The (first, last) line of each closed answer block, outside other fences."""
+    found = []
+    index = 0
+    while index < len(lines):
+        opening = _FENCE.fullmatch(lines[index])
+        if opening is None:
+            index += 1
+            continue
+        marker = opening.group(2)
+        end = index + 1
+        while end < len(lines) and not _closes(lines[end], marker):
+            end += 1
+        if opening.group(3).strip() == ANSWER_INFO and end < len(lines):
+            found.append((index, end))
+        index = end + 1
+    return found
+
+
+def _closes(line: str, marker: str) -> bool:
+    closing = _FENCE.fullmatch(line.rstrip("\r"))
+    return (
+        closing is not None
+        and closing.group(2)[0] == marker[0]
+        and len(closing.group(2)) >= len(marker)
+        and not closing.group(3).strip()
+    )
 
 
 def _collect_strings(value: Any, into: list[str]) -> None:
