@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from hql import messages
 from hql.api import HostError, Outcome, Session, open_vault, resolve_mode
+from hql.diagnostics import render_all
 from hql.parameters import MAX_DEPTH as MAX_PARAMETER_DEPTH
 from hql.version import __version__
 
@@ -48,6 +49,13 @@ def _global_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
         metavar="MODE",
         default=default,
         help="strict (stop at the first error) or collect (report every statement)",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=argparse.SUPPRESS if suppress else False,
+        help="print no warnings (the vault's or the program's); failures still print",
     )
 
 
@@ -336,7 +344,8 @@ SUBCOMMANDS["note"] = (
     _note_arguments,
 )
 VALUED_OPTIONS = {"--vault", "--format", "--report"}
-# A command prints this many load warnings, then a count; `hql vault warnings` lists them all.
+# A command prints this many lines of load warnings (one per kind), then a count;
+# `hql vault warnings` lists them all.
 WARNINGS_SHOWN = 5
 
 
@@ -432,16 +441,35 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def session_for(args: argparse.Namespace) -> Session:
     vault = open_vault(args.vault) if args.vault else None
-    if vault is not None:
-        for item in vault.warnings[:WARNINGS_SHOWN]:
-            print(f"warning: {item}", file=sys.stderr)
-        if len(vault.warnings) > WARNINGS_SHOWN:
-            hidden = len(vault.warnings) - WARNINGS_SHOWN
-            print(f"warning: {messages.more_warnings(hidden)}", file=sys.stderr)
+    if vault is not None and not quiet(args):
+        for line in summarized_warnings(vault.warnings):
+            print(f"warning: {line}", file=sys.stderr)
     from hql.deadline import configured_seconds
 
     limits = vault.config.section("limits") if vault is not None else {}
     return Session(vault, args.report, seconds=configured_seconds(limits))
+
+
+def quiet(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "quiet", False))
+
+
+def summarized_warnings(warnings: Sequence[Any]) -> list[str]:
+    """Load warnings as a command prints them: one line per kind (the first of the kind,
+    and how many more there are), at most WARNINGS_SHOWN lines, then how many are left."""
+    kinds: dict[str, list[Any]] = {}
+    for warning in warnings:
+        kinds.setdefault(messages.load_warning_kind(warning.message), []).append(warning)
+    lines = [
+        str(group[0])
+        if len(group) == 1
+        else messages.load_warnings_like(str(group[0]), len(group) - 1)
+        for group in kinds.values()
+    ]
+    if len(lines) <= WARNINGS_SHOWN:
+        return lines
+    hidden = sum(len(group) for group in list(kinds.values())[WARNINGS_SHOWN:])
+    return [*lines[:WARNINGS_SHOWN], messages.more_warnings(hidden)]
 
 
 def cli_params(args: argparse.Namespace) -> dict[str, Any]:
@@ -492,8 +520,9 @@ def emit(outcome: Outcome, args: argparse.Namespace, out: TextIO | None = None) 
     if args.format == "json":
         print(outcome.json_text(), file=out)
     else:
-        if outcome.reports:
-            print(outcome.render_reports(), file=sys.stderr)
+        reports = [r for r in outcome.reports if r.failed] if quiet(args) else outcome.reports
+        if reports:
+            print(render_all(reports, outcome.source), file=sys.stderr)
         if not outcome.failed:
             print(outcome.text(), file=out)
     return 1 if outcome.failed else 0

@@ -382,7 +382,7 @@ def load_warning(path: str, message: str) -> str:
 
 
 def document_skipped(reason: str) -> str:
-    return f"{reason}; document skipped"
+    return f"{reason}; {_DOCUMENT_SKIPPED}"
 
 
 def file_unreadable(reason: str) -> str:
@@ -416,7 +416,7 @@ def directory_unreadable(reason: str) -> str:
 
 
 def name_clash(name: str) -> str:
-    return f"another document is also named `{name}`; this one is named by its path"
+    return f"{_NAME_CLASH} `{name}`; this one is named by its path"
 
 
 def header_unterminated() -> str:
@@ -437,9 +437,7 @@ def annotation_unterminated(offset: int) -> str:
 
 def relation_unverified() -> str:
     # The reference's wording, to the byte; the warning prints it after the card's name.
-    return (
-        "declares knowledge.type: Relation but its endpoints do not resolve; kept as a ConceptCard"
-    )
+    return f"declares knowledge.type: Relation but {_RELATION_UNRESOLVED}; kept as a ConceptCard"
 
 
 RELATION_UNVERIFIED_NOTE = "relation endpoints do not resolve"
@@ -1932,11 +1930,11 @@ def slice_needs_positions(found: object) -> str:
 
 
 def front_matter_ignored(line: int, reason: str) -> str:
-    return f"front matter ignored (line {line}: {reason}); the note keeps its body and links"
+    return f"{_FRONT_MATTER_IGNORED} (line {line}: {reason}); the note keeps its body and links"
 
 
 def front_matter_unclosed() -> str:
-    return "front matter is not closed by `---`; the whole file is read as the body"
+    return f"{_FRONT_MATTER_UNCLOSED}; the whole file is read as the body"
 
 
 def unresolved_links(links: int, cards: int) -> str:
@@ -1971,7 +1969,7 @@ def vault_command_needs_vault() -> str:
 
 
 def template_placeholder(line: str) -> str:
-    return f"`{line}` holds a template placeholder, which is not YAML"
+    return f"`{line}` {_TEMPLATE_PLACEHOLDER}, which is not YAML"
 
 
 # --- semantic index: stores and approximate search ---------------------------------
@@ -3009,8 +3007,8 @@ def sort_directions() -> str:
 
 def inline_field_clash(key: str, line: int) -> str:
     return (
-        f"the inline field `{key}::` on line {line} has the name of a front-matter "
-        "property; `c.metadata` keeps the front matter's"
+        f"the inline field `{key}::` on line {line} {_INLINE_FIELD_CLASH}; "
+        "`c.metadata` keeps the front matter's"
     )
 
 
@@ -3222,8 +3220,46 @@ def rerank_fell_back(reason: str) -> str:
 
 def rerank_bad_cap(found: object) -> str:
     return f"`rerank`'s `cap` must be a positive whole number, not {found}"
+
+
 # --- the vault watcher: changes it sees reach the stores (memory.md §5) ------------------
 
 
 def watch_refresh_failed(reason: str) -> str:
     return f"hql vault watch: a change it saw did not reach the stores ({reason}); the next load catches up"
+
+
+# --- load warnings on every command: one line per kind, `--quiet` --------------------
+
+# The fixed words of the warnings that come one per note; `load_warning_kind` finds them.
+_NAME_CLASH = "another document is also named"
+_RELATION_UNRESOLVED = "its endpoints do not resolve"
+_FRONT_MATTER_IGNORED = "front matter ignored"
+_FRONT_MATTER_UNCLOSED = "front matter is not closed by `---`"
+_TEMPLATE_PLACEHOLDER = "holds a template placeholder"
+_INLINE_FIELD_CLASH = "has the name of a front-matter property"
+_DOCUMENT_SKIPPED = "document skipped"
+# (kind, words): the first whose words a message holds is its kind (templates before
+# the front matter they make unreadable).
+_WARNING_KINDS = (
+    ("template placeholder", _TEMPLATE_PLACEHOLDER),
+    ("front matter", _FRONT_MATTER_IGNORED),
+    ("front matter", _FRONT_MATTER_UNCLOSED),
+    ("name clash", _NAME_CLASH),
+    ("unresolved relation", _RELATION_UNRESOLVED),
+    ("inline field", _INLINE_FIELD_CLASH),
+    ("skipped document", _DOCUMENT_SKIPPED),
+)
+
+
+def load_warning_kind(message: str) -> str:
+    """What a load warning is about: a command prints one line per kind. A warning of no
+    known kind is its own (its message)."""
+    for kind, words in _WARNING_KINDS:
+        if words in message:
+            return kind
+    return message
+
+
+def load_warnings_like(first: str, more: int) -> str:
+    return f"{first} (and {more} more like it: `hql vault warnings` lists them all)"

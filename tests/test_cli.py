@@ -69,6 +69,16 @@ def test_warnings_exit_0() -> None:
     assert "evaluation warning: `[[nowhere]]` does not resolve in this vault" in err
 
 
+def test_quiet_prints_no_warning_but_every_failure() -> None:
+    assert hql("--vault", str(VAULT), "--quiet", "eval", "[[nowhere]].title") == (0, "none\n", "")
+    program = "x = [[nowhere]].title\ny = 1 / 0\ny"
+    loud = hql("--vault", str(VAULT), "--report", "collect", "eval", program)
+    assert "evaluation warning" in loud[2] and "division by zero" in loud[2]
+    code, out, err = hql("--vault", str(VAULT), "--report", "collect", "-q", "eval", program)
+    assert (code, out) == (1, "") and err.startswith("evaluation failure: division by zero")
+    assert "warning" not in err
+
+
 def test_options_before_or_after_the_subcommand() -> None:
     expected = "6\n"
     assert hql("--vault", str(VAULT), "eval", "cards | count")[1] == expected

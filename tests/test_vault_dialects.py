@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import hql
+from hql import messages
 from hql.vault import Vault
 from hql.vault import links as dialects
 
@@ -220,27 +221,68 @@ def test_link_scanning(line: str, targets: list[str]) -> None:
     assert [target for target, _ in dialects.parse_note(line).links] == targets
 
 
-def test_the_command_line_shows_a_few_warnings_and_lists_all(
+def test_the_command_line_shows_one_line_per_kind_and_lists_all(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from hql.cli import WARNINGS_SHOWN, main
+    from hql.cli import main
 
     root = write(
-        tmp_path, {f"Day {n}.md": "---\ncreated: {{date}}\n---\n[[Home]]\n" for n in range(8)}
+        tmp_path,
+        {f"Day {n}.md": "---\ncreated: {{date}}\n---\n[[Home]] [[Gone]]\n" for n in range(8)},
     )
     write(root, {"Home.md": "# Home\n"})
     (root / ".obsidian").mkdir()
-    assert main(["--vault", str(root), "eval", "cards | count"]) == 0
-    captured = capsys.readouterr()
-    assert captured.out == "9\n"
-    shown = captured.err.splitlines()
-    assert len(shown) == WARNINGS_SHOWN + 1
-    assert "`created: {{date}}` holds a template placeholder" in shown[0]
-    assert "line 2" in shown[0] and "Day 0.md" in shown[0]
-    assert shown[-1] == "warning: … and 3 more load warnings (`hql vault warnings` lists them all)"
-    assert main(["--vault", str(root), "vault", "warnings"]) == 0
+    for _ in range(3):  # every command, the same lines
+        assert main(["--vault", str(root), "eval", "cards | count"]) == 0
+        captured = capsys.readouterr()
+        assert captured.out == "9\n"
+        shown = captured.err.splitlines()
+        assert len(shown) == 2, shown  # the templates, the unresolved links
+        assert "`created: {{date}}` holds a template placeholder" in shown[0]
+        assert "line 2" in shown[0] and "Day 0.md" in shown[0]
+        assert shown[0].endswith("(and 7 more like it: `hql vault warnings` lists them all)")
+        assert shown[1] == (
+            "warning: 8 links in 8 cards name no note of the vault "
+            "(`c.unresolved` lists them; graphs show them as `missing` nodes)"
+        )
+    assert main(["--vault", str(root), "--quiet", "eval", "cards | count"]) == 0
+    assert capsys.readouterr() == ("9\n", "")
+    assert main(["--vault", str(root), "vault", "warnings", "-q"]) == 0  # listing them is the job
     listed = capsys.readouterr().out.splitlines()
-    assert len(listed) == 8 and all(line.startswith("warning: ") for line in listed)
+    assert len(listed) == 9 and all(line.startswith("warning: ") for line in listed)
+
+
+def test_many_kinds_of_warning_show_five_lines_then_a_count() -> None:
+    from hql.cli import WARNINGS_SHOWN, summarized_warnings
+    from hql.vault.model import LoadWarning
+
+    warnings = [
+        LoadWarning(f"n{n}.md", messages.template_placeholder("a: {{b}}")) for n in range(4)
+    ]
+    warnings += [LoadWarning(f"odd{n}.md", f"odd problem {n}") for n in range(7)]
+    lines = summarized_warnings(warnings)
+    assert len(lines) == WARNINGS_SHOWN + 1
+    assert lines[0].startswith("n0.md: `a: {{b}}` holds") and "(and 3 more like it" in lines[0]
+    assert lines[1:WARNINGS_SHOWN] == [f"odd{n}.md: odd problem {n}" for n in range(4)]
+    assert lines[-1] == "… and 3 more load warnings (`hql vault warnings` lists them all)"
+
+
+def test_each_per_note_warning_has_its_kind() -> None:
+    kinds = {
+        messages.front_matter_ignored(
+            2, messages.template_placeholder("x: {{y}}")
+        ): "template placeholder",
+        messages.front_matter_ignored(3, "bad indentation"): "front matter",
+        messages.front_matter_unclosed(): "front matter",
+        messages.name_clash("home"): "name clash",
+        messages.relation_unverified(): "unresolved relation",
+        messages.inline_field_clash("status", 4): "inline field",
+        messages.header_refused("bad YAML"): "skipped document",
+        messages.file_unreadable("denied"): "skipped document",
+    }
+    for message, kind in kinds.items():
+        assert messages.load_warning_kind(message) == kind, message
+    assert messages.load_warning_kind("something else") == "something else"
 
 
 def test_the_vault_command_without_warnings(
