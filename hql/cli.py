@@ -326,9 +326,10 @@ SUBCOMMANDS["base"] = (
     _base_arguments,
 )
 SUBCOMMANDS["vault"] = (
-    "about the vault itself: `warnings` lists every load warning; `watch` keeps watching it "
-    "so loads need not check every file; `unwatch` stops that watcher",
-    _one("action", choices=("warnings", "watch", "unwatch"), help="what to do"),
+    "about the vault itself: `warnings` lists every load warning; `doctor` lists orphans, "
+    "dead links, links found only by case or alias and near-duplicate titles; `watch` keeps "
+    "watching it so loads need not check every file; `unwatch` stops that watcher",
+    _one("action", choices=("warnings", "doctor", "watch", "unwatch"), help="what to do"),
 )
 
 
@@ -675,6 +676,8 @@ def vault_command(args: argparse.Namespace) -> int:
     if args.action == "unwatch":
         return unwatch_command(args.vault)
     vault = open_vault(args.vault)
+    if args.action == "doctor":
+        return doctor_command(vault, args)
     if args.format == "json":
         from hql.printing import dumps
 
@@ -687,6 +690,59 @@ def vault_command(args: argparse.Namespace) -> int:
     if vault.dialect_note is not None:
         print(f"note: {vault.dialect_note}")
     return 0
+
+
+def doctor_command(vault: Any, args: argparse.Namespace) -> int:
+    """Orphans, dead links, links found only by case or alias, near-duplicate titles."""
+    from hql.vault.doctor import diagnose
+
+    found = diagnose(vault)
+    if args.format == "json":
+        from hql.printing import dumps
+
+        print(dumps(found.to_json()))
+        return 0
+    if not quiet(args):
+        for line in summarized_warnings(vault.warnings):
+            print(f"warning: {line}", file=sys.stderr)
+    print(
+        messages.doctor_summary(
+            found.cards,
+            len(found.orphans),
+            len(found.dead),
+            len(found.by_case),
+            len(found.by_alias),
+            len(found.near_duplicates),
+        )
+    )
+    sections = [
+        (messages.doctor_orphans, found.orphans),
+        (
+            messages.doctor_dead,
+            [messages.doctor_link(i.source, i.written, None) for i in found.dead],
+        ),
+        (
+            messages.doctor_by_case,
+            [messages.doctor_link(i.source, i.written, i.found) for i in found.by_case],
+        ),
+        (
+            messages.doctor_by_alias,
+            [messages.doctor_link(i.source, i.written, i.found) for i in found.by_alias],
+        ),
+        (messages.doctor_near_duplicates, [_titles(group) for group in found.near_duplicates]),
+    ]
+    for heading, lines in sections:
+        if lines:
+            print(f"\n{heading(len(lines))}")
+            for line in lines:
+                print(f"  {line}")
+    if not any(lines for _, lines in sections):
+        print(messages.doctor_healthy())
+    return 0
+
+
+def _titles(group: list[tuple[str, str]]) -> str:
+    return ", ".join(name if title == name else f"{title} ({name})" for name, title in group)
 
 
 def unwatch_command(vault: str) -> int:

@@ -3263,3 +3263,50 @@ def load_warning_kind(message: str) -> str:
 
 def load_warnings_like(first: str, more: int) -> str:
     return f"{first} (and {more} more like it: `hql vault warnings` lists them all)"
+
+
+# --- hql vault doctor ------------------------------------------------------------------
+
+
+def doctor_summary(
+    cards: int, orphans: int, dead: int, by_case: int, by_alias: int, groups: int
+) -> str:
+    return (
+        f"{plural(cards, 'card')}: {plural(orphans, 'orphan')}, {plural(dead, 'dead link')}, "
+        f"{plural(by_case, 'link')} found only by case, {by_alias} only by alias, "
+        f"{plural(groups, 'group')} of near-duplicate titles"
+    )
+
+
+def doctor_orphans(count: int) -> str:
+    return f"orphans: no note links to them and they link to none ({count})"
+
+
+def doctor_dead(count: int) -> str:
+    return f"dead links: they name no note ({count})"
+
+
+def doctor_by_case(count: int) -> str:
+    return (
+        f"links found only by case: a case-sensitive tool or the reference dialect "
+        f"will not find them ({count})"
+    )
+
+
+def doctor_by_alias(count: int) -> str:
+    return (
+        "links found only by an alias of their note: other wikilink tools will not find "
+        f"them; Obsidian writes such a link as `[[Note|alias]]` ({count})"
+    )
+
+
+def doctor_near_duplicates(count: int) -> str:
+    return f"near-duplicate titles: equal but for case, spacing or punctuation, or a letter apart ({count})"
+
+
+def doctor_link(source: str, written: str, found: str | None) -> str:
+    return f"{source} -> [[{written}]]" + (f" finds {found}" if found is not None else "")
+
+
+def doctor_healthy() -> str:
+    return "nothing to mend"
