@@ -226,3 +226,24 @@ def test_the_everyday_library_is_completed(completer: HqlCompleter) -> None:
     direct = texts(completer, "x = ro")
     assert "round" in direct
     assert "if" in texts(completer, "x = i")
+
+
+def test_metadata_offers_the_notes_properties_first_and_marks_the_extensions_keys(
+    completer: HqlCompleter,
+) -> None:
+    found = complete(completer, "cards | filter(c => c.metadata.")
+    assert [text for text, _, _ in found] == ["knowledge", "status", "bm25", "lexical"]
+    assert [meta for _, meta, _ in found] == [
+        "property",
+        "property",
+        "bm25 extension's, not a property",
+        "lexical extension's, not a property",
+    ]
+    # typing keeps the order: a property before an extension key that matches as well
+    # (`lexical` holds the `e` earlier than `knowledge` does)
+    assert texts(completer, "cards | filter(c => c.metadata.e") == ["knowledge", "lexical"]
+    under = complete(completer, "cards | filter(c => c.metadata.bm25.")
+    assert under == [
+        ("indexed", "bm25 extension's key", 0),
+        ("model", "bm25 extension's key", 0),
+    ]

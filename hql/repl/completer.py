@@ -24,7 +24,7 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
 from hql import types as ty
-from hql.api import Session
+from hql.api import Session, extension_metadata
 from hql.checker import Checker, StepTyping, field_type, fields_of
 from hql.diagnostics import HqlError
 from hql.registry import StepSpec, installed
@@ -47,6 +47,7 @@ class Candidate:
     text: str
     meta: str = ""
     display: str | None = None
+    later: bool = False  # offered after the others that match as well (an extension's key)
 
 
 def fuzzy_rank(word: str, candidate: str) -> tuple[int, int, str] | None:
@@ -69,11 +70,12 @@ def fuzzy_rank(word: str, candidate: str) -> tuple[int, int, str] | None:
 
 
 def rank(word: str, candidates: Iterable[Candidate]) -> list[Candidate]:
-    scored: dict[str, tuple[tuple[int, int, str], Candidate]] = {}
+    scored: dict[str, tuple[tuple[int, bool, int, str], Candidate]] = {}
     for candidate in candidates:
         score = fuzzy_rank(word, candidate.text)
         if score is not None and candidate.text != word and candidate.text not in scored:
-            scored[candidate.text] = (score, candidate)
+            how, spread, text = score
+            scored[candidate.text] = ((how, candidate.later, spread, text), candidate)
     return [candidate for _, candidate in sorted(scored.values(), key=lambda pair: pair[0])]
 
 
@@ -237,8 +239,7 @@ class HqlCompleter(Completer):
             return [Candidate(name, "field") for name in CARD_FIELDS]  # most likely a card
         for index, step in enumerate(steps):
             if step == "metadata" and (current is None or ty.is_document(current)):
-                keys = self.metadata_keys(tuple(steps[index + 1 :]))
-                return [Candidate(key, "metadata key") for key in sorted(keys)]
+                return self.metadata_candidates(tuple(steps[index + 1 :]))
             current = field_type(ty.strip_option(current), step) if current is not None else None
             if current is None:
                 return []
@@ -263,6 +264,23 @@ class HqlCompleter(Completer):
         if outcome.failed or outcome.type is None:
             return None
         return ty.element_type(outcome.type)
+
+    def metadata_candidates(self, path: tuple[str, ...]) -> list[Candidate]:
+        """Keys under `metadata.<path>`: the notes' own properties first, then the keys the
+        extensions put on every card (under the extension's name), marked as theirs."""
+        keys = sorted(self.metadata_keys(path))
+        owners = set(extension_metadata())
+        if path and path[0] in owners:
+            return [Candidate(key, f"{path[0]} extension's key", later=True) for key in keys]
+        if path:
+            return [Candidate(key, "metadata key") for key in keys]
+        own = [Candidate(key, "property") for key in keys if key not in owners]
+        theirs = [
+            Candidate(key, f"{key} extension's, not a property", later=True)
+            for key in keys
+            if key in owners
+        ]
+        return own + theirs
 
     def metadata_keys(self, path: tuple[str, ...]) -> set[str]:
         """Keys found under `metadata.<path>` in any card of the vault."""
