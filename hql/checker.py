@@ -195,6 +195,8 @@ class Checker:
                 self.scope.imports.insert(0, always)
         self.plan = Plan(t.Program(Span(0, 0), ()))
         self.lambda_scopes: list[dict[str, Type]] = []
+        self.placeholders: set[str] = set()  # names a failed binding bound to Data
+        self.list_like_refs: list[t.DocRef] = []  # `[[1], [2]]`: read as a card reference
 
     # --- programs and statements -----------------------------------------
 
@@ -203,18 +205,29 @@ class Checker:
         reports: list[Report] = []
         result = ty.UNIT
         for statement in program.statements:
+            self.list_like_refs = []
             try:
                 result = self.statement(statement)
             except HqlError as error:
-                reports.append(error.report)
+                reports.append(self._with_nested_list_hint(error.report))
                 if not collect:
                     break
                 if isinstance(statement, t.Binding) and statement.name != RESERVED:
                     self.scope.names[statement.name] = ty.DATA
+                    self.placeholders.add(statement.name)
                 result = ty.DATA
         self.plan.result = result
         self.plan.imports = list(self.scope.imports)
         return self.plan, reports
+
+    def _with_nested_list_hint(self, report: Report) -> Report:
+        """A report about a statement that wrote `[[1, 2], [3]]` says how to write a nested
+        list: the reference reads `[[` as a card reference whatever follows it."""
+        for ref in self.list_like_refs:
+            hint = messages.nested_list_hint(ref.name)
+            if hint and hint not in report.message:
+                return Report(report.stage, report.severity, report.message + hint, report.span)
+        return report
 
     def statement(self, statement: t.Statement) -> Type:
         if isinstance(statement, t.ExprStatement):
@@ -353,6 +366,8 @@ class Checker:
         if isinstance(expr, t.StringLit):
             return ty.STRING
         if isinstance(expr, t.DocRef):
+            if messages.nested_list_hint(expr.name):
+                self.list_like_refs.append(expr)
             return ty.option(ty.CARD)
         if isinstance(expr, t.Name):
             return self.name(expr)
@@ -437,9 +452,13 @@ class Checker:
         if ty.strip_option(left) in (ty.STRING, ty.DATE):  # sums the reference did not have
             raise HqlError(type_error(messages.arithmetic_operands("+", left, right), expr.span))
         # the reference's report, pointing at the operand that does not fit
-        if ty.strip_option(left) not in (ty.INT, ty.FLOAT):
-            raise HqlError(type_error(messages.addition_operands(), expr.left.span))
-        raise HqlError(type_error(messages.addition_operands(), expr.right.span))
+        wrong = expr.left if ty.strip_option(left) not in (ty.INT, ty.FLOAT) else expr.right
+        wrong_type = left if wrong is expr.left else right
+        if ty.strip_option(wrong_type) == ty.DATA and not (
+            isinstance(wrong, t.Name) and wrong.name in self.placeholders
+        ):  # front matter or `number(…)` of text: say what it is and how to make it a number
+            raise HqlError(type_error(messages.addition_of_data(left, right), wrong.span))
+        raise HqlError(type_error(messages.addition_operands(), wrong.span))
 
     # --- operators of everyday.md section 1 ------------------------------------------
 

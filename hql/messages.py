@@ -6,6 +6,7 @@ Names quoted in messages use backticks, as the reference does.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -334,7 +335,7 @@ def duplicate_key(key: str) -> str:
 
 
 def unresolved_reference(name: str) -> str:
-    return f"`[[{name}]]` does not resolve in this vault"
+    return f"`[[{name}]]` does not resolve in this vault" + nested_list_hint(name)
 
 
 def parameter_shadows(name: str) -> str:
@@ -1815,6 +1816,8 @@ def arithmetic_operands(op: str, left: object, right: object) -> str:
         op, "`%`"
     )
     hint = _int_float_hint(left, right) if op != "%" else ""
+    if "Data" in (_base(left), _base(right)):
+        hint += data_number_hint()
     return f"{name} {wanted}, not {left} and {right}" + hint
 
 
@@ -3310,3 +3313,36 @@ def doctor_link(source: str, written: str, found: str | None) -> str:
 
 def doctor_healthy() -> str:
     return "nothing to mend"
+
+
+# --- Data in arithmetic, and `[[` that opens a nested list -----------------------------
+
+
+def data_number_hint() -> str:
+    return (
+        "; a front-matter value or `number(…)` of text is Data, whose kind is known only "
+        "when the program runs: make it an Int with `| round` or a Float with `float(…)` "
+        'first, as in `(number("42") | round) + 1`'
+    )
+
+
+def addition_of_data(left: object, right: object) -> str:
+    return f"addition requires two Int or two Float operands, not {left} and {right}" + (
+        data_number_hint()
+    )
+
+
+# What a reference's text looks like when it was meant as list elements: brackets
+# (`[[1], [2]]` reads `1], [2`), or two or more numbers or strings between commas.
+_LIST_ITEM = r'\s*(?:"[^"]*"|[-+]?\d+(?:\.\d+)?)\s*'
+_LIST_LIKE = re.compile(rf"[\[\]]|^{_LIST_ITEM}(?:,{_LIST_ITEM})+$")
+
+
+def nested_list_hint(name: str) -> str:
+    """For a reference whose text reads as list elements: how to write the nested list."""
+    if not _LIST_LIKE.search(name):
+        return ""
+    return (
+        "; `[[` always starts a card reference, so a list of lists needs a space after "
+        f"its first bracket: `[ [{name}] ]`"
+    )

@@ -549,3 +549,45 @@ def test_a_qualified_step_needs_its_extension_imported() -> None:
         parse("import alpha\n1 | alpha.frob"), collect=False
     )
     assert not reports and str(plan.result) == "Int"
+
+
+# --- Data in arithmetic, `[[` that opens a nested list ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "span"),
+    [
+        ('number("42") + 1', (0, 12)),
+        ('1 + number("42")', (4, 16)),
+        ('x = number("4")\nx * 2', (16, 21)),
+    ],
+)
+def test_arithmetic_on_data_names_data_and_the_fix(text: str, span: tuple[int, int]) -> None:
+    stage, message, where = only_report(text)
+    assert stage == "type" and where == span
+    assert "Data" in message and "`| round`" in message and "`float(…)`" in message
+    fixed = hql.run('(number("42") | round) + 1')
+    assert fixed.text() == "43" and hql.run('float(number("4.5")) + 1.0').text() == "5.5"
+
+
+def test_the_placeholder_of_a_failed_binding_keeps_the_references_report() -> None:
+    outcome = hql.run("a = nosuchthing\nb = a + 1", mode="collect")
+    assert outcome.reports[1].message == "addition requires two Int or two Float operands"
+
+
+def test_a_nested_list_written_with_double_brackets_says_how_to_write_it() -> None:
+    # the reference reads `[[` as a card reference whatever follows, and so does HQL
+    stage, message, _ = only_report("[[1, 2], [3]] | flatten")
+    assert stage == "type" and message.startswith("`flatten` needs a collection")
+    assert message.endswith(
+        "a list of lists needs a space after its first bracket: `[ [1, 2], [3] ]`"
+    )
+    assert hql.run("[ [1, 2], [3] ] | flatten").text() == "[1, 2, 3]"
+    warned = hql.run(
+        "[[1], [2]]", vault=hql.open_vault(Path(__file__).parent / "fixtures" / "vault")
+    )
+    (report,) = warned.reports
+    assert report.message.startswith("`[[1], [2]]` does not resolve in this vault; `[[` always")
+    assert report.message.endswith("`[ [1], [2] ]`")
+    for name in ("2024", "bearer-tokens", "Meeting, notes"):  # names a card may have: no hint
+        assert "always starts" not in hql.run(f"[[{name}]] | flatten").reports[0].message
