@@ -99,6 +99,7 @@ def starter_text(dialect: str | None = None, why: str = "") -> str:
         parts.append('[vault]\n# dialect = "obsidian"\n')
     else:
         parts.append(tomli_w.dumps({"vault": {"dialect": dialect}}))
+    parts.append(f"{messages.init_watch_comment()}\n# watch = true\n")
     return "".join(parts)
 
 

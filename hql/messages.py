@@ -3346,3 +3346,10 @@ def nested_list_hint(name: str) -> str:
         "; `[[` always starts a card reference, so a list of lists needs a space after "
         f"its first bracket: `[ [{name}] ]`"
     )
+
+
+# --- hql init: the watcher ---------------------------------------------------------------
+
+
+def init_watch_comment() -> str:
+    return "# On Linux, the first command then starts a watcher so loads need not check every file:"

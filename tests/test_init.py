@@ -32,6 +32,10 @@ def test_starter_file_parses_to_defaults_and_explains_each_section() -> None:
         before = text.split(f"[{section}]")[0].rstrip().splitlines()[-1]
         assert before.startswith("# "), section  # every section comes with its comment
     assert '# model = "bge-m3"' in text
+    watch = text.split("[vault]")[1].splitlines()
+    assert watch[-1] == "# watch = true" and "watcher" in watch[-2]  # commented, explained
+    uncommented = tomllib.loads(text.replace("# watch = true", "watch = true"))
+    assert uncommented["vault"] == {"watch": True}
 
 
 def test_init_writes_a_file_the_vault_loads_without_warnings(tmp_path: Path) -> None:
