@@ -3353,3 +3353,79 @@ def nested_list_hint(name: str) -> str:
 
 def init_watch_comment() -> str:
     return "# On Linux, the first command then starts a watcher so loads need not check every file:"
+# --- hostile input, round three: index damage, sealed stores, settings (defidx) ------------
+
+
+def index_section_row_damaged(card: str) -> str:
+    return (
+        f"a section row of `{card}` is not what HQL writes (its heading path is not a list of "
+        f"texts, or its ordinal or lines are not numbers); HQL answers from none of the index: "
+        f"{_REBUILD} (it embeds the card again)"
+    )
+
+
+def index_verify_damaged_sections(names: list[str]) -> str:
+    return (
+        f"{plural(len(names), 'card')} with a section row that is not what HQL writes "
+        "(heading path, ordinal or lines): "
+        + ", ".join(f"`{n}`" for n in names)
+        + f"; {_REBUILD} (it embeds them again)"
+    )
+
+
+def index_not_sqlite(path: str) -> str:
+    return (
+        f"`{path}` is not an SQLite index (its first bytes are not SQLite's), so `hql index build` "
+        "leaves it alone: remove it (or point `[semantics] index` at a new file), then run "
+        "`hql index build`"
+    )
+
+
+def index_rebuilt_unreadable(path: str) -> str:
+    return (
+        f"the index {path} could not be read (damaged): built anew; questions stored in it "
+        "are embedded again only when given (`hql index build --query …`)"
+    )
+
+
+def hnsw_labels_wrong() -> str:
+    return "its labels do not name the index's vectors (the sidecar was edited)"
+
+
+def qdrant_folder_unsealed(path: str, reason: str) -> str:
+    return (
+        f"the Qdrant folder `{path}` was not written by this user's HQL, or changed since "
+        f"({reason}); HQL does not open it, because qdrant-client's local mode runs code "
+        "stored in its files: run `hql index build` (it sets aside a folder HQL wrote; "
+        "any other it leaves alone, to be removed or moved by you)"
+    )
+
+
+def qdrant_folder_foreign(path: str, reason: str) -> str:
+    return (
+        f"the Qdrant folder `{path}` was not made by `hql index build` for this user "
+        f"({reason}); it was left alone and not opened (qdrant-client's local mode runs code "
+        "stored in its files): remove or move it, or point `[semantics.qdrant] path` at a new "
+        "folder, then run `hql index build`"
+    )
+
+
+def qdrant_folder_set_aside(path: str, reason: str, aside: str) -> str:
+    return (
+        f"the Qdrant folder `{path}` was not HQL's sealed folder ({reason}): it was moved, "
+        f"unopened, to `{aside}` and the collection is built anew"
+    )
+
+
+def qdrant_folder_not_set_aside(path: str, reason: str, problem: str) -> str:
+    return (
+        f"the Qdrant folder `{path}` is not HQL's sealed folder ({reason}) and could not be "
+        f"moved aside ({problem}): remove it, then run `hql index build`"
+    )
+
+
+def qdrant_folder_not_sealed(path: str, reason: str) -> str:
+    return (
+        f"the Qdrant folder `{path}` could not be sealed after HQL wrote it ({reason}); "
+        "the next command will refuse it until `hql index build` runs again"
+    )

@@ -433,9 +433,9 @@ def test_a_collection_not_made_by_hql_is_left_alone(tmp_path: Path, endpoint) ->
     client.upsert("theirs", [models.PointStruct(id=1, vector=[0.125] * 64, payload={"x": 1})])
     client.close()
     code, text = build_command(hql.open_vault(root, use_cache=False))
-    assert code == 1 and "not made by `hql index build`" in text
+    assert code == 1 and "not made by `hql index build`" in text and "left alone" in text
     message = _failure('import semantic\ncards | semantic("compost heat in winter")', root)
-    assert "not made by `hql index build`" in message
+    assert "not written by this user's HQL" in message and "does not open it" in message
     close_clients()
     client = QdrantClient(path=str(root / ".hql" / "qdrant"))
     assert client.count("theirs").count == 1  # untouched

@@ -110,6 +110,8 @@ def _verify_lines(result: VerifyResult) -> list[str]:
         lines.append(messages.index_verify_orphan_sections(result.orphan_sections))
     if result.bad_vectors:
         lines.append(messages.index_verify_bad_vectors(result.bad_vectors))
+    if result.damaged_sections:
+        lines.append(messages.index_verify_damaged_sections(result.damaged_sections))
     if result.bad_queries:
         lines.append(messages.index_verify_bad_queries(result.bad_queries))
     if result.changed_vectors:

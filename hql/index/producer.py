@@ -76,6 +76,7 @@ class VerifyResult:
     unsectioned: list[str] = field(default_factory=list)
     orphan_sections: list[str] = field(default_factory=list)
     bad_vectors: list[str] = field(default_factory=list)  # not unit vectors (NaN, inf, zero, …)
+    damaged_sections: list[str] = field(default_factory=list)  # rows not as HQL writes them
     bad_queries: list[str] = field(default_factory=list)
     changed_vectors: list[str] = field(default_factory=list)  # not what their pins record
     manifest_mismatch: bool = False  # the rows are not what the build manifest records
@@ -95,6 +96,7 @@ class VerifyResult:
             or self.unsectioned
             or self.orphan_sections
             or self.bad_vectors
+            or self.damaged_sections
             or self.bad_queries
         )
 
@@ -362,12 +364,12 @@ def _previous_build(path: Path, model_id: str, revision: str, notes: list[str]) 
             return _Previous(cards, queries, model.dimensions, sections, sorted(damaged))
         finally:
             connection.close()
-    except (sqlite3.Error, SemanticIndexError):
+    except SemanticIndexError:
+        return empty  # another schema or model rows: replaced whole, as a build is for
+    except (sqlite3.Error, UnicodeDecodeError):
         # An unreadable previous index is replaced whole; that is what a build is for.
+        notes.append(messages.index_rebuilt_unreadable(str(path)))
         return empty
-
-
-_SQLITE_HEADER = b"SQLite format 3\0"
 
 
 def _refuse_foreign(path: Path) -> None:
@@ -375,15 +377,12 @@ def _refuse_foreign(path: Path) -> None:
     try:
         if path.is_symlink() or (path.exists() and not path.is_file()):
             raise SemanticIndexError(messages.index_would_replace(str(path)))
-        if not path.exists():
-            return
-        with open(path, "rb") as handle:
-            head = handle.read(len(_SQLITE_HEADER))
+        foreign = path.exists() and schema.is_foreign(path)
     except OSError as error:
         raise SemanticIndexError(
             messages.index_unwritable(str(path), error.strerror or str(error))
         ) from None
-    if head and head != _SQLITE_HEADER:
+    if foreign:
         raise SemanticIndexError(messages.index_would_replace(str(path)))
 
 
@@ -409,12 +408,11 @@ def _previous_sections(
         "ORDER BY card, ordinal"
     )
     for card, ordinal, heading, start, end, blob in connection.execute(query):
-        if not (schema.usable_blob(blob, width) and isinstance(ordinal, int)):
-            broken.add(str(card))
+        usable = schema.usable_section_row(ordinal, heading, start, end)
+        if not (usable and schema.usable_blob(blob, width)):
+            broken.add(str(card))  # embedded again: a build repairs what a read refuses
             continue
-        row = schema.SectionRow(
-            str(card), ordinal, str(heading or "[]"), int(start or 0), int(end or 0), blob
-        )
+        row = schema.SectionRow(str(card), ordinal, str(heading or "[]"), start, end, blob)
         found.setdefault(str(card), []).append(row)
     return {card: rows for card, rows in found.items() if card not in broken}
 
@@ -464,8 +462,8 @@ def verify_index(vault: VaultLike) -> VerifyResult:
             return _verify(connection, path, vault)
         finally:
             connection.close()
-    except sqlite3.Error:
-        raise SemanticIndexError(messages.index_not_a_database(str(path))) from None
+    except (sqlite3.Error, UnicodeDecodeError):
+        raise SemanticIndexError(schema.not_a_database(path)) from None
 
 
 def _verify(connection: sqlite3.Connection, path: Path, vault: VaultLike) -> VerifyResult:
@@ -488,13 +486,17 @@ def _verify(connection: sqlite3.Connection, path: Path, vault: VaultLike) -> Ver
     unsectioned: list[str] = []
     orphans: list[str] = []
     bad_sections: set[str] = set()
+    damaged_rows: set[str] = set()
     damaged = _damaged(((name, blob) for name, (_, blob) in stored.items()), width)
     if schema.has_sections(connection):
         owners: dict[str, int] = {}
-        for card, blob in connection.execute("SELECT card, embedding FROM section"):
+        rows = "SELECT card, ordinal, heading, line_start, line_end, embedding FROM section"
+        for card, ordinal, heading, start, end, blob in connection.execute(rows):
             owners[str(card)] = owners.get(str(card), 0) + 1
             if not isinstance(blob, bytes) or len(blob) != width:
                 bad_sections.add(str(card))
+            if not schema.usable_section_row(ordinal, heading, start, end):
+                damaged_rows.add(str(card))
         damaged |= _damaged(connection.execute("SELECT card, embedding FROM section"), width)
         section_count = sum(owners.values())
         unsectioned = sorted(set(stored) - set(owners))
@@ -510,7 +512,7 @@ def _verify(connection: sqlite3.Connection, path: Path, vault: VaultLike) -> Ver
     } | bad_sections
     pinned = pins.is_pinned(connection)
     every_changed = pins.unpinned_cards(connection) if pinned else []
-    shown = wrong_lengths | damaged  # already named, whatever their pins say
+    shown = wrong_lengths | damaged | damaged_rows  # already named, whatever their pins say
     changed = [name for name in every_changed if name not in shown]
     recorded = pins.manifest_digest(connection) if pinned else None
     mismatch = pinned and recorded != pins.index_digest(pins.read_rows(connection, model))
@@ -525,6 +527,7 @@ def _verify(connection: sqlite3.Connection, path: Path, vault: VaultLike) -> Ver
         unsectioned=unsectioned,
         orphan_sections=orphans,
         bad_vectors=sorted(damaged),
+        damaged_sections=sorted(damaged_rows),
         bad_queries=sorted(wrong_queries | damaged_queries),
         changed_vectors=changed,
         manifest_mismatch=mismatch and not every_changed,
@@ -599,8 +602,8 @@ def inspect_index(path: Path) -> InspectResult:
             )
         finally:
             connection.close()
-    except sqlite3.Error:
-        raise SemanticIndexError(messages.index_not_a_database(str(path))) from None
+    except (sqlite3.Error, UnicodeDecodeError):
+        raise SemanticIndexError(schema.not_a_database(path)) from None
 
 
 def _relative_path(vault: VaultLike, card: Any) -> str:
@@ -689,7 +692,8 @@ def build_qdrant(
     embedder = embedder or make_embedder(config.require_embedder())
     wanted_workers = workers or (configured.workers if configured else None) or machine_cores()
     model_id, revision = embedder.model_id, embedder.revision
-    store = QdrantStore.for_build(vault, config, model_id, revision)
+    notes: list[str] = []
+    store = QdrantStore.for_build(vault, config, model_id, revision, notes)
     stored = store.digests() if store is not None else {}
     cards = sorted(vault.cards, key=lambda card: card.name)
     to_embed = [card for card in cards if stored.get(card.name) != card.digest]
@@ -732,6 +736,7 @@ def build_qdrant(
         len(cards) - len(to_embed),
         len(gone),
         len(stored_queries) + len(new_queries),
+        notes,
         sections=len(texts),
         seconds=seconds,
         workers=used_workers,

@@ -18,7 +18,6 @@ them (the reference's layout) scores each card's own vector.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import sqlite3
@@ -561,8 +560,8 @@ def _load(path: Path, stamp: tuple[int, int, int]) -> _Loaded:
         return _read(connection, path, stamp)
     except sqlite3.OperationalError as error:  # locked, unable to open: the file may be fine
         raise SemanticIndexError(messages.index_unreadable(str(path), str(error))) from None
-    except sqlite3.Error:  # not a database, malformed, truncated
-        raise SemanticIndexError(messages.index_not_a_database(str(path))) from None
+    except (sqlite3.Error, UnicodeDecodeError):  # not a database, malformed, truncated
+        raise SemanticIndexError(schema.not_a_database(path)) from None
     finally:
         connection.close()
 
@@ -634,12 +633,12 @@ def _read_sections(
         if not isinstance(blob, bytes) or len(blob) != width:
             size = len(blob) if isinstance(blob, bytes | str) else 0
             raise SemanticIndexError(messages.index_section_wrong_length(str(card), size, width))
+        path = schema.heading_path(heading)
+        if path is None or not schema.usable_section_row(ordinal, heading, start, end):
+            raise SemanticIndexError(messages.index_section_row_damaged(str(card)))
         keys.append(pins.section_key(card, ordinal, heading, start, end))
         raw.append(blob)
-        path = _heading_path(heading)
-        by_card.setdefault(str(card), []).append(
-            (path, int(start or 0), int(end or 0), int(ordinal or 0), blob)
-        )
+        by_card.setdefault(str(card), []).append((path, start, end, ordinal, blob))
     if not by_card:
         return None
     blobs: list[bytes] = []
@@ -669,14 +668,6 @@ def _read_sections(
             else messages.index_section_not_unit(owner, norm)
         )
     return _Sections(matrix, starts, counts, tuple(info), bool((counts == 1).all()))
-
-
-def _heading_path(stored: object) -> tuple[str, ...]:
-    try:
-        value = json.loads(stored) if isinstance(stored, str) else []
-    except json.JSONDecodeError:
-        return (str(stored),)
-    return tuple(str(part) for part in value) if isinstance(value, list) else (str(value),)
 
 
 def read_meta(connection: sqlite3.Connection) -> schema.MetaRow:

@@ -14,12 +14,14 @@ the table (built by the reference) is read card by card here too.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hql import files, messages
 from hql.version import __version__
 
 if TYPE_CHECKING:
@@ -83,6 +85,37 @@ class SectionRow:
     embedding: bytes
 
 
+# A heading path HQL writes is a JSON list of a few strings; a longer text is not one of its rows.
+MAX_HEADING_CHARS = 1 << 16
+
+
+def heading_path(stored: object) -> tuple[str, ...] | None:
+    """A section row's heading path as HQL writes it (a JSON list of strings); None otherwise.
+
+    The text is the file's, not HQL's: it may be nested deeper than Python's parser
+    recurses, or hold anything but a list of strings.
+    """
+    if stored is None:  # a row written without one: the whole card
+        return ()
+    if not isinstance(stored, str) or len(stored) > MAX_HEADING_CHARS or not stored.startswith("["):
+        return None
+    try:
+        value = json.loads(stored)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, list) or not all(isinstance(part, str) for part in value):
+        return None
+    return tuple(value)
+
+
+def usable_section_row(ordinal: object, heading: object, start: object, end: object) -> bool:
+    """A section row's ordinal, heading path and line span are of the types HQL writes."""
+    return (
+        all(type(value) is int for value in (ordinal, start, end))
+        and heading_path(heading) is not None
+    )
+
+
 def vector_to_blob(vector: np.ndarray) -> bytes:
     """One vector as the little-endian float32 blob the schema stores."""
     import numpy as np
@@ -127,6 +160,28 @@ def vector_norm(vector: np.ndarray) -> float:
 
     with np.errstate(over="ignore", invalid="ignore"):
         return float(np.linalg.norm(np.asarray(vector, dtype=np.float64)))
+
+
+SQLITE_HEADER = b"SQLite format 3\0"
+
+
+def is_foreign(path: Path) -> bool:
+    """A file that does not start as an SQLite database does: not HQL's to replace."""
+    if not files.is_regular(path):  # a FIFO is never opened here
+        return False
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(SQLITE_HEADER))
+    except OSError:
+        return False
+    return bool(head) and head != SQLITE_HEADER
+
+
+def not_a_database(path: Path) -> str:
+    """What to say of an index SQLite cannot read: rebuild it, or remove a file not HQL's."""
+    if is_foreign(path):
+        return messages.index_not_sqlite(str(path))
+    return messages.index_not_a_database(str(path))
 
 
 def connect_readonly(path: Path) -> sqlite3.Connection:

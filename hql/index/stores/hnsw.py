@@ -24,6 +24,7 @@ import functools
 import hashlib
 import json
 import os
+import stat
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,9 @@ _OVERFETCH = 2  # vectors asked per card wanted, doubled until k distinct cards 
 # An input of at most 1/_SUBSET_SHARE of the vectors is scanned (that costs little); a
 # larger one is searched in the graph, which returns only the input's vectors.
 _SUBSET_SHARE = 16
+_MAX_META_BYTES = 1 << 30  # a sidecar of ~10^7 cards; a larger file is not one HQL wrote
+_MAX_LABELS = 1 << 40
+_CHECK_BATCH = 4096  # labels whose vectors a build compares with the index's at a time
 
 
 class GraphUnusable(Exception):
@@ -93,6 +97,7 @@ class _Graph:
     index: Any  # hnswlib.Index
     meta: dict[str, Any]
     owners: np.ndarray  # label → card row of the index (-1: removed)
+    vector_rows: np.ndarray  # label → row of the index's vectors (-1: removed)
     live: int
     lock: threading.Lock
     # The last input searched: (its rows, each label's admission, how many are admitted).
@@ -178,28 +183,74 @@ def _load_graph(
     model = index.model_row
     if not _built_for(meta, model):
         raise GraphUnusable(messages.hnsw_stale())
-    owners, live = _owners(index, meta)
+    owners, vector_rows, live = _owners(index, meta)
     found = _restore(graph_path, meta, checksum=False)
     if found.get_current_count() != len(owners) or found.dim != model.dimensions:
         raise GraphUnusable(messages.hnsw_corrupt(str(graph_path), "its vector count is wrong"))
-    return _Graph(found, meta, owners, live, threading.Lock())
+    return _Graph(found, meta, owners, vector_rows, live, threading.Lock())
 
 
 def _read_meta(meta_path: Path, graph_path: Path) -> dict[str, Any]:
     if not meta_path.exists() and not graph_path.exists():
         raise GraphUnusable(messages.hnsw_missing())
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        # Not blocking (a FIFO in its place is refused at once) and of a bounded size.
+        meta = json.loads(files.read_regular(meta_path, _MAX_META_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise GraphUnusable(messages.hnsw_corrupt(str(meta_path), "it is missing")) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise GraphUnusable(messages.hnsw_corrupt(str(meta_path), str(error))) from None
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise GraphUnusable(messages.hnsw_corrupt(str(meta_path), reason)) from None
+    except RecursionError:
+        raise GraphUnusable(messages.hnsw_corrupt(str(meta_path), "it nests too deeply")) from None
+    except ValueError as error:  # not UTF-8, not JSON
+        raise GraphUnusable(messages.hnsw_corrupt(str(meta_path), str(error)[:200])) from None
     required = ("format", "library", "version", "m", "ef_construction", "sha256", "bytes", "cards")
     if not isinstance(meta, dict) or any(key not in meta for key in required):
         raise GraphUnusable(messages.hnsw_corrupt(str(meta_path), "an entry is missing"))
     if meta["format"] != FORMAT:
         raise GraphUnusable(messages.hnsw_corrupt(str(meta_path), f"format {meta['format']!r}"))
+    problem = _meta_problem(meta)
+    if problem is not None:
+        raise GraphUnusable(messages.hnsw_corrupt(str(meta_path), problem))
     return meta
+
+
+def _meta_problem(meta: dict[str, Any]) -> str | None:
+    """What in a sidecar is not as HQL writes it (counts, labels), or None.
+
+    Every later use (the label map, a build's update) may then trust its types and
+    ranges: labels are distinct counts below `next_label`, and the live ones number
+    `next_label - removed`.
+    """
+    for key in ("m", "ef_construction", "bytes", "dimensions", "next_label", "removed", "mtime_ns"):
+        value = meta.get(key, 0)
+        if type(value) is not int or value < 0:
+            return f"its `{key}` is not a count"
+    if not all(isinstance(meta[key], str) for key in ("library", "version", "sha256")):
+        return "its library, version or checksum is not a text"
+    next_label, removed = meta.get("next_label", 0), meta.get("removed", 0)
+    if next_label > _MAX_LABELS or removed > next_label:
+        return "its label counts are out of range"
+    cards = meta["cards"]
+    if not isinstance(cards, dict):
+        return "its cards are not a map"
+    seen: set[int] = set()
+    for name, entry in cards.items():
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 2
+            and isinstance(entry[0], str)
+            and isinstance(entry[1], list)
+        ):
+            return f"the entry of `{name}` is not a digest and its labels"
+        for label in entry[1]:
+            if type(label) is not int or not 0 <= label < next_label or label in seen:
+                return f"a label of `{name}` is out of range or repeated"
+            seen.add(label)
+    if len(seen) != next_label - removed:
+        return "its labels do not add up to its counts"
+    return None
 
 
 def _checksum(path: Path) -> tuple[int, str]:
@@ -217,6 +268,8 @@ def _restore(graph_path: Path, meta: dict[str, Any], checksum: bool = True) -> A
 
     try:
         status = graph_path.stat()
+        if not stat.S_ISREG(status.st_mode):
+            raise GraphUnusable(messages.hnsw_corrupt(str(graph_path), "not a regular file"))
         if (status.st_size, status.st_mtime_ns) != (meta["bytes"], meta.get("mtime_ns")):
             raise GraphUnusable(
                 messages.hnsw_corrupt(str(graph_path), "it changed after it was written")
@@ -234,30 +287,55 @@ def _restore(graph_path: Path, meta: dict[str, Any], checksum: bool = True) -> A
     return found
 
 
-def _owners(index: SemanticIndex, meta: dict[str, Any]) -> tuple[np.ndarray, int]:
-    """Label → card row, when the graph holds exactly the index's cards and vectors."""
+def _owners(index: SemanticIndex, meta: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Label → card row and label → vector row of the index, when the graph holds exactly
+    the index's cards and vectors (the sidecar's types are checked by `_read_meta`)."""
     import numpy as np
 
     cards = meta["cards"]
     names = index.card_names
     digests = index.digests()
-    _, counts = index.vector_spans()
-    if not isinstance(cards, dict) or len(cards) != len(names):
+    starts, counts = index.vector_spans()
+    if len(cards) != len(names):
         raise GraphUnusable(messages.hnsw_stale())
     labels: list[int] = []
     rows: list[int] = []
+    positions: list[int] = []
+    for row, name in enumerate(names):
+        entry = cards.get(name)
+        if (
+            entry is None
+            or entry[0] != digests[name][:DIGEST_CHARS]
+            or len(entry[1]) != counts[row]
+        ):
+            raise GraphUnusable(messages.hnsw_stale())
+        labels.extend(entry[1])
+        rows.extend([row] * len(entry[1]))
+        positions.extend(range(int(starts[row]), int(starts[row]) + len(entry[1])))
+    owners = np.full(int(meta.get("next_label", 0)), -1, dtype=np.intp)
+    owners[np.asarray(labels, dtype=np.intp)] = rows
+    vector_rows = np.full(len(owners), -1, dtype=np.intp)
+    vector_rows[np.asarray(labels, dtype=np.intp)] = positions
+    return owners, vector_rows, len(labels)
+
+
+def _labels_hold(
+    graph: Any, labels: np.ndarray, vector_rows: np.ndarray, index: SemanticIndex
+) -> bool:
+    """Whether the graph's vectors under these live labels are the index's vectors they name.
+
+    Labels swapped in the sidecar pass every count; the vectors show it.
+    """
+    import numpy as np
+
+    if not len(labels):
+        return True
     try:
-        for row, name in enumerate(names):
-            digest, own = cards[name]
-            if digest != digests[name][:DIGEST_CHARS] or len(own) != counts[row]:
-                raise GraphUnusable(messages.hnsw_stale())
-            labels.extend(own)
-            rows.extend([row] * len(own))
-        owners = np.full(int(meta.get("next_label", 0)), -1, dtype=np.intp)
-        owners[np.asarray(labels, dtype=np.intp)] = rows
-    except (KeyError, TypeError, ValueError, IndexError):
-        raise GraphUnusable(messages.hnsw_stale()) from None
-    return owners, len(labels)
+        held = np.asarray(graph.get_items(labels.tolist(), return_type="numpy"), dtype=np.float32)
+    except (RuntimeError, ValueError):
+        return False
+    expected = index.vectors[vector_rows[labels]]
+    return held.shape == expected.shape and bool(np.array_equal(held, expected))
 
 
 # --- searching ---------------------------------------------------------------------------
@@ -369,6 +447,11 @@ class HnswStore(SqliteStore):
                 raise GraphUnusable(reason) from None
             labels = np.asarray(keys[0], dtype=np.int64)
             labels = labels[(labels >= 0) & (labels < len(graph.owners))]
+            if not _labels_hold(graph.index, labels, graph.vector_rows, self.index):
+                reason = messages.hnsw_corrupt(
+                    str(self.path) + ".hnsw", messages.hnsw_labels_wrong()
+                )
+                raise GraphUnusable(reason)
             found = np.unique(graph.owners[labels])
             found = found[found >= 0]
             if len(found) >= k or asked >= available:
@@ -382,12 +465,16 @@ class HnswStore(SqliteStore):
 
 def describe_graph(index_path: Path, vault_root: Path, config: SemanticsConfig) -> str:
     """The graph's state for `hql index inspect`: in use (and its parameters), or why not."""
+    import numpy as np
+
     index = SemanticIndex.open(index_path, vault_root)
     vectors = len(index.vectors)
     if not wants_graph(config, vectors):
         return messages.hnsw_status_off(config.ann, config.ann_threshold, vectors)
     try:
         graph = open_graph(index, config.hnsw)
+        live = np.flatnonzero(graph.vector_rows >= 0)
+        _check_labels(graph.index, live, graph.vector_rows, index, graph_paths(index_path)[0])
     except GraphUnusable as problem:
         return messages.hnsw_status_unusable(problem.reason)
     parameters = graph.parameters
@@ -447,9 +534,39 @@ def _previous(
         if not _built_for(meta, index.model_row):
             raise _Rebuild(messages.hnsw_other_model())
         graph = _restore(graph_path, meta)
+        _check_kept_labels(index, graph, meta, graph_path)
     except GraphUnusable as problem:
         raise _Rebuild(problem.reason) from None
     return graph, meta
+
+
+def _check_kept_labels(index: SemanticIndex, graph: Any, meta: dict[str, Any], path: Path) -> None:
+    """Every unchanged card's labels hold its vectors in the graph (a batch at a time)."""
+    import numpy as np
+
+    digests = index.digests()
+    starts, counts = index.vector_spans()
+    row_of = {name: row for row, name in enumerate(index.card_names)}
+    labels: list[int] = []
+    positions: list[int] = []
+    for name, (digest, own) in meta["cards"].items():
+        row = row_of.get(name)
+        if row is None or digest != digests[name][:DIGEST_CHARS] or len(own) != counts[row]:
+            continue  # removed or changed: its labels go anyway
+        labels.extend(own)
+        positions.extend(range(int(starts[row]), int(starts[row]) + len(own)))
+    vector_rows = np.full(int(meta.get("next_label", 0)), -1, dtype=np.intp)
+    vector_rows[np.asarray(labels, dtype=np.intp)] = positions
+    _check_labels(graph, np.asarray(labels, dtype=np.intp), vector_rows, index, path)
+
+
+def _check_labels(
+    graph: Any, labels: np.ndarray, vector_rows: np.ndarray, index: SemanticIndex, path: Path
+) -> None:
+    """`GraphUnusable` unless every one of `labels` holds its vector (a batch at a time)."""
+    for begin in range(0, len(labels), _CHECK_BATCH):
+        if not _labels_hold(graph, labels[begin : begin + _CHECK_BATCH], vector_rows, index):
+            raise GraphUnusable(messages.hnsw_corrupt(str(path), messages.hnsw_labels_wrong()))
 
 
 def _update(index: SemanticIndex, graph: Any, meta: dict[str, Any]) -> tuple[int, int]:

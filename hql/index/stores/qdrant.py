@@ -94,8 +94,14 @@ def _remember(cache_key: tuple[str, str], client: Any) -> None:
     _CLIENTS[cache_key] = client
 
 
-def _client_for(config: QdrantConfig, folder: Path | None, create: bool) -> Any:
-    """The client for a server or a local folder; a local folder is opened once per process."""
+def _client_for(
+    config: QdrantConfig, folder: Path | None, create: bool, notes: list[str] | None = None
+) -> Any:
+    """The client for a server or a local folder; a local folder is opened once per process.
+
+    A local folder is opened only when it carries HQL's seal (`hql.index.stores.seal`);
+    a build (`create`) sets an unsealed one aside, saying so in `notes`, and starts anew.
+    """
     qdrant_client = _import_client()
     if config.url is not None:
         key = _api_key(config)
@@ -126,6 +132,7 @@ def _client_for(config: QdrantConfig, folder: Path | None, create: bool) -> Any:
                 raise SemanticIndexError(
                     messages.index_unwritable(str(folder), error.strerror or str(error))
                 ) from None
+        _check_local_folder(folder, create, notes)
         try:
             # Local mode warns about large collections and ignored search parameters;
             # the Retrieval already says how a local search is done.
@@ -146,9 +153,90 @@ def _client_for(config: QdrantConfig, folder: Path | None, create: bool) -> Any:
         return client
 
 
+def _check_local_folder(folder: Path, create: bool, notes: list[str] | None) -> None:
+    """Refuse (or, for a build, set aside) a local folder HQL did not seal, before it is opened."""
+    from hql.index.stores import seal
+
+    if not folder.is_dir():
+        return
+    with _lock_held_by_other(folder) as busy:
+        if busy:
+            raise SemanticIndexError(messages.qdrant_folder_in_use(str(folder)))
+        try:
+            seal.check_seal(folder)
+            return
+        except seal.Unsealed as problem:
+            reason, ours = problem.reason, problem.ours
+        except OSError as error:
+            reason, ours = error.strerror or str(error), False
+    if not create:
+        raise SemanticIndexError(messages.qdrant_folder_unsealed(str(folder), reason))
+    if not ours:  # a stranger's folder (or one planted): never opened, never moved
+        raise SemanticIndexError(messages.qdrant_folder_foreign(str(folder), reason))
+    aside = folder.with_name(f"{folder.name}.refused-{_stamp_now()}")
+    try:
+        folder.rename(aside)
+        folder.mkdir()
+    except OSError as error:
+        raise SemanticIndexError(
+            messages.qdrant_folder_not_set_aside(str(folder), reason, error.strerror or str(error))
+        ) from None
+    if notes is not None:
+        notes.append(messages.qdrant_folder_set_aside(str(folder), reason, str(aside)))
+
+
+@contextlib.contextmanager
+def _lock_held_by_other(folder: Path) -> Iterator[bool]:
+    """Hold qdrant-client's lock on the folder while it is checked; True when another holds it."""
+    import fcntl
+
+    path = folder / ".lock"
+    flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError:  # no lock file yet (or not one to open: the seal check refuses it)
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield True
+            return
+        except OSError:
+            pass
+        yield False
+    finally:
+        os.close(descriptor)
+
+
+def _stamp_now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
+
+
+# Local folders this process wrote and has not sealed since (a build seals once, at its end).
+_UNSEALED: set[Path] = set()
+
+
+def _seal_folder(folder: Path) -> None:
+    from hql.index.stores import seal
+
+    try:
+        seal.write_seal(folder)
+    except (seal.Unsealed, OSError) as error:
+        reason = getattr(error, "reason", None) or getattr(error, "strerror", None) or str(error)
+        raise SemanticIndexError(messages.qdrant_folder_not_sealed(str(folder), reason)) from None
+    _UNSEALED.discard(folder)
+
+
 def close_clients() -> None:
-    """Close every client this process opened (a local folder is then free for others)."""
+    """Close every client this process opened (a local folder is then free for others);
+    a folder written since its last seal is sealed first."""
     with _CLIENTS_LOCK:
+        for folder in list(_UNSEALED):
+            with contextlib.suppress(SemanticIndexError):
+                _seal_folder(folder)
+        _UNSEALED.clear()
         for client in _CLIENTS.values():
             with contextlib.suppress(Exception):
                 client.close()
@@ -264,6 +352,16 @@ class QdrantStore:
         self.location = f"qdrant:{where}#{collection}"
         self.vault_root = vault_root
         self._description = description
+        self.building = False  # a build seals a local folder once, when it finishes
+
+    def _written(self) -> None:
+        """After a write: a local folder is sealed again (a build's, when it finishes)."""
+        if not self.local:
+            return
+        folder = Path(self.where)
+        _UNSEALED.add(folder)
+        if not self.building:
+            _seal_folder(folder)
 
     # -- opening -------------------------------------------------------------------
 
@@ -282,7 +380,12 @@ class QdrantStore:
 
     @classmethod
     def for_build(
-        cls, vault: VaultLike, config: SemanticsConfig, model_id: str, revision: str
+        cls,
+        vault: VaultLike,
+        config: SemanticsConfig,
+        model_id: str,
+        revision: str,
+        notes: list[str] | None = None,
     ) -> QdrantStore | None:
         """The collection a build of these vectors writes, when it exists (None: not yet).
 
@@ -290,7 +393,7 @@ class QdrantStore:
         replaced: a collection may be shared, and its points are not this build's to drop.
         """
         qdrant, folder, where = _settings(vault, config)
-        client = _client_for(qdrant, folder, create=True)
+        client = _client_for(qdrant, folder, create=True, notes=notes)
         collection = qdrant.collection or default_collection(
             Path(vault.root).resolve().name, model_id, revision
         )
@@ -301,7 +404,9 @@ class QdrantStore:
         description = _describe(client, collection, where)
         _check_model(collection, description.model, model_id, revision)
         check_collection_vault(collection, description.vault, Path(vault.root))
-        return cls(qdrant, client, collection, where, Path(vault.root), description)
+        store = cls(qdrant, client, collection, where, Path(vault.root), description)
+        store.building = True
+        return store
 
     @classmethod
     def create(
@@ -316,7 +421,10 @@ class QdrantStore:
         label = Path(vault.root).resolve().name
         description = _Description(model, label, built_at, schema.TOOL_VERSION, 0)
         _create(client, collection, where, description, local=qdrant.url is None)
-        return cls(qdrant, client, collection, where, Path(vault.root), description)
+        store = cls(qdrant, client, collection, where, Path(vault.root), description)
+        store.building = True
+        store._written()
+        return store
 
     def check_dimensions(self, dimensions: int) -> None:
         if dimensions != self.model.dimensions:
@@ -421,6 +529,7 @@ class QdrantStore:
         if batch:
             self._upsert(batch)
         self._forget_digests()
+        self._written()
 
     def delete(self, names: Collection[str]) -> None:
         if not names:
@@ -434,6 +543,7 @@ class QdrantStore:
             with _calls(self.where, self.collection):
                 self.client.delete(self.collection, points_selector=selector, wait=True)
         self._forget_digests()
+        self._written()
 
     def stored_paths(self) -> dict[str, str]:
         """Each stored card's vault-relative path (a card moved without a change keeps its vectors)."""
@@ -453,6 +563,7 @@ class QdrantStore:
         with _calls(self.where, self.collection):
             self.client.set_payload(self.collection, payload=payload, points=selector, wait=True)
         self._forget_digests()
+        self._written()
 
     def finish_build(self, vault: VaultLike, built_at: str) -> None:
         """Record the build in the collection's metadata (readers' caches key on the generation)."""
@@ -467,6 +578,8 @@ class QdrantStore:
             self.client.update_collection(self.collection, metadata={"hql": _to_meta(description)})
         self._description = description
         self._forget_digests()
+        self.building = False
+        self._written()
 
     def _points_of(self, card: CardVectors, models: Any) -> Iterator[Any]:
         payload = {
@@ -543,6 +656,7 @@ class QdrantStore:
         ]
         for start in range(0, len(points), _UPSERT_BATCH):
             self._upsert(points[start : start + _UPSERT_BATCH], collection=self._queries)
+        self._written()
 
     def add_query(self, text: str, vector: np.ndarray) -> str | None:
         try:
