@@ -3353,6 +3353,8 @@ def nested_list_hint(name: str) -> str:
 
 def init_watch_comment() -> str:
     return "# On Linux, the first command then starts a watcher so loads need not check every file:"
+
+
 # --- hostile input, round three: index damage, sealed stores, settings (defidx) ------------
 
 
