@@ -2,7 +2,10 @@
 the vault's notes through `hql.notes`, each change with the digest it read, and records
 every outcome as a JSON line.
 
-    python tests/notes_worker.py ROOT WORKER CHANGES SEED OUT
+    python tests/notes_worker.py ROOT WORKER CHANGES SEED OUT [START]
+
+With START, a worker that has opened the vault says so in START.WORKER and waits for the
+file START itself, so that every writer's changes fall in the same span of time.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import json
 import random
 import sys
 import time
+from pathlib import Path
 
 import hql.notes
 from hql.notes.writer import NoteRefused
@@ -19,6 +23,8 @@ from hql.notes.writer import NoteRefused
 def main() -> None:
     root, worker, changes, seed, out = sys.argv[1:6]
     notes = hql.notes.open(root)
+    if len(sys.argv) > 6:
+        _wait_for_the_others(Path(sys.argv[6]), worker)
     pick = random.Random(int(seed))
     names = [f"shared {number:02d}" for number in range(20)]
     with open(out, "w", encoding="utf-8") as log:
@@ -45,6 +51,13 @@ def main() -> None:
                 outcome = refusal.reason
             log.write(json.dumps({"note": name, "kind": kind, "token": token, "outcome": outcome}))
             log.write("\n")
+
+
+def _wait_for_the_others(start: Path, worker: str) -> None:
+    start.with_name(f"{start.name}.{worker}").touch()
+    deadline = time.monotonic() + 300
+    while not start.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -46,6 +47,18 @@ def _vault(root: Path, endpoint: str) -> None:
         )
 
 
+def _start_together(start: Path, running: list[subprocess.Popen[str]]) -> None:
+    """Let the writers go once all have opened the vault: started one after another on a
+    loaded machine, the first could otherwise finish before the last begins, and writers
+    that never overlap never meet."""
+    deadline = time.monotonic() + 300
+    ready = [start.with_name(f"{start.name}.{worker}") for worker in range(PROCESSES)]
+    while not all(path.exists() for path in ready) and time.monotonic() < deadline:
+        assert all(process.poll() is None for process in running), "a writer ended early"
+        time.sleep(0.01)
+    start.touch()
+
+
 def test_four_processes_lose_no_accepted_write_and_tear_no_file(tmp_path: Path) -> None:
     from hql.index.producer import build_index, verify_index
 
@@ -55,14 +68,16 @@ def test_four_processes_lose_no_accepted_write_and_tear_no_file(tmp_path: Path) 
         build_index(hql.Vault.open(root))
         environment = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
         logs = [tmp_path / f"worker{worker}.jsonl" for worker in range(PROCESSES)]
+        start = tmp_path / "start"
         running = [
             subprocess.Popen(
                 [sys.executable, str(WORKER), str(root), str(worker),
-                 str(CHANGES // PROCESSES), str(1000 + worker), str(log)],
+                 str(CHANGES // PROCESSES), str(1000 + worker), str(log), str(start)],
                 env=environment, stderr=subprocess.PIPE, text=True,
             )  # fmt: skip
             for worker, log in enumerate(logs)
         ]
+        _start_together(start, running)
         for process in running:
             _, errors = process.communicate(timeout=600)
             assert process.returncode == 0, errors
