@@ -3431,21 +3431,3 @@ def qdrant_folder_not_sealed(path: str, reason: str) -> str:
         f"the Qdrant folder `{path}` could not be sealed after HQL wrote it ({reason}); "
         "the next command will refuse it until `hql index build` runs again"
     )
-
-
-# --- hostile input, round three: the MCP server's card resource, its log, its answer size -----
-
-
-def mcp_card_outside(name: str) -> str:
-    return (
-        f"card `{name}`: its file leads outside the vault (a symbolic link?), so it is not served"
-    )
-
-
-def mcp_log_malformed(start: str, not_json: bool) -> str:
-    what = "JSON" if not_json else "a JSON-RPC request, notification or answer"
-    return f"hql mcp: dropped a line that is not {what}: {start!r}"
-
-
-def mcp_log_refused(request: str, reason: str) -> str:
-    return f"hql mcp: refused {request}: {reason}"
