@@ -3221,6 +3221,10 @@ def rerank_fell_back(reason: str) -> str:
     return f"{reason}, so the ranking keeps its order, as `[rerank] on_unavailable` asks"
 
 
+def rerank_needs_ranking(found: object) -> str:
+    return f"`rerank` reorders the hits of a ranking, not {found}"
+
+
 def rerank_bad_cap(found: object) -> str:
     return f"`rerank`'s `cap` must be a positive whole number, not {found}"
 

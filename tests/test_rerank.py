@@ -190,3 +190,10 @@ def test_rerank_takes_a_ranking_and_a_whole_cap(tmp_path: Path) -> None:
     checked = run('cards | bm25("token") | rerank(cap = "ten")', where)
     assert checked.failed and "cap" in checked.reports[0].message
     assert "cap" in run('cards | bm25("token") | rerank(cap = 0)', where).reports[0].message
+
+
+def test_rerank_of_cards_names_rerank_not_relevant(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# A\n\nwords\n")
+    outcome = hql.run("import rerank\ncards | rerank()", vault=tmp_path)
+    assert outcome.failed
+    assert "`rerank` reorders the hits of a ranking" in outcome.reports[0].message

@@ -31,7 +31,7 @@ REGISTRY.extension(
 def check_rerank(call: StepTyping) -> Type:
     shape = ty.strip_option(call.input)
     if shape.name != "Ranking":
-        raise call.error(messages.relevant_needs_ranking(call.input), call.input_span)
+        raise call.error(messages.rerank_needs_ranking(call.input), call.input_span)
     if call.has("query") and call.value("query") != ty.STRING:
         raise call.error(
             messages.argument_type("rerank", "query", ty.STRING, call.value("query")),
