@@ -31,6 +31,34 @@ class Overrun(Exception):
 
 _REFIRE_SECONDS = 0.1
 
+# Per thread, how many regions it is in that a stop must not cut in half (`shielded`).
+_SHIELDS: dict[int, list[int]] = {}
+
+
+class shielded:  # noqa: N801 - used as a statement: `with shielded():`
+    """A region no stop lands in: the watchdog holds a stop back until the thread leaves it.
+
+    A stop is an exception raised at whatever bytecode the thread is at, and raised again
+    every 0.1 s until the program is gone; one landing in the `finally` that lets a file
+    lock go would leave the lock held for the life of the process, and every later writer
+    of the vault (another call of the same server) waiting on it forever. Lock holders
+    (hql.files) take their locks inside this region, and let them go before leaving it.
+    """
+
+    __slots__ = ("_depth",)
+
+    def __enter__(self) -> None:
+        self._depth = _SHIELDS.setdefault(threading.get_ident(), [0])
+        self._depth[0] += 1
+
+    def __exit__(self, *_: object) -> None:
+        self._depth[0] -= 1
+
+
+def _shielded(ident: int) -> bool:
+    depth = _SHIELDS.get(ident)
+    return depth is not None and depth[0] > 0
+
 
 class _Watch:
     __slots__ = ("deadline", "ident", "fired", "closing")
@@ -97,7 +125,9 @@ class _Watchdog:
                 now = time.monotonic()
                 waiting = []
                 for entry in self._watches:
-                    if entry.deadline <= now:
+                    if entry.deadline <= now and _shielded(entry.ident):
+                        entry.deadline = now + _REFIRE_SECONDS  # once it leaves the region
+                    elif entry.deadline <= now:
                         entry.fired = True
                         _raise_in(entry.ident, _Stopped)
                         # An exception that arrives while a finalizer or weakref callback runs

@@ -34,6 +34,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from hql.deadline import shielded
+
 # A temporary of another writer is only removed once its process is gone; one in the
 # old naming (no process id) once it is older than this.
 STALE_SECONDS = 600
@@ -400,13 +402,14 @@ def _holding_lock(directory: int) -> Iterator[None]:
     except ImportError:  # pragma: no cover - not POSIX
         yield
         return
-    with contextlib.suppress(OSError):
-        fcntl.flock(directory, fcntl.LOCK_EX)
-    try:
-        yield
-    finally:
+    with shielded():
         with contextlib.suppress(OSError):
-            fcntl.flock(directory, fcntl.LOCK_UN)
+            fcntl.flock(directory, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.flock(directory, fcntl.LOCK_UN)
 
 
 def _read_at(directory: int, name: str, shown: str) -> tuple[bytes, os.stat_result] | None:
@@ -629,22 +632,23 @@ def try_locked(directory: Path) -> Iterator[bool]:
     except ImportError:  # pragma: no cover - not POSIX
         yield True
         return
-    try:
-        descriptor = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        yield False
-        return
-    try:
+    with shielded():
         try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            descriptor = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except OSError:
             yield False
             return
-        except OSError:
-            pass  # a file system without flock: writes stay atomic
-        yield True
-    finally:
-        os.close(descriptor)
+        try:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            except OSError:
+                pass  # a file system without flock: writes stay atomic
+            yield True
+        finally:
+            os.close(descriptor)
 
 
 @contextlib.contextmanager
@@ -660,14 +664,15 @@ def locked(directory: Path) -> Iterator[None]:
     except ImportError:  # pragma: no cover - not POSIX
         yield
         return
-    try:
-        descriptor = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        yield
-        return
-    try:
-        with contextlib.suppress(OSError):
-            fcntl.flock(descriptor, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(descriptor)  # closing releases the lock
+    with shielded():
+        try:
+            descriptor = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except OSError:
+            yield
+            return
+        try:
+            with contextlib.suppress(OSError):
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(descriptor)  # closing releases the lock

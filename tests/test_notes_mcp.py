@@ -101,10 +101,15 @@ def test_an_agent_remembers_merges_supersedes_and_archives(tmp_path: Path) -> No
         seen["symlink"] = await call(client, "append_note", name="linked/secret.md", text="leak")
 
     async def main() -> None:
-        async with mcp.Client(params) as client:
-            await talk(client)
+        # A server that stops answering fails here, naming the calls it did answer.
+        with anyio.fail_after(240):
+            async with mcp.Client(params) as client:
+                await talk(client)
 
-    anyio.run(main)
+    try:
+        anyio.run(main)
+    except TimeoutError:
+        pytest.fail(f"the server stopped answering after {sorted(seen)}")
 
     propose = seen["propose"]
     assert propose["written"] is False and propose["action"] == "propose"

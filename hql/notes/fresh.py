@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hql import files, messages
+from hql.deadline import shielded
 
 if TYPE_CHECKING:
     from hql.index.embedders import Embedder
@@ -123,12 +124,13 @@ def _turn(state_dir: Path) -> Any:
     except (ImportError, OSError):  # no locks here: refreshes still end as the files are
         yield
         return
-    try:
-        with contextlib.suppress(OSError):
-            fcntl.flock(descriptor, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(descriptor)
+    with shielded():  # a stop must not leave the lock held (hql.deadline)
+        try:
+            with contextlib.suppress(OSError):
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(descriptor)
 
 
 def bm25_store(vault: Vault) -> Any:
