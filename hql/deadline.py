@@ -164,6 +164,10 @@ def within(seconds: float, work: Callable[[], Any]) -> Any:
                 break
             except _Stopped:
                 continue
+        if (
+            not entry.fired
+        ):  # an enclosing guard's stop (nested calls): it is that guard's to report
+            raise
         raise Overrun(seconds, closing=entry.closing) from None
 
 

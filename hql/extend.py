@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -1114,7 +1115,9 @@ def _invoke(
         found = messages.ext_not_a(refused.expected, refused.found)
         message = messages.ext_wrong_return(kind, name, extension, refused.where, found)
         raise HqlError(evaluation(message, span)) from None
-    except Exception as error:  # the extension's defect, reported as the extension's
+    except (Exception, SystemExit, KeyboardInterrupt) as error:
+        # the extension's defect, reported as the extension's: an exit or an interrupt raised
+        # by its code must not end the command (or the server) with no word
         raise HqlError(
             evaluation(messages.ext_raised(kind, name, extension, error), span)
         ) from None
@@ -1302,17 +1305,36 @@ def _may_have_extensions(paths: list[str]) -> bool:
             if not name.endswith((".dist-info", ".egg-info")):
                 continue
             try:
-                with open(
-                    os.path.join(entry, name, "entry_points.txt"), encoding="utf-8"
-                ) as handle:
-                    if marker in handle.read():
+                # a FIFO in its place must not hang the command: only a regular file is read
+                fd = os.open(
+                    os.path.join(entry, name, "entry_points.txt"), os.O_RDONLY | os.O_NONBLOCK
+                )
+            except OSError:
+                continue
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    continue
+                with os.fdopen(fd, "rb", closefd=False) as handle:
+                    # bytes: a file that is not UTF-8 (an unrelated package's) is no reason to fail
+                    if marker.encode() in handle.read():
                         return True
             except OSError:
                 continue
+            finally:
+                os.close(fd)
     return False
 
 
-def _entry_points(paths: list[str]) -> list[Any]:
+def _regular_or_absent(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def _entry_points(paths: list[str], failures: dict[str, str]) -> list[Any]:
     if not _may_have_extensions(paths):
         return []
     from importlib.metadata import distributions
@@ -1320,13 +1342,25 @@ def _entry_points(paths: list[str]) -> list[Any]:
     found: dict[str, Any] = {}
     seen: set[str] = set()
     for dist in distributions(path=paths):
-        name = dist.metadata["Name"] or ""
-        if name in seen:  # an earlier path entry wins, as it does for imports
+        where = getattr(dist, "_path", None)
+        try:
+            if where is not None and not _regular_or_absent(
+                os.path.join(where, "entry_points.txt")
+            ):
+                raise OSError(messages.ext_metadata_not_a_file("entry_points.txt"))
+            name = dist.metadata["Name"] or ""
+            if name in seen:  # an earlier path entry wins, as it does for imports
+                continue
+            seen.add(name)
+            points = [point for point in dist.entry_points if point.group == GROUP]
+        except Exception as error:  # noqa: BLE001  (metadata HQL did not write, possibly broken)
+            # An unreadable distribution (not UTF-8, malformed entry points, a FIFO) is
+            # skipped: it is most often an unrelated package, and every vault opens without it.
+            label = os.path.basename(str(where)) if where is not None else "?"
+            failures[label] = messages.ext_metadata_unreadable(str(where or "?"), error)
             continue
-        seen.add(name)
-        for point in dist.entry_points:
-            if point.group == GROUP:
-                found.setdefault(point.name, point)
+        for point in points:
+            found.setdefault(point.name, point)
     return [found[name] for name in sorted(found)]
 
 
@@ -1342,7 +1376,7 @@ def load_installed(registry: Registry) -> None:
         if registry is REGISTRY:
             import hql.steps  # noqa: F401  (the shipped extensions come first)
         paths = _installed_paths()
-        points = _entry_points(paths)
+        points = _entry_points(paths, registry.load_failures)
         if not points:
             return
         saved = list(sys.path)
@@ -1358,21 +1392,45 @@ def _load_one(registry: Registry, point: Any) -> None:
     dist = getattr(point, "dist", None)
     package = f"{dist.name} {dist.version}" if dist is not None else point.value
     try:
-        declared = point.load()
-        if not isinstance(declared, Extension) and callable(declared):
-            declared = declared()
+        declared = _bounded_load(point)
         if not isinstance(declared, Extension):
             raise ExtensionError(messages.ext_not_declared(declared))
         if declared.name != point.name:
             raise ExtensionError(messages.ext_entry_name(point.name, declared.name))
         register(declared, registry, package=package)
-    except Exception as error:  # a broken package must not break HQL: say which and why
+    except (Exception, SystemExit, KeyboardInterrupt) as error:
+        # a broken package must not break HQL (nor exit it, with its own code): say which and why
+        text = str(error)
         problem = (
-            str(error) if isinstance(error, ExtensionError) else f"{type(error).__name__}: {error}"
+            text
+            if isinstance(error, ExtensionError)
+            else (f"{type(error).__name__}: {text}" if text else type(error).__name__)
         )
         registry.load_failures[point.name] = messages.ext_package_failed(
             package, f"{point.name} = {point.value}", problem
         )
+
+
+IMPORT_SECONDS = 10.0  # how long one package may take to import before it is given up
+
+
+def _bounded_load(point: Any) -> Any:
+    """The entry point's object, importing its module under a time guard: a package that
+    loops on import is reported as failed instead of hanging every command."""
+    from hql.deadline import Overrun, within
+
+    def load() -> Any:
+        declared = point.load()
+        if not isinstance(declared, Extension) and callable(declared):
+            declared = declared()
+        return declared
+
+    try:
+        return within(IMPORT_SECONDS, load)
+    except Overrun as overrun:
+        if overrun.closing:
+            raise
+        raise ExtensionError(messages.ext_import_too_long(IMPORT_SECONDS)) from None
 
 
 def load_errors(registry: Registry | None = None) -> dict[str, str]:

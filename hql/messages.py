@@ -3435,3 +3435,20 @@ def qdrant_folder_not_sealed(path: str, reason: str) -> str:
         f"the Qdrant folder `{path}` could not be sealed after HQL wrote it ({reason}); "
         "the next command will refuse it until `hql index build` runs again"
     )
+
+
+def ext_metadata_unreadable(where: str, error: BaseException) -> str:
+    return (
+        f"the installed distribution `{where}` has metadata HQL cannot read, so its "
+        f"extensions (if any) are skipped ({type(error).__name__}: {error})"
+    )
+
+
+def ext_metadata_not_a_file(name: str) -> str:
+    return f"its `{name}` is not a regular file"
+
+
+def ext_import_too_long(seconds: float) -> str:
+    return (
+        f"importing it took more than {seconds:g} s (does it loop on import?), so it was given up"
+    )
