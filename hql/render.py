@@ -74,6 +74,20 @@ def _fence_end(lines: list[str], start: int, marker: str) -> int:
     return len(lines)
 
 
+_RUN = re.compile(r"^\s*(`+|~+)")
+
+
+def _result_fence(marker: str, shown: list[str]) -> str:
+    """The block's fence, made longer than any fence (of its character) in the answer: an
+    answer holding a code block must neither close the result early nor plant a live block."""
+    longest = 0
+    for line in shown:
+        run = _RUN.match(line)
+        if run and run.group(1)[0] == marker[0]:
+            longest = max(longest, len(run.group(1)))
+    return marker[0] * max(len(marker), longest + 1)
+
+
 _LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
 
 
@@ -144,9 +158,11 @@ def render_text(text: str, run: Callable[[str], Outcome], columns: bool = False)
                 for r in outcome.reports
                 if r.failed
             ]
-        added = ["", f"{indent}{marker}{RESULT_INFO}"]
-        added += [indent + line if line else line for line in answer(outcome, columns).split("\n")]
-        added.append(f"{indent}{marker}")
+        shown = answer(outcome, columns).split("\n")
+        fence = _result_fence(marker, shown)
+        added = ["", f"{indent}{fence}{RESULT_INFO}"]
+        added += [indent + line if line else line for line in shown]
+        added.append(f"{indent}{fence}")
         closing_break = out_breaks[-1]
         out_breaks[-1] = newline
         out.extend(added)

@@ -207,3 +207,35 @@ def test_a_semantic_index_stays_fresh_when_a_page_is_rendered(tmp_path: Path) ->
     assert verify_command(rendered)[0] == 0  # the page's text (and digest) did not change
     sections = _sections(rendered, _WordEmbedder(), [rendered.card("page")])["page"]
     assert all("hql#result" not in section.text for section in sections)
+
+
+SNIPPET = "# Snippet\n\nRun this:\n\n```sh\nmake\n```\n\n~~~~\ntilde\n~~~~\n\nend\n"
+FENCED_PAGE = (
+    "# Page\n\n"
+    '```hql\ncards | filter(c => c.name == "snippet") | first | map(c => c.body)\n```\n\n'
+    '~~~hql\ncards | filter(c => c.name == "snippet") | first | map(c => c.body)\n~~~\n\n'
+    '```hql\n"a\\n```\\n```hql\\n1 + 1\\n```"\n```\n\n'
+    "tail\n"
+)
+
+
+def test_an_answer_holding_fences_gets_a_longer_fence_and_renders_once(
+    tmp_path: Path, capsys
+) -> None:
+    root = tmp_path / "fenced"
+    root.mkdir()
+    (root / "snippet.md").write_text(SNIPPET, encoding="utf-8")
+    page = root / "page.md"
+    page.write_text(FENCED_PAGE, encoding="utf-8")
+    render_command(_args(file=str(page), write=True), _session(root))
+    first = page.read_text(encoding="utf-8")
+    assert first.count("````hql#result\n") == 2 and "~~~~~hql#result\n" in first
+    # the body's own fences stay inside the result; the page's tail is there once
+    assert "```sh\nmake\n```\n\n~~~~\ntilde\n~~~~\n\nend\n````\n" in first
+    assert "~~~~\ntilde\n~~~~\n\nend\n~~~~~\n" in first
+    assert first.count("tail") == 1 and first.endswith("\ntail\n")
+    # the string's `hql` block is text of the answer, not a block the next render runs
+    assert "````hql#result\na\n```\n```hql\n1 + 1\n```\n````\n" in first
+    render_command(_args(file=str(page), write=True), _session(root))
+    assert page.read_text(encoding="utf-8") == first
+    assert capsys.readouterr().out.endswith(f"{page}: 3 blocks rendered\n")
