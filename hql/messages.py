@@ -3452,3 +3452,8 @@ def ext_import_too_long(seconds: float) -> str:
     return (
         f"importing it took more than {seconds:g} s (does it loop on import?), so it was given up"
     )
+
+
+def config_unknown_key(section: str, key: str, known: list[str]) -> str:
+    names = ", ".join(f"`{k}`" for k in known)
+    return f"unknown key `{key}` in `[{section}]`; known keys: {names}; ignored"

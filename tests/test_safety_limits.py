@@ -249,3 +249,34 @@ def test_the_guard_is_off_unless_configured() -> None:
     started = time.monotonic()
     outcome = session.run("[1, 2] | map(n => n)")
     assert list(outcome.value) == [1, 2] and time.monotonic() - started < 5
+
+
+def test_a_bad_limits_entry_is_reported_at_its_line_and_the_default_kept(tmp_path: Path) -> None:
+    from hql.budget import MAX_ELEMENTS
+    from hql.vault.config import load_config
+
+    (tmp_path / "hql.toml").write_text(
+        '[vault]\nwatch = false\n\n[limits]\nelements = -5\nbytes = "lots"\n'
+        "second = 3\nseconds = 0\n",
+        encoding="utf-8",
+    )
+    _, warnings = load_config(tmp_path)
+    said = {warning.subject: warning.message for warning in warnings}
+    where = str(tmp_path / "hql.toml")
+    assert said == {
+        f"{where}:5": "`limits.elements` must be a positive integer; ignored",
+        f"{where}:6": "`limits.bytes` must be a positive integer; ignored",
+        f"{where}:7": (
+            "unknown key `second` in `[limits]`; known keys: `elements`, `bytes`, `seconds`;"
+            " ignored"
+        ),
+        f"{where}:8": "`limits.seconds` must be a positive number of seconds; ignored",
+    }
+    (tmp_path / "n.md").write_text("# N\n", encoding="utf-8")
+    vault = hql.open_vault(tmp_path, use_cache=False)
+    assert hql.run("cards | count", vault=vault).value == 1
+    from hql.budget import Budget
+
+    assert Budget.from_config(vault.config.section("limits")).max_elements == MAX_ELEMENTS
+    (tmp_path / "hql.toml").write_text("[limits]\nelements = 5\nseconds = 2.5\n")
+    assert load_config(tmp_path)[1] == []

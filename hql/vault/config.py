@@ -124,6 +124,7 @@ def _interpret(
         bad("vault.watch", "true or false")
         watch = False
     libraries = _libraries(vault.get("libraries", []), bad)
+    _check_limits(_table(raw, "limits", bad), at, bad)
 
     config = VaultConfig(
         report_mode=mode,
@@ -169,6 +170,25 @@ def _libraries(declared: Any, bad: Any) -> tuple[LibrarySpec, ...]:
         names.add(shown)
         found.append(LibrarySpec(path, scope, shown, number))
     return tuple(found)
+
+
+LIMIT_KEYS = ("elements", "bytes", "seconds")
+
+
+def _check_limits(table: dict[str, Any], at: Any, bad: Any) -> None:
+    """`[limits]` (docs/vault.md, "The caps"): a bad entry is reported at its line and the
+    default kept, never quietly ignored (a budget the vault thinks it set must be the one)."""
+    import math
+
+    for key, value in table.items():
+        if key not in LIMIT_KEYS:
+            at(f"limits.{key}", messages.config_unknown_key("limits", str(key), list(LIMIT_KEYS)))
+        elif key == "seconds":
+            number = not isinstance(value, bool) and isinstance(value, int | float)
+            if not (number and 0 < value < math.inf):
+                bad("limits.seconds", "a positive number of seconds")
+        elif isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            bad(f"limits.{key}", "a positive integer")
 
 
 def _plain_name(text: str) -> bool:
