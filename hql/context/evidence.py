@@ -211,7 +211,8 @@ _UNITS: dict[tuple[str, str], frozenset[str]] = {}
 
 def _units(analyzer: Any, text: str) -> frozenset[str]:
     terms = analyzer.analyze(text).terms
-    units = {t for t in terms if ":" not in t and not _CJK.search(t)}
+    # An ASCII term holds no CJK character: the pattern is only tried on the others.
+    units = {t for t in terms if ":" not in t and (t.isascii() or not _CJK.search(t))}
     for run in _CJK.findall(phrase_form(text)):
         if len(run) == 1:
             units.add(run)

@@ -263,7 +263,7 @@ class Analyzer:
         terms, synonyms = self._terms(tokens)
         terms = _display_order(terms)
         stop = self._stop_vietnamese if tokens.vietnamese else self._stop
-        words = [_plain_token(token) for token in tokens.words]
+        words = [_plain_token(t) if t[0].isdigit() else t for t in tokens.words]
         kept = tuple(word for word in words if word not in stop)
         ignored = tuple(word for word in words if word in stop)
         return Analysis(kept, tuple(terms), ignored, tuple(synonyms))
@@ -303,7 +303,12 @@ def _wholly_high(word: str) -> bool:
 def _display_order(terms: list[str]) -> list[str]:
     """Words first, then prefixes, bigrams and synonyms, each in text order (for explain)."""
     rank = {PREFIX_MARK: 1, BIGRAM_MARK: 2, SYNONYM_MARK: 3}
-    return sorted(terms, key=lambda term: rank.get(term[: term.find(":") + 1], 0))
+    # A stable sort on four ranks is a split into four lists, in one pass.
+    groups: tuple[list[str], ...] = ([], [], [], [])
+    for term in terms:
+        at = term.find(":")
+        groups[rank.get(term[: at + 1], 0) if at >= 0 else 0].append(term)
+    return [*groups[0], *groups[1], *groups[2], *groups[3]]
 
 
 class _TokenTable(dict[str, tuple[str, ...]]):
@@ -435,7 +440,10 @@ def _plain_number(number: str) -> str:
 
 def segment(text: str) -> list[str]:
     """The normalised words of a text, in order (before stop words and synonyms)."""
-    return [_plain_token(token) for token in _tokenize(text).words]
+    # Only a token that starts with a digit can be a grouped number: the rest pass as they are.
+    return [
+        _plain_token(token) if token[0].isdigit() else token for token in _tokenize(text).words
+    ]
 
 
 def fold_word(word: str) -> str:
