@@ -441,9 +441,7 @@ def _plain_number(number: str) -> str:
 def segment(text: str) -> list[str]:
     """The normalised words of a text, in order (before stop words and synonyms)."""
     # Only a token that starts with a digit can be a grouped number: the rest pass as they are.
-    return [
-        _plain_token(token) if token[0].isdigit() else token for token in _tokenize(text).words
-    ]
+    return [_plain_token(token) if token[0].isdigit() else token for token in _tokenize(text).words]
 
 
 def fold_word(word: str) -> str:
