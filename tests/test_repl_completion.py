@@ -77,6 +77,8 @@ def test_parameter_names_appear_when_the_parenthesis_is_typed(completer: HqlComp
 
 def test_fuzzy_matching_finds_letters_in_order(completer: HqlCompleter) -> None:
     assert texts(completer, "cards | tk")[0] == "take"
+    # Prefix matches before fuzzy ones, in the registry's order: the everyday step first.
+    assert texts(completer, "cards | fi")[:2] == ["filter", "first"]
     assert "expand" in texts(completer, "cards | xpd")
     assert fuzzy_rank("tk", "take") is not None and fuzzy_rank("kt", "take") is None
     assert fuzzy_rank("ta", "take")[0] < fuzzy_rank("ak", "take")[0]  # type: ignore[index]

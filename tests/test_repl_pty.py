@@ -94,3 +94,57 @@ def test_completion_and_answer_in_a_pseudo_terminal(tmp_path: Path) -> None:
         if terminal.process.poll() is None:
             terminal.process.kill()
     assert "+cards | count" in (tmp_path / "hql" / "history").read_text(encoding="utf-8")
+
+
+def repl(tmp_path: Path, history: str = "") -> tuple[Terminal, int]:
+    """`hql repl` on the birds vault with `history` as its history file; and the card count."""
+    from hql.api import open_vault
+
+    if history:
+        (tmp_path / "hql").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "hql" / "history").write_text(history, encoding="utf-8")
+    env = dict(os.environ, TERM="xterm", XDG_STATE_HOME=str(tmp_path), PROMPT_TOOLKIT_NO_CPR="1")
+    terminal = Terminal([sys.executable, "-m", "hql", "--vault", str(BIRDS), "repl"], env)
+    return terminal, len(open_vault(BIRDS).cards)
+
+
+def test_reverse_search_enter_accepts_the_found_line(tmp_path: Path) -> None:
+    terminal, count = repl(tmp_path, "\n# earlier\n+cards | count\n")
+    try:
+        assert terminal.expect(rb"hql>") is not None, terminal.screen
+        terminal.type(b"\x12")  # Ctrl-R
+        assert terminal.expect(rb"I-search backward") is not None, terminal.screen
+        terminal.type(b"cou")
+        assert terminal.expect(rb"cou") is not None, terminal.screen
+        time.sleep(0.2)
+        terminal.type(b"\r")  # accepts the search: the found line is back at the prompt
+        time.sleep(0.3)
+        terminal.type(b"\r")  # and runs
+        assert terminal.expect(rb"(?<![0-9;])%d\r\n" % count) is not None, terminal.screen
+        terminal.type(b"\x04")
+        assert terminal.close() == 0
+    finally:
+        if terminal.process.poll() is None:
+            terminal.process.kill()
+
+
+def test_tab_after_a_prefix_picks_the_everyday_step(tmp_path: Path) -> None:
+    terminal, count = repl(tmp_path)
+    try:
+        assert terminal.expect(rb"hql>") is not None, terminal.screen
+        terminal.type(b"cards | fi")
+        assert terminal.expect(rb"keep the elements") is not None, terminal.screen  # the menu
+        terminal.type(b"\t")  # `filter`, the registry's everyday step, before `first`
+        time.sleep(0.2)
+        terminal.type(b"(c => true) | count")
+        time.sleep(0.3)
+        terminal.type(b"\r")
+        assert terminal.expect(rb"(?<![0-9;])%d\r\n" % count) is not None, terminal.screen
+        terminal.type(b"\x04")
+        assert terminal.close() == 0
+    finally:
+        if terminal.process.poll() is None:
+            terminal.process.kill()
+    assert "+cards | filter(c => true) | count" in (tmp_path / "hql" / "history").read_text(
+        encoding="utf-8"
+    )

@@ -19,10 +19,12 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.filters import is_searching
 from prompt_toolkit.history import History
 from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.output import Output
+from prompt_toolkit.search import accept_search
 
 from hql import messages
 from hql.api import Outcome, Session
@@ -93,8 +95,17 @@ def show_outcome(outcome: Outcome, out: TextIO, err: TextIO, color: bool) -> Non
 
 def key_bindings() -> KeyBindings:
     bindings = KeyBindings()
+    editing = ~is_searching  # in Ctrl-R search, Enter and Tab belong to the search line
 
-    @bindings.add("enter")
+    @bindings.add("enter", filter=is_searching)
+    def _accept_search(event: KeyPressEvent) -> None:
+        # The found line stays, as in a plain prompt-toolkit session, with the cursor at
+        # its end so that the next Enter runs it rather than splitting the line.
+        accept_search()
+        buffer = event.app.current_buffer
+        buffer.cursor_position = len(buffer.text)
+
+    @bindings.add("enter", filter=editing)
     def _enter(event: KeyPressEvent) -> None:
         buffer = event.current_buffer
         state = buffer.complete_state
@@ -106,11 +117,11 @@ def key_bindings() -> KeyBindings:
         else:
             buffer.insert_text("\n")
 
-    @bindings.add("escape", "enter")
+    @bindings.add("escape", "enter", filter=editing)
     def _newline(event: KeyPressEvent) -> None:
         event.current_buffer.insert_text("\n")
 
-    @bindings.add("tab")
+    @bindings.add("tab", filter=editing)
     def _tab(event: KeyPressEvent) -> None:
         complete_with_tab(event.current_buffer)
 

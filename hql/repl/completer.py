@@ -11,6 +11,9 @@ What is offered depends on what stands before the cursor:
 
 Matching is fuzzy (a prefix first, then a substring, then the letters in order), and
 only the text before the cursor decides, so completion works in the middle of a line.
+Prefix matches keep the order they were offered in: the registry lists the everyday
+steps first (`cards | fi` offers `filter` before `first`), bound names come before
+library functions, parameters come in their declared order, card names shortest first.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ def fuzzy_rank(word: str, candidate: str) -> tuple[int, int, str] | None:
         return (0, 0, "")  # nothing typed yet: keep the order candidates were offered in
     lowered, wanted = candidate.lower(), word.lower()
     if lowered.startswith(wanted):
-        return (0, len(candidate), candidate)
+        return (0, 0, "")  # the order offered in (sorting is stable): the registry's, not length
     if wanted in lowered:
         return (1, lowered.index(wanted), candidate)
     position, spread = -1, 0
@@ -188,7 +191,9 @@ class HqlCompleter(Completer):
         vault = self.session.vault
         if vault is None:
             return []
-        return [Candidate(card.name, card.title) for card in vault.cards]
+        # Shortest first: a concept's own card before the relation cards named after it.
+        cards = sorted(vault.cards, key=lambda card: (len(card.name), card.name))
+        return [Candidate(card.name, card.title) for card in cards]
 
     def names(self) -> list[Candidate]:
         found = [Candidate(name, str(kind)) for name, kind in self.session.scope.names.items()]
