@@ -60,3 +60,16 @@ def test_step_reference_is_generated_from_the_registry() -> None:
     assert written == step_reference(), (
         "docs/steps.md is out of date: python -m hql.docs > docs/steps.md"
     )
+
+
+def test_no_page_says_minilm_needs_torch() -> None:
+    """MiniLM runs as int8 ONNX on onnxruntime (hql/index/embedders.py): a sentence that
+    names both MiniLM and torch must say it goes without torch."""
+    negated = re.compile(r"\b(no|not|without|never)\b[^.]*\btorch|torch[^.]*\bonly\b", re.I)
+    wrong = []
+    for page in [*DOCS, ROOT / "README.md"]:
+        text = re.sub(r"\s+", " ", page.read_text(encoding="utf-8"))
+        for sentence in re.split(r"(?<=[.!?]) |\|", text):
+            if "minilm" in sentence.lower() and "torch" in sentence and not negated.search(sentence):
+                wrong.append(f"{page.name}: {sentence.strip()}")
+    assert wrong == []
