@@ -3457,3 +3457,10 @@ def ext_import_too_long(seconds: float) -> str:
 def config_unknown_key(section: str, key: str, known: list[str]) -> str:
     names = ", ".join(f"`{k}`" for k in known)
     return f"unknown key `{key}` in `[{section}]`; known keys: {names}; ignored"
+
+
+def mcp_truncated_everywhere(limit: int, cap: int) -> str:
+    return (
+        f"the answer was still too large for {limit} characters: each text in it is cut to "
+        f"{cap} characters (marked …) and each list to its first {cap} elements"
+    )

@@ -104,7 +104,7 @@ def _answer(
         answer = work(service)
     except (ToolFailure, HostError) as failure:
         return CallToolResult(content=[TextContent(type="text", text=str(failure))], is_error=True)
-    answer, text = service.finish(answer, key) if key is not None else (answer, encode(answer))
+    answer, text = service.finish(answer, key)  # every answer within --max-output
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
         structured_content=answer,
@@ -356,7 +356,7 @@ def _add_resources(server: MCPServer[Any], served: Vaults) -> None:
 
     @server.resource("hql://cards", description=TOOLS["cards"], mime_type="application/json")
     def cards_resource() -> str:
-        return encode(served.first.cards())
+        return served.first.cards_text()
 
     async def list_resources(
         ctx: Any, params: PaginatedRequestParams | None

@@ -189,15 +189,79 @@ def _finite(tree: Any) -> Any:
 
 
 def fit(
-    answer: dict[str, Any], key: str, limit: int, total: int | None = None
+    answer: dict[str, Any], key: str | None, limit: int, total: int | None = None
 ) -> tuple[dict[str, Any], str]:
-    """The answer and its JSON, with `answer[key]` shortened until the whole fits in `limit` characters.
+    """The answer and its JSON, shortened until the whole fits in `limit` characters.
 
-    A list (or a ranking's hits, a graph's nodes) keeps its first elements and says
-    how many it dropped; anything else is replaced by the start of its JSON text.
-    `total` is the length of the whole list when `answer[key]` already holds only
-    its start.
+    `answer[key]` goes first: a list (or a ranking's hits, a graph's nodes) keeps its
+    first elements and says how many it dropped; anything else is replaced by the
+    start of its JSON text. `total` is the length of the whole list when `answer[key]`
+    already holds only its start. What is still too long after that (a report that
+    quotes a huge line, a long question, a large header) is cut by `squeeze`.
     """
+    if key is None:
+        return squeeze(answer, encode(answer), limit)
+    shortened, text = _fit_key(answer, key, limit, total)
+    return squeeze(shortened, text, limit)
+
+
+def squeeze(answer: dict[str, Any], text: str, limit: int) -> tuple[dict[str, Any], str]:
+    """The answer with every string, list and large mapping in it cut to the longest
+    length at which the whole still fits, and a note saying so; as it was if it fits."""
+    if len(text) <= limit:
+        return answer, text
+    previous = answer.get("truncated")
+    earlier = previous.get("note") if isinstance(previous, dict) else None
+
+    def trial(cap: int) -> dict[str, Any]:
+        cut: dict[str, Any] = _capped(answer, cap)
+        note = messages.mcp_truncated_everywhere(limit, cap)
+        kept = cut.get("truncated")
+        cut["truncated"] = {
+            **(kept if isinstance(kept, dict) else {}),
+            "note": f"{earlier}; {note}" if isinstance(earlier, str) else note,
+        }
+        return cut
+
+    low, high = 0, _longest(answer)  # the largest cap that fits
+    while low < high:
+        middle = (low + high + 1) // 2
+        if len(encode(trial(middle))) <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    squeezed = trial(low)
+    return squeezed, encode(squeezed)
+
+
+_FEW_KEYS = 16  # a mapping this small is a record of the answer's shape: never cut
+
+
+def _capped(tree: Any, cap: int) -> Any:
+    if isinstance(tree, str):
+        return tree if len(tree) <= cap else tree[:cap] + "…"
+    if isinstance(tree, list | tuple):
+        return [_capped(item, cap) for item in tree[:cap]]
+    if isinstance(tree, dict):
+        entries = list(tree.items())[: max(cap, _FEW_KEYS)]
+        return {_capped(str(key), cap): _capped(value, cap) for key, value in entries}
+    return tree
+
+
+def _longest(tree: Any) -> int:
+    if isinstance(tree, str):
+        return len(tree)
+    if isinstance(tree, list | tuple):
+        return max([len(tree), *(_longest(item) for item in tree)])
+    if isinstance(tree, dict):
+        sizes = (max(len(str(key)), _longest(value)) for key, value in tree.items())
+        return max([len(tree), *sizes])
+    return 0
+
+
+def _fit_key(
+    answer: dict[str, Any], key: str, limit: int, total: int | None
+) -> tuple[dict[str, Any], str]:
     text = encode(answer)
     value = answer[key]
     items, rebuild = _sequence(value)
@@ -333,8 +397,10 @@ class VaultService:
             projected.append(tree)
         return projected, None
 
-    def finish(self, answer: dict[str, Any], key: str = "value") -> tuple[dict[str, Any], str]:
-        """The answer within the output limit, and its JSON text."""
+    def finish(
+        self, answer: dict[str, Any], key: str | None = "value"
+    ) -> tuple[dict[str, Any], str]:
+        """The answer within the output limit, and its JSON text (`key`: what to shorten first)."""
         return fit(answer, key, self.limits.output_chars)
 
     # -- about the vault
@@ -587,6 +653,10 @@ class VaultService:
             "cards": [{"name": c.name, "title": c.title, "kind": c.kind} for c in vault.cards],
             "warnings": [str(item) for item in vault.warnings],
         }
+
+    def cards_text(self) -> str:
+        """The `hql://cards` resource: the card list within the output limit."""
+        return self.finish(self.cards(), "cards")[1]
 
     def render(self, document: str) -> dict[str, Any]:
         """Run a document's hql blocks and write their answers into it, atomically."""
