@@ -3464,3 +3464,58 @@ def mcp_truncated_everywhere(limit: int, cap: int) -> str:
         f"the answer was still too large for {limit} characters: each text in it is cut to "
         f"{cap} characters (marked …) and each list to its first {cap} elements"
     )
+
+
+# --- index doctor ----------------------------------------------------------------------
+
+
+def doctor_store_ok() -> str:
+    return "store       healthy: every vector matches its pin and the build manifest"
+
+
+def doctor_store_problems() -> str:
+    return "store       PROBLEM (as `hql index verify` reports it):"
+
+
+def doctor_coverage(cards: int, embedded: int, stale: int, missing: int, extra: int) -> str:
+    fix = "" if embedded == cards and not extra else "; run `hql index build`"
+    return (
+        f"coverage    {embedded} of {plural(cards, 'card')} embedded, {stale} stale, "
+        f"{missing} missing, {extra} in the index only{fix}"
+    )
+
+
+def doctor_coverage_unknown() -> str:
+    return "coverage    unknown:"
+
+
+def doctor_cross_language(model: str, threshold: float) -> str:
+    return (
+        f"languages   {model}: how much nearer each question is to its English twin than "
+        f"to the other English questions, 0 to 1 (warning below {threshold:.2f})"
+    )
+
+
+def doctor_cross_language_row(
+    language: str, margin: float, paired: float, matched: int, count: int
+) -> str:
+    return (
+        f"{language}  margin {margin:.2f}  (paired cosine {paired:.3f}; "
+        f"{matched}/{count} nearest to their twin)"
+    )
+
+
+def doctor_warning(line: str) -> str:
+    return f"{line}  WARNING"
+
+
+def doctor_cross_language_weak(model: str, languages: list[str]) -> str:
+    return (
+        f"warning: {model} barely tells apart questions asked in {', '.join(languages)}: a "
+        "question in one of them will not find a note written in another language; a "
+        'multilingual model (model = "multilingual-e5-small") crosses languages'
+    )
+
+
+def doctor_cross_language_unknown() -> str:
+    return "languages   not checked: the model could not be used:"

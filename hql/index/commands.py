@@ -1,4 +1,4 @@
-"""`hql index build | verify | inspect`: functions returning (exit code, text), and their argparse wiring."""
+"""`hql index build | verify | status | doctor | inspect`: functions returning (exit code, text), and their argparse wiring."""
 
 from __future__ import annotations
 
@@ -92,6 +92,21 @@ def status_command(vault: VaultLike, as_json: bool = False) -> tuple[int, str]:
 
         return EXIT_OK, json.dumps(found, ensure_ascii=False, indent=2)
     return EXIT_OK, format_coverage(found)
+
+
+def doctor_command(
+    vault: VaultLike, as_json: bool = False, embedder: Embedder | None = None
+) -> tuple[int, str]:
+    """The store's health, coverage and the model's cross-language check (hql.index.doctor)."""
+    from hql.index.doctor import diagnose, format_diagnosis
+
+    report = diagnose(vault, embedder)
+    code = EXIT_OK if report["ok"] else EXIT_PROBLEM
+    if as_json:
+        import json
+
+        return code, json.dumps(report, ensure_ascii=False, indent=2)
+    return code, format_diagnosis(report)
 
 
 def _verify_lines(result: VerifyResult) -> list[str]:
@@ -203,6 +218,10 @@ def add_index_commands(subparsers: Any) -> argparse.ArgumentParser:
     actions.add_parser(
         "status", help="how many cards are embedded, stale or missing, by folder (--format json)"
     )
+    actions.add_parser(
+        "doctor",
+        help="the store's health, coverage and whether the model crosses languages (--format json)",
+    )
     inspect = actions.add_parser("inspect", help="print the model, counts and queries of an index")
     inspect.add_argument("--index", metavar="PATH", help="an index file (default: the vault's)")
     return index
@@ -222,6 +241,10 @@ def run_index_command(args: argparse.Namespace, vault: VaultLike | None) -> int:
         code, text = verify_command(_require(vault))
     elif action == "status":
         code, text = status_command(_require(vault), getattr(args, "format", "text") == "json")
+    elif action == "doctor":
+        code, text = doctor_command(_require(vault), getattr(args, "format", "text") == "json")
+        print(text)  # a report, read whole whatever it found
+        return code
     else:
         code, text = inspect_command(vault, getattr(args, "index", None))
     print(text, file=sys.stdout if code == EXIT_OK else sys.stderr)
