@@ -1,6 +1,13 @@
 """Index build speed: `hql index build` against the one-process, whole-card producer, same run.
 
     .venv/bin/python bench/build.py [--abstracts 300] [--models e5,minilm] [--workers N,...]
+    .venv/bin/python bench/build.py --vault DIR [--models minilm]   # peak memory and time
+
+`--vault DIR` (e.g. the en/ folder of github:obsidianmd/obsidian-help, 173 notes) measures
+memory instead: each build runs in a fresh process, whose peak resident memory (and its
+worker processes' largest) is printed with its time, against an anchor measured in the
+same run: a fresh process that loads the same model and embeds one sentence (the floor
+no build can go under).
 
 The vault: the first `--abstracts` SciFact abstracts (one note each) and this
 repository's docs/*.md (long notes with headings), so both short and long notes
@@ -101,14 +108,88 @@ def hql_build(vault: Vault, workers: int | None) -> tuple[float, float, str]:
     return time.perf_counter() - started, cpu_seconds() - cpu, text
 
 
+def child(mode: str, folder: str, model: str) -> None:
+    """In a fresh process: the anchor (model loaded, one sentence) or `hql index build`."""
+    started = time.perf_counter()
+    if mode == "anchor":
+        embedder = make_embedder(EmbedderConfig(provider="local", model=model))
+        embedder.embed_passages(["one sentence to load the model"])
+        text = "model loaded, one sentence embedded"
+    else:
+        vault = Vault.open(Path(folder), use_cache=False)
+        code, text = build_command(vault)
+        if code != 0:
+            raise SystemExit(text)
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(
+        json.dumps(
+            {
+                "seconds": time.perf_counter() - started,
+                "own_mb": own,
+                "worker_mb": workers,
+                "text": text.splitlines()[-1],
+            }
+        )
+    )
+
+
+def memory(source: Path, keys: list[str]) -> None:
+    import subprocess
+
+    base = Path(tempfile.mkdtemp(prefix="hql-build-memory-"))
+    notes = sorted(source.rglob("*.md"))
+    print(f"{len(notes)} notes from {source}; load average {os.getloadavg()[0]:.1f}")
+    for key in keys:
+        root = base / key
+        shutil.copytree(source, root)
+        (root / "hql.toml").write_text(
+            '[semantics]\nindex = ".hql/index.sqlite"\n[semantics.embedder]\n'
+            f'provider = "local"\nmodel = "{MODELS[key]}"\n',
+            encoding="utf-8",
+        )
+        figures = {}
+        for mode in ("anchor", "build"):
+            done = subprocess.run(
+                [sys.executable, __file__, "--child", mode, str(root), MODELS[key]],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if done.returncode != 0:
+                raise SystemExit(done.stderr)
+            figures[mode] = json.loads(done.stdout.splitlines()[-1])
+        anchor, built = figures["anchor"], figures["build"]
+        peak = built["own_mb"] + built["worker_mb"]
+        print(
+            f"{key}: anchor (model + one sentence) {anchor['own_mb']:.0f} MB in "
+            f"{anchor['seconds']:.0f} s;  hql index build {built['seconds']:.0f} s, peak "
+            f"{built['own_mb']:.0f} MB in the command + {built['worker_mb']:.0f} MB in its largest "
+            f"worker (<= {peak:.0f} MB together, {peak / anchor['own_mb']:.1f}x the anchor)  "
+            f"load {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
+        print(f"  {built['text']}")
+    shutil.rmtree(base, ignore_errors=True)
+
+
 def main() -> None:
+    if len(sys.argv) == 5 and sys.argv[1] == "--child":
+        child(*sys.argv[2:])
+        return
     options = argparse.ArgumentParser(description=__doc__)
     options.add_argument("--abstracts", type=int, default=300)
     options.add_argument("--models", default="e5,minilm")
     options.add_argument(
         "--workers", default="", help="comma-separated worker counts to run too (1: in process)"
     )
+    options.add_argument("--vault", default="", help="measure memory on this folder of notes")
     args = options.parse_args()
+    if args.vault:
+        memory(
+            Path(args.vault), args.models.split(",") if args.models != "e5,minilm" else ["minilm"]
+        )
+        return
     modes = [None, *(int(n) for n in args.workers.split(",") if n)]
     base = Path(tempfile.mkdtemp(prefix="hql-build-bench-"))
     anchor_vault = make_vault(base / "anchor", args.abstracts, E5_MODEL)
