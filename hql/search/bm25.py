@@ -1638,20 +1638,29 @@ def _merged(
     the cards analysed afresh."""
     slot_of_card, postings = _reuse_stored_slots(keys, postings)
     fresh = [index for index, slot in enumerate(slot_of_card) if slot < 0]
-    if fresh:
-        _prefetch(cards, fresh)
+    # The fresh cards join in batches, so the term lists held at once are a batch's, not
+    # the vault's: peak memory grows with the vocabulary and the postings, not the text.
+    for start in range(0, len(fresh), _BATCH):
+        batch = fresh[start : start + _BATCH]
+        _prefetch(cards, batch)
         analyses, recall = [], []
-        for i in fresh:
+        for i in batch:
             card = cards[i]
             split = fields.split(card) if fields is not None else None
             body = card.text if split is None else split[0]
             analyses.append((analyzer.terms(_title_field(card)), analyzer.terms(body)))
             recall.append(None if split is None else _recall_terms(split[1], analyzer))
         first = len(postings.keys)
-        postings = postings.with_cards([keys[i] for i in fresh], analyses, recall)
-        for offset, index in enumerate(fresh):
+        postings = postings.with_cards([keys[i] for i in batch], analyses, recall)
+        for offset, index in enumerate(batch):
             slot_of_card[index] = first + offset
     return slot_of_card, postings, fresh
+
+
+# Cards analysed before their postings are merged in: large enough that merging (a copy
+# of the postings so far) stays a small share of the build, small enough that their term
+# lists stay a few MB.
+_BATCH = 4096
 
 
 def _recall_terms(texts: Mapping[str, str], analyzer: Analyzer) -> dict[int, list[str]]:
