@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from test_search_cards import FIXTURES, Card, load_cards, make_card
 
+from hql.search import bm25
 from hql.search.bm25 import STORE_NAME, Bm25Index
 from hql.text.analyzer import Analyzer
 
@@ -290,3 +291,29 @@ def test_kept_scores_of_many_are_the_same_read_only_arrays(index: Bm25Index[Card
     # A subset of the cards is worked out anew, never kept.
     among = [card for card in index.cards if card.name != "biblioteca"]
     assert index.scores_of_many(queries, among)[0] is not first[0]
+
+
+class _Prefetched(list):  # type: ignore[type-arg]
+    """Cards that note each set of positions they are asked to build together."""
+
+    def __init__(self, cards: list[Card]) -> None:
+        super().__init__(cards)
+        self.asked: list[list[int]] = []
+
+    def prefetch(self, positions: list[int]) -> None:
+        self.asked.append(list(positions))
+
+
+def test_cards_join_the_postings_in_batches_with_the_same_scores(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cards = load_cards(MULTILINGUAL)
+    whole = Bm25Index.build(cards, Analyzer())
+    monkeypatch.setattr(bm25, "_BATCH", 2)
+    batched_cards = _Prefetched(cards)
+    batched = Bm25Index.build(batched_cards, Analyzer())
+    assert len(batched_cards.asked) == (len(cards) + 1) // 2
+    assert all(len(asked) <= 2 for asked in batched_cards.asked)
+    for question in ("spelt", "volcanes", "長城 长城", "opening hours", "bread rye"):
+        expected = [(h.card.name, h.score, h.matched) for h in whole.search(question)]
+        assert [(h.card.name, h.score, h.matched) for h in batched.search(question)] == expected
