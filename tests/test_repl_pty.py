@@ -120,7 +120,10 @@ def test_reverse_search_enter_accepts_the_found_line(tmp_path: Path) -> None:
         terminal.type(b"\r")  # accepts the search: the found line is back at the prompt
         time.sleep(0.3)
         terminal.type(b"\r")  # and runs
-        assert terminal.expect(rb"(?<![0-9;])%d\r\n" % count) is not None, terminal.screen
+        answered = terminal.expect(rb"(?<![0-9;])%d\r\n" % count)
+        assert answered is not None, terminal.screen
+        assert terminal.expect(rb"hql>", since=answered), terminal.screen  # the next prompt
+        time.sleep(0.3)  # a Ctrl-D typed while the next prompt starts can be lost
         terminal.type(b"\x04")
         assert terminal.close() == 0
     finally:
@@ -139,7 +142,10 @@ def test_tab_after_a_prefix_picks_the_everyday_step(tmp_path: Path) -> None:
         terminal.type(b"(c => true) | count")
         time.sleep(0.3)
         terminal.type(b"\r")
-        assert terminal.expect(rb"(?<![0-9;])%d\r\n" % count) is not None, terminal.screen
+        answered = terminal.expect(rb"(?<![0-9;])%d\r\n" % count)
+        assert answered is not None, terminal.screen
+        assert terminal.expect(rb"hql>", since=answered), terminal.screen  # the next prompt
+        time.sleep(0.3)  # a Ctrl-D typed while the next prompt starts can be lost
         terminal.type(b"\x04")
         assert terminal.close() == 0
     finally:
