@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hql import messages
+from hql.deadline import shielded
 from hql.index import schema
 from hql.index.config import EmbedderConfig, QdrantConfig, SemanticsConfig, resolve_index_path
 from hql.index.errors import SemanticIndexError, StoreUnavailable
@@ -197,17 +198,18 @@ def _lock_held_by_other(folder: Path) -> Iterator[bool]:
     except OSError:  # no lock file yet (or not one to open: the seal check refuses it)
         yield False
         return
-    try:
+    with shielded():  # a query's time guard must not leave qdrant's lock held (hql.deadline)
         try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield True
-            return
-        except OSError:
-            pass
-        yield False
-    finally:
-        os.close(descriptor)
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield True
+                return
+            except OSError:
+                pass
+            yield False
+        finally:
+            os.close(descriptor)
 
 
 def _stamp_now() -> str:
