@@ -116,25 +116,21 @@ def test_a_deeply_nested_parameter_is_refused(opener: str) -> None:
     assert hql.run("$x | size", params={"x": json.loads("[" * 60 + "]" * 60)}).value == 1
 
 
-# --- deep nesting: refused in linear time --------------------------------------------------
-
-
-def _parse_seconds(source: str) -> tuple[float, hql.Outcome]:
-    started = time.process_time()
-    outcome = hql.check(source)
-    return time.process_time() - started, outcome
+# --- deep nesting: refused with a report -------------------------------------------------
+# That the refusal takes linear time is measured by bench/nesting.py (a ratio against the
+# same run's shallow program), not here: a timed assertion fails on a loaded machine.
 
 
 @pytest.mark.parametrize(
     "opener, closer",
     [("(", ")"), ("f(", ")"), ("x < ", ""), ("[", "]"), ("{a: ", "}"), ("Set<", "")],
 )
-def test_deep_nesting_is_refused_in_linear_time(opener: str, closer: str) -> None:
-    small, outcome = _parse_seconds(opener * 10_000 + "1" + closer * 10_000)
-    assert outcome.failed
-    large, outcome = _parse_seconds(opener * 50_000 + "1" + closer * 50_000)
-    assert outcome.failed and "internal error" not in outcome.render_reports()
-    assert large < 10 * small + 1.0  # 5x the nesting: linear, not 25x
+def test_deep_nesting_is_refused_with_a_report(opener: str, closer: str) -> None:
+    for depth in (10_000, 50_000):
+        outcome = hql.check(opener * depth + "1" + closer * depth)
+        reports = outcome.render_reports()
+        assert outcome.failed and "internal error" not in reports
+        assert " --> <expression>:1:" in reports  # the report points into the program
 
 
 def test_type_arguments_still_read_as_type_arguments() -> None:
