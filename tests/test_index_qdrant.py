@@ -82,12 +82,23 @@ def endpoint():
     close_clients()
 
 
-@pytest.fixture
-def garden(tmp_path: Path, endpoint) -> Path:
-    url, _ = endpoint
-    root = _garden(tmp_path / "garden", _toml(url, "qdrant"))
-    code, text = build_command(hql.open_vault(root, use_cache=False), queries=QUESTIONS)
+@pytest.fixture(scope="module")
+def built_garden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The garden with its collection built once for the module; each test gets a copy."""
+    with standin_server() as (url, _):
+        root = _garden(tmp_path_factory.mktemp("built") / "garden", _toml(url, "qdrant"))
+        code, text = build_command(hql.open_vault(root, use_cache=False), queries=QUESTIONS)
+        close_clients()  # qdrant-client's folder lock is let go before the folder is copied
     assert code == 0, text
+    return root
+
+
+@pytest.fixture
+def garden(tmp_path: Path, endpoint, built_garden: Path) -> Path:
+    url, _ = endpoint
+    root = tmp_path / "garden"
+    shutil.copytree(built_garden, root)
+    (root / "hql.toml").write_text(_toml(url, "qdrant"), encoding="utf-8")
     return root
 
 
