@@ -40,8 +40,9 @@ demo: setup
 	$(BIN)/hql --vault $(SAMPLE) eval 'cards | lexical("bearer token authorization") | take(3) | expand(depth = 1) | graph | table'
 	$(BIN)/hql --vault $(SAMPLE) render $(SAMPLE)/queries.md
 
+# Two workers (pytest-xdist): the suite is mostly CPU-bound and the machines have two cores.
 test: setup-extras
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2
 
 lint: setup-dev
 	$(BIN)/ruff check hql tests bench
