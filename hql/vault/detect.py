@@ -5,7 +5,9 @@ is read. A clone of an Obsidian vault rarely carries `.obsidian/`, so
 without either its notes decide: links in forms only Obsidian reads
 (`[[a|shown]]`, `[[a#Heading]]`, `[[a#^block]]`, `![[embed]]`, targets with
 spaces, `[[folder/a]]`, names that match a note only ignoring case or by an
-alias, Markdown links to notes) make it an Obsidian vault. A vault holding
+alias, Markdown links to notes) make it an Obsidian vault. Names that match
+only an alias are looked for when no other form decides (reading every
+note's aliases would cost more than the rest of the scan). A vault holding
 `.hmd` cards is the reference's own and keeps the reference dialect, and so
 does one whose links are all plain `[[name]]`: the two dialects read those
 alike.
@@ -105,7 +107,7 @@ def scan(walked: Walk) -> Choice:
     forms = dict.fromkeys(KINDS, 0)
     first: str | None = None
     links = 0
-    aliases: set[str] = set()
+    alias_headers: list[bytes] = []
     bodies: list[tuple[str, list[Any]]] = []
     for relpath, path, status in zip(walked.relpaths, walked.paths, walked.statuses, strict=True):
         # Only regular files: opening a FIFO would wait for a writer (the load refuses those).
@@ -116,7 +118,7 @@ def scan(walked: Walk) -> Choice:
             continue
         header = _HEADER.match(data)
         if header is not None and _ALIASES.search(header.group(1)):
-            aliases.update(_aliases_of(header.group(1)))
+            alias_headers.append(header.group(1))
         if b"[" not in data:  # no link of either kind
             continue
         code = b"`" in data or b"~~~" in data or b"%%" in data
@@ -131,13 +133,23 @@ def scan(walked: Walk) -> Choice:
         if seen and first is None:
             first = relpath
         bodies.append((relpath, found))
-    folded_aliases = {alias.casefold() for alias in aliases}
+    pending: list[tuple[str, str]] = []  # plain links naming no note: perhaps an alias
     for relpath, found in bodies:
         before = sum(forms.values())
         for bang, inner in found:
-            _count_wikilink(bang, inner, exact, stems, paths, folded_aliases, forms)
+            missed = _count_wikilink(bang, inner, exact, stems, paths, forms)
+            if missed is not None:
+                pending.append((relpath, missed))
         if first is None and sum(forms.values()) > before:
             first = relpath
+    if pending and not any(forms.values()):
+        # Only now, when nothing else decides, are the notes' aliases read (`hql vault
+        # doctor` lists every link found only by an alias).
+        aliases = {alias.casefold() for header in alias_headers for alias in _aliases_of(header)}
+        for relpath, folded in pending:
+            if folded in aliases:
+                forms["by-alias"] += 1
+                first = first or relpath
     kept = {kind: count for kind, count in forms.items() if count}
     dialect = OBSIDIAN if kept else REFERENCE
     return Choice(dialect, links, kept, first)
@@ -149,33 +161,34 @@ def _count_wikilink(
     exact: set[str],
     stems: dict[str, str],
     paths: set[str],
-    aliases: set[str],
     forms: dict[str, int],
-) -> None:
+) -> str | None:
+    """Count the link's form; a plain link naming no note gives its casefolded target (it
+    may name an alias), anything else None."""
     text = inner.decode("utf-8", "replace")
     if bang:
         forms["embed"] += 1
-        return
+        return None
     target, bar, _ = text.partition("|")
     target, hash_, anchor = target.partition("#")
     if bar:
         forms["alias"] += 1
-        return
+        return None
     if hash_:
         forms["block" if anchor.startswith("^") else "heading"] += 1
-        return
+        return None
     target = target.strip()
     if not target or target in exact and " " not in target:
-        return
+        return None
     folded = target.casefold().removesuffix(".md")
     if "/" in target:
         if folded in paths or any(path.endswith("/" + folded) for path in paths):
             forms["path"] += 1
-        return
+        return None
     if folded in stems:
         forms["spaces" if target in exact else "case"] += 1
-    elif folded in aliases:
-        forms["by-alias"] += 1
+        return None
+    return folded
 
 
 def _count_markdown(text: bytes, relpath: str, paths: set[str], forms: dict[str, int]) -> int:
@@ -199,10 +212,13 @@ def _count_markdown(text: bytes, relpath: str, paths: set[str], forms: dict[str,
 def _aliases_of(header: bytes) -> list[str]:
     from hql.vault import yamldata
 
-    try:
-        value = yamldata.load(header.decode("utf-8", "replace"))
-    except Exception:  # noqa: BLE001 - a header YAML refuses names no alias
-        return []
+    text = header.decode("utf-8", "replace")
+    value: Any = yamldata.load_simple_block_mapping(text)
+    if value is None:
+        try:
+            value = yamldata.load(text)
+        except Exception:  # noqa: BLE001 - a header YAML refuses names no alias
+            return []
     if not isinstance(value, dict):
         return []
     found = value.get("aliases", value.get("alias"))
