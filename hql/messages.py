@@ -3085,6 +3085,13 @@ def base_view_not_run(name: str, keys: list[str]) -> str:
     return f"view `{name}`: {shown} are not run by HQL yet (docs/bases.md); the rows are shown without them"
 
 
+def base_view_notes_only(name: str) -> str:
+    return (
+        f"view `{name}` filters on `file.ext`: its rows are notes only (images, PDFs and other "
+        "files that are not notes are not rows in HQL yet; docs/bases.md)"
+    )
+
+
 def base_grouped(name: str, prop: str) -> str:
     return f"view `{name}` is grouped by `{prop}`: its rows come sorted by it, the group first"
 

@@ -246,6 +246,24 @@ def test_the_command_prints_each_view_as_a_table(vault: hql.Vault) -> None:
     assert shown[2]["rows"] == []  # `this` is the base: no book is by it
 
 
+def test_a_view_over_files_that_are_not_notes_says_its_rows_are_notes_only() -> None:
+    from hql.bases.translate import read_base
+
+    text = (
+        'filters: \'!file.ext.containsAny("base", "md")\'\n'
+        "views:\n  - type: cards\n    name: Images\n  - type: table\n    name: Plain\n"
+        "    filters: 'file.ext == \"md\"'\n"
+    )
+    base = read_base("x.base", text, None, "x.base")
+    said = {view.name: view.notes for view in base.views}
+    assert any(
+        "`Images` filters on `file.ext`: its rows are notes only" in n for n in said["Images"]
+    )
+    assert any("filters on `file.ext`" in n for n in said["Plain"])
+    plain = read_base("y.base", "views:\n  - type: table\n    name: All\n", None, "y.base")
+    assert not any("file.ext" in n for view in plain.views for n in view.notes)
+
+
 @pytest.mark.parametrize(
     ("text", "message", "pointed"),
     [
