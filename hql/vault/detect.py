@@ -12,9 +12,10 @@ note's aliases would cost more than the rest of the scan). A vault holding
 does one whose links are all plain `[[name]]`: the two dialects read those
 alike.
 
-The scan reads each Markdown file's bytes once, without parsing, and its
-verdict is kept in `.hql/dialect.json` beside a digest of the walk (every
-path and `stat`), so an unchanged vault is not read again to decide.
+The scan reads each Markdown file's bytes once, without parsing, and stops
+once `ENOUGH_NOTES` notes have shown such links; its verdict is kept in
+`.hql/dialect.json` beside a digest of the walk (every path and `stat`), so
+an unchanged vault is not read again to decide.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ from hql.vault.catalog import listing_key
 from hql.vault.walk import OBSIDIAN, REFERENCE, Walk
 
 DECISION_FILE = "dialect.json"
+# Once this many notes have shown a form only Obsidian reads, the rest are not read: the
+# verdict is Obsidian's whatever they hold.
+ENOUGH_NOTES = 32
 _FORMAT = 1
 _MAX_BYTES = 8 * 1024 * 1024  # larger files are refused by the load anyway
 
@@ -65,6 +69,8 @@ class Choice:
     forms: dict[str, int] = field(default_factory=dict)
     first: str | None = None
     hmd: bool = False  # the vault holds `.hmd` cards
+    notes: int = 0  # the notes read to decide
+    complete: bool = True  # every note was read (else `ENOUGH_NOTES` showed some)
 
     def evidence(self) -> int:
         return sum(self.forms.values())
@@ -76,6 +82,8 @@ class Choice:
             "forms": self.forms,
             "first": self.first,
             "hmd": self.hmd,
+            "notes": self.notes,
+            "complete": self.complete,
         }
 
 
@@ -94,7 +102,8 @@ def choose(walked: Walk, state_dir: Path | None) -> Choice:
 
 
 def scan(walked: Walk) -> Choice:
-    """Read every Markdown file of the walk and count the links only Obsidian reads."""
+    """Read the walk's Markdown files and count the links only Obsidian reads, until
+    `ENOUGH_NOTES` notes have shown some (the rest could not change the verdict)."""
     stems: dict[str, str] = {}  # casefolded file name -> as written
     paths: set[str] = set()  # casefolded vault-relative paths without extension
     exact: set[str] = set()
@@ -106,16 +115,21 @@ def scan(walked: Walk) -> Choice:
         paths.add(stem_path.casefold())
     forms = dict.fromkeys(KINDS, 0)
     first: str | None = None
-    links = 0
+    links = notes = showing = 0
+    complete = True
     alias_headers: list[bytes] = []
-    bodies: list[tuple[str, list[Any]]] = []
+    pending: list[tuple[str, str]] = []  # plain links naming no note: perhaps an alias
     for relpath, path, status in zip(walked.relpaths, walked.paths, walked.statuses, strict=True):
+        if showing >= ENOUGH_NOTES:
+            complete = False
+            break
         # Only regular files: opening a FIFO would wait for a writer (the load refuses those).
         if not (isinstance(status, os.stat_result) and stat.S_ISREG(status.st_mode)):
             continue
         data = _read(path)
         if data is None:
             continue
+        notes += 1
         header = _HEADER.match(data)
         if header is not None and _ALIASES.search(header.group(1)):
             alias_headers.append(header.group(1))
@@ -123,25 +137,18 @@ def scan(walked: Walk) -> Choice:
             continue
         code = b"`" in data or b"~~~" in data or b"%%" in data
         text = _CODE.sub(b"", data) if code else data
-        found = [
-            (text[match.start() - 1 : match.start()] == b"!", match.group(1))
-            for match in _WIKILINK.finditer(text)
-        ]
-        links += len(found)
-        seen = _count_markdown(text, relpath, paths, forms) if b"](" in text else 0
-        links += seen
-        if seen and first is None:
-            first = relpath
-        bodies.append((relpath, found))
-    pending: list[tuple[str, str]] = []  # plain links naming no note: perhaps an alias
-    for relpath, found in bodies:
         before = sum(forms.values())
-        for bang, inner in found:
-            missed = _count_wikilink(bang, inner, exact, stems, paths, forms)
+        for match in _WIKILINK.finditer(text):
+            links += 1
+            bang = text[match.start() - 1 : match.start()] == b"!"
+            missed = _count_wikilink(bang, match.group(1), exact, stems, paths, forms)
             if missed is not None:
                 pending.append((relpath, missed))
-        if first is None and sum(forms.values()) > before:
-            first = relpath
+        if b"](" in text:
+            links += _count_markdown(text, relpath, paths, forms)
+        if sum(forms.values()) > before:
+            showing += 1
+            first = first or relpath
     if pending and not any(forms.values()):
         # Only now, when nothing else decides, are the notes' aliases read (`hql vault
         # doctor` lists every link found only by an alias).
@@ -152,7 +159,7 @@ def scan(walked: Walk) -> Choice:
                 first = first or relpath
     kept = {kind: count for kind, count in forms.items() if count}
     dialect = OBSIDIAN if kept else REFERENCE
-    return Choice(dialect, links, kept, first)
+    return Choice(dialect, links, kept, first, notes=notes, complete=complete)
 
 
 def _count_wikilink(
@@ -305,13 +312,15 @@ def _remembered(state_dir: Path, digest: str | None) -> Choice | None:
         return None
     if not all(kind in KINDS and type(count) is int for kind, count in forms.items()):
         return None
-    links = stored.get("links")
+    links, notes = stored.get("links"), stored.get("notes")
     return Choice(
         dialect,
         links if type(links) is int else 0,
         forms,
         first if isinstance(first, str) else None,
         stored.get("hmd") is True,
+        notes if type(notes) is int else 0,
+        stored.get("complete") is not False,
     )
 
 
