@@ -1,6 +1,6 @@
 """Vault loading speed on synthetic vaults: first load, cached second load, growth.
 
-    .venv/bin/python bench/vault.py            # 1k and 10k cards
+    .venv/bin/python bench/vault.py            # 1k and 10k cards, then the two below
     .venv/bin/python bench/vault.py --large    # also 100k cards
     .venv/bin/python bench/vault.py --dialects # only the two link dialects at 10k cards
     .venv/bin/python bench/vault.py --before   # only an Obsidian vault at 10k cards, now
@@ -392,6 +392,7 @@ def main() -> None:
         anchor = anchor if anchor is not None else first
     print("goals: 10k first load <= 2 s; cached/first <= 25%; cost per card flat as size grows")
     compare_dialects(10_000, options.repeats)
+    compare_before(options.cards, options.repeats, options.revision)
 
 
 if __name__ == "__main__":
