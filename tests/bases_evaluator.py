@@ -141,8 +141,8 @@ class V:
 
     def _order(self, other: Any, test: Any) -> bool:
         x, y = plain(self), plain(wrap(other))
-        if x is None or y is None:
-            return False
+        if x is None or y is None or isinstance(y, Link | File):
+            return False  # a link is no more or less than a date, a number or a text
         if isinstance(x, int | float) and isinstance(y, int | float):
             return bool(test(x, y))
         if isinstance(x, int | float) or isinstance(y, int | float):

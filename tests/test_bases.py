@@ -172,6 +172,12 @@ views:
       - property: formula.Mentions
         direction: DESC
   - type: table
+    name: Used lately
+    filters:
+      and:
+        - last > now() - "60d"
+    order: [file.name, last]
+  - type: table
     name: Maker
     filters:
       and:
@@ -195,10 +201,13 @@ def write_products(files: dict[str, str], chance: random.Random) -> None:
         rating = f"\nrating: {chance.randint(1, 5)}" if number % 4 else ""
         uses = f"\nmonthlyUses: {chance.choice([2, 4, 5, 12, 30])}" if number % 5 else ""
         maker = chance.choice(["Acme", "Borealis"])
+        # When it was last used: a day, or (as kepano's notes write it) a link to a month note.
+        used = today - datetime.timedelta(days=chance.choice([3, 30, 200]))
+        last = f'"[[{used.isoformat()[:7]}]]"' if number % 3 == 0 else used.isoformat()
         files[f"Products/Product {number}.md"] = (
             f'---\ncategories: ["[[Products]]"]\nacquired: {bought.isoformat()}\n'
             f'price: {chance.choice([9, 49, 120, 399])}\nmaker: "[[{maker}]]"{rating}{uses}\n'
-            f"---\n# Product {number}\n"
+            f"last: {last}\n---\n# Product {number}\n"
         )
     for maker in ("Acme", "Borealis"):
         files[f"Companies/{maker}.md"] = f"# {maker}\n\n![[Products.base#Maker]]\n"
@@ -294,6 +303,7 @@ def test_the_product_views_are_not_trivially_empty(vault: hql.Vault) -> None:
     assert 0 < len(shown["Unrated or unused"]) < 30
     assert 0 < len(shown["Recent"]) < 30
     assert 0 < len(shown["Maker"]) < 30
+    assert 0 < len(shown["Used lately"]) < 20  # a link to a month is no date
 
 
 def test_to_fixed_rounds_as_javascript_does() -> None:
