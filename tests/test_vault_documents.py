@@ -267,7 +267,7 @@ def test_front_matter_fast_path_never_disagrees_with_yaml() -> None:
         + [" #", "1", "-1", "true", "null", "~", ".inf", "\\", "<<", "é", "-", "{", "0x", "."]
     )
 
-    @settings(max_examples=600, deadline=None)
+    @settings(max_examples=300, deadline=None)
     @given(st.lists(pieces, max_size=16))
     def agree(parts: list[str]) -> None:
         text = "".join(parts)
