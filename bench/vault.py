@@ -1,8 +1,10 @@
 """Vault loading speed on synthetic vaults: first load, cached second load, growth.
 
-    .venv/bin/python bench/vault.py            # 1k and 10k cards
+    .venv/bin/python bench/vault.py            # 1k and 10k cards, then the two below
     .venv/bin/python bench/vault.py --large    # also 100k cards
     .venv/bin/python bench/vault.py --dialects # only the two link dialects at 10k cards
+    .venv/bin/python bench/vault.py --before   # only an Obsidian vault at 10k cards, now
+                                               # against the loader of --revision
 
 Each vault has headers (status, owner, tags, a nested block), 3-5 links per
 card (some annotated), and one relation card in twenty. The anchor is the
@@ -13,6 +15,12 @@ CPU seconds of this process and its forked ones, which other work on a
 shared machine disturbs far less than wall time. Reading files the OS has
 cached costs little CPU, so disk latency is not measured. If `hql.run` exists,
 two queries are timed too.
+
+`--before` loads a vault of Obsidian notes (wikilinks with spaces, aliases,
+headings, embeds, tasks with Tasks-plugin dates, Dataview inline fields,
+daily notes) with the loader of `--revision` (exported from this checkout's
+git history) and with this checkout's, each in a process of its own, taking
+turns, in the same run: the anchor is the older loader on the same files.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import argparse
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -225,6 +234,136 @@ def compare_dialects(count: int, repeats: int) -> None:
         print("goal: obsidian/reference first load <= x1.25 at 10k cards")
 
 
+# The last loader that did not read Dataview inline fields, typed tasks, c.day, c.ctime or
+# c.size, nor decide a vault's dialect from its notes when it declares none.
+BEFORE_EXTRA_PARSING = "315f568"
+
+CHILD = """
+import os, shutil, sys, time
+from pathlib import Path
+from hql.vault import Vault
+root, repeats = Path(sys.argv[1]), int(sys.argv[2])
+def cpu():
+    waited = os.times()
+    return time.process_time() + waited.children_user + waited.children_system
+best = None
+for _ in range(repeats):
+    shutil.rmtree(root / ".hql", ignore_errors=True)
+    started = cpu()
+    vault = Vault.open(root)
+    spent = cpu() - started
+    best = spent if best is None else min(best, spent)
+    count, dialect = len(vault.cards), getattr(vault, "dialect", "?")
+    del vault
+print(best, count, dialect)
+"""
+
+
+def generate_obsidian(root: Path, count: int, seed: int = 7) -> None:
+    """Notes as an Obsidian user writes them, one daily note in ten."""
+    chance = random.Random(seed)
+    names = [f"Topic {index} of the garden" for index in range(count)]
+    for index in range(count):
+        if index % 10 == 9:
+            day = 1 + index // 10
+            folder, name = (
+                root / "Daily",
+                f"{2020 + day // 336}-{1 + day // 28 % 12:02d}-{1 + day % 28:02d}",
+            )
+        else:
+            folder, name = root / f"Notes {index % 40}", names[index]
+        folder.mkdir(parents=True, exist_ok=True)
+        links = []
+        for _ in range(chance.randint(3, 5)):
+            target = names[chance.randrange(count)]
+            form = chance.random()
+            if form < 0.3:
+                links.append(f"[[{target}|that topic]]")
+            elif form < 0.45:
+                links.append(f"[[{target}#Details]]")
+            elif form < 0.5:
+                links.append(f"![[{target}]]")
+            else:
+                links.append(f"[[{target}]]")
+        prose = " ".join(chance.choice(WORDS) for _ in range(60))
+        tags = ", ".join(chance.sample(WORDS, 2))
+        due = f"2026-0{1 + index % 9}-1{index % 9}"
+        text = (
+            "---\n"
+            f"aliases: [T{index}]\n"
+            f"tags: [{tags}]\n"
+            f"status: {chance.choice(STATUSES)}\n"
+            f'categories: ["[[{names[index % 7]}]]"]\n'
+            "---\n"
+            f"# {name}\n\n{prose} #{chance.choice(WORDS)}\n\n"
+            f"owner:: {chance.choice(OWNERS)}\nrating:: {index % 5}\n\n"
+            f"See {' and '.join(links)}.\n\n## Details\n\n"
+            f"- [ ] follow up on {chance.choice(WORDS)} 📅 {due}\n"
+            f"- [x] read about {chance.choice(WORDS)} ✅ {due}\n"
+            f"- [ ] ask [due:: {due}] about it\n"
+        )
+        (folder / f"{name}.md").write_text(text, encoding="utf-8")
+
+
+def compare_before(count: int, repeats: int, revision: str, rounds: int = 2) -> None:
+    """First-load cost per card of an Obsidian vault: `revision`'s loader, this one's with
+    `.obsidian/` present, and this one's without it (the dialect decided from the notes)."""
+    checkout = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory(prefix="hql-bench-") as directory:
+        before = Path(directory) / "before"
+        before.mkdir()
+        try:
+            archive = subprocess.run(
+                ["git", "-C", str(checkout), "archive", revision, "hql"],
+                capture_output=True,
+                check=True,
+            ).stdout
+            subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
+        except (OSError, subprocess.CalledProcessError) as error:
+            print(f"--before skipped: revision {revision} could not be exported ({error})")
+            return
+        root = Path(directory) / "vault"
+        generate_obsidian(root, count)
+        marker = root / ".obsidian"
+
+        def load(code: Path, obsidian_folder: bool) -> tuple[float, int, str]:
+            if obsidian_folder:
+                marker.mkdir(exist_ok=True)
+            else:
+                shutil.rmtree(marker, ignore_errors=True)
+            environment = {**os.environ, "PYTHONPATH": str(code)}
+            done = subprocess.run(
+                [sys.executable, "-c", CHILD, str(root), str(repeats)],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=environment,
+                cwd=directory,
+            )
+            seconds, cards, dialect = done.stdout.split()
+            return float(seconds), int(cards), dialect
+
+        sides = {
+            f"{revision} (.obsidian/)": (before, True),
+            "now (.obsidian/)": (checkout, True),
+            "now (no .obsidian/)": (checkout, False),
+        }
+        best: dict[str, tuple[float, int, str]] = {}
+        for _ in range(rounds):  # taking turns: the machine's load falls on every side
+            for label, (code, folder) in sides.items():
+                found = load(code, folder)
+                if label not in best or found[0] < best[label][0]:
+                    best[label] = found
+        anchor = best[f"{revision} (.obsidian/)"][0]
+        per = 1e6 / count
+        for label, (seconds, cards, dialect) in best.items():
+            print(
+                f"{count:>7} notes  {label:<22} first load {seconds * per:7.1f} us/card "
+                f"(x{seconds / anchor:5.3f} anchor)  {cards} cards, dialect {dialect}"
+            )
+        print(f"goal: now <= x1.25 the loader of {revision} at {count} cards, same run")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--large", action="store_true", help="also measure 100k cards")
@@ -232,7 +371,17 @@ def main() -> None:
     parser.add_argument(
         "--dialects", action="store_true", help="only compare the two link dialects at 10k cards"
     )
+    parser.add_argument(
+        "--before",
+        action="store_true",
+        help="only an Obsidian vault at --cards notes, this loader against --revision's",
+    )
+    parser.add_argument("--revision", default=BEFORE_EXTRA_PARSING, help="the anchor's loader")
+    parser.add_argument("--cards", type=int, default=10_000, help="notes in the --before vault")
     options = parser.parse_args()
+    if options.before:
+        compare_before(options.cards, options.repeats, options.revision)
+        return
     if options.dialects:
         compare_dialects(10_000, options.repeats)
         return
@@ -243,6 +392,7 @@ def main() -> None:
         anchor = anchor if anchor is not None else first
     print("goals: 10k first load <= 2 s; cached/first <= 25%; cost per card flat as size grows")
     compare_dialects(10_000, options.repeats)
+    compare_before(options.cards, options.repeats, options.revision)
 
 
 if __name__ == "__main__":

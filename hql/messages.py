@@ -2967,9 +2967,20 @@ def dialect_detected(choice: Any) -> str:
     first = f", first in {choice.first}" if choice.first else ""
     return (
         "read as an Obsidian vault (no `.obsidian/` folder or `[vault] dialect` says how): "
-        f"{choice.evidence()} of {plural(choice.links, 'link')} are in forms only Obsidian "
+        f"{_dialect_evidence(choice)} are in forms only Obsidian "
         f'reads ({forms}{first}); `dialect = "reference"` under `[vault]` in hql.toml '
         "reads it the other way"
+    )
+
+
+def _dialect_evidence(choice: Any, its: str = "") -> str:
+    """`5 of 9 links`, or `5 of the 9 links of the first 40 notes read` when the scan
+    stopped once enough notes had shown Obsidian's forms."""
+    if getattr(choice, "complete", True):
+        return f"{choice.evidence()} of {its}{plural(choice.links, 'link')}"
+    return (
+        f"{choice.evidence()} of the {plural(choice.links, 'link')} of the first "
+        f"{plural(choice.notes, 'note')} read"
     )
 
 
@@ -2998,10 +3009,7 @@ def init_dialect_declared() -> str:
 
 
 def init_dialect_obsidian(choice: Any) -> str:
-    return (
-        f"{choice.evidence()} of its {plural(choice.links, 'link')} are in forms only "
-        "Obsidian reads"
-    )
+    return f"{_dialect_evidence(choice, 'its ')} are in forms only Obsidian reads"
 
 
 def sort_directions() -> str:
@@ -3083,6 +3091,13 @@ def base_view_display_only(name: str, keys: list[str]) -> str:
 def base_view_not_run(name: str, keys: list[str]) -> str:
     shown = ", ".join(f"`{key}`" for key in keys)
     return f"view `{name}`: {shown} are not run by HQL yet (docs/bases.md); the rows are shown without them"
+
+
+def base_view_notes_only(name: str) -> str:
+    return (
+        f"view `{name}` filters on `file.ext`: its rows are notes only (images, PDFs and other "
+        "files that are not notes are not rows in HQL yet; docs/bases.md)"
+    )
 
 
 def base_grouped(name: str, prop: str) -> str:

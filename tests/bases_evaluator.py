@@ -141,8 +141,8 @@ class V:
 
     def _order(self, other: Any, test: Any) -> bool:
         x, y = plain(self), plain(wrap(other))
-        if x is None or y is None:
-            return False
+        if x is None or y is None or isinstance(y, Link | File):
+            return False  # a link is no more or less than a date, a number or a text
         if isinstance(x, int | float) and isinstance(y, int | float):
             return bool(test(x, y))
         if isinstance(x, int | float) or isinstance(y, int | float):
@@ -227,6 +227,8 @@ class V:
 
     def __add__(self, other: Any) -> V:
         x, y = plain(self), plain(wrap(other))
+        if _moment(x) is not None and _duration(y) is not None:
+            return V(_shifted(_moment(x), _duration(y), 1))
         if isinstance(x, int | float) and isinstance(y, int | float):
             return V(x + y)
         return V(f"{'' if x is None else x}{'' if y is None else y}")
@@ -237,8 +239,27 @@ class V:
             return V(x * y)
         return V(None)
 
+    def __truediv__(self, other: Any) -> V:
+        x, y = plain(self), plain(wrap(other))
+        if isinstance(x, int | float) and isinstance(y, int | float) and y != 0:
+            return V(x / y)
+        return V(None)
+
+    def toFixed(self, digits: Any) -> V:  # noqa: N802
+        """JavaScript's `toFixed`: the nearest text with that many decimals, a tie away from
+        zero (so 1.125 gives "1.13", where Python's format gives "1.12")."""
+        from decimal import ROUND_HALF_UP, Decimal
+
+        places = plain(wrap(digits))
+        if not isinstance(self.value, int | float) or isinstance(self.value, bool):
+            return V(None)
+        exact = Decimal(self.value).quantize(Decimal(1).scaleb(-int(places)), ROUND_HALF_UP)
+        return V(f"{exact:.{int(places)}f}")
+
     def __sub__(self, other: Any) -> V:
         x, y = plain(self), plain(wrap(other))
+        if _moment(x) is not None and _duration(y) is not None:
+            return V(_shifted(_moment(x), _duration(y), -1))
         moments = [_moment(x), _moment(y)]
         if all(moment is not None for moment in moments):
             seconds = (moments[0] - moments[1]).total_seconds()
@@ -262,6 +283,39 @@ class V:
         import math
 
         return V(math.floor(self.value + 0.5)) if isinstance(self.value, int | float) else V(None)
+
+
+_UNITS = {
+    "y": "years", "year": "years", "years": "years",
+    "M": "months", "month": "months", "months": "months",
+    "w": "weeks", "week": "weeks", "weeks": "weeks",
+    "d": "days", "day": "days", "days": "days",
+    "h": "hours", "hour": "hours", "hours": "hours",
+    "m": "minutes", "minute": "minutes", "minutes": "minutes",
+    "s": "seconds", "second": "seconds", "seconds": "seconds",
+}  # fmt: skip
+
+
+def _duration(value: Any) -> tuple[int, str] | None:
+    """`"60d"`, `"1M"`, `"2 weeks"`: an amount and a unit, as Bases' date arithmetic reads."""
+    if not isinstance(value, str):
+        return None
+    found = re.fullmatch(r"\s*(-?\d+)\s*([A-Za-z]+)\s*", value)
+    if found is None or found.group(2) not in _UNITS:
+        return None
+    return int(found.group(1)), _UNITS[found.group(2)]
+
+
+def _shifted(moment: Any, duration: Any, sign: int) -> str:
+    amount, unit = duration
+    amount *= sign
+    if unit in ("years", "months"):
+        months = moment.month - 1 + amount * (12 if unit == "years" else 1)
+        first = moment.replace(year=moment.year + months // 12, month=months % 12 + 1, day=1)
+        moved = first + datetime.timedelta(days=moment.day - 1)  # JavaScript's overflow
+    else:
+        moved = moment + datetime.timedelta(**{unit: amount})
+    return moved.strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def _moment(value: Any) -> datetime.datetime | None:

@@ -15,6 +15,7 @@ entry. Links to attachments are not note links.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -41,16 +42,22 @@ def notes_of(root: Path) -> list[str]:
     return sorted(found)
 
 
+@functools.lru_cache(maxsize=4096)
 def split_front_matter(text: str) -> tuple[object, str]:
+    """The front matter as YAML reads it (None when it is not YAML) and the body; kept per
+    text, so callers must not change what it gives."""
     if text.startswith("---\n"):
         end = text.find("\n---", 4)
         if end != -1:
             try:
-                header = yaml.safe_load(text[4:end])
+                header = yaml.load(text[4:end], Loader=_LOADER)  # noqa: S506 - a safe loader
             except yaml.YAMLError:
                 header = None
             return header, text[end + 4 :]
     return None, text
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def strip_code(body: str) -> str:

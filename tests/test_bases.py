@@ -127,6 +127,95 @@ views:
     order: [file.name]
 """
 
+# kepano's Products, People and Ratings bases in small: formulas over dates and `now()`,
+# rounding, a number shown as text (`toFixed`, so it sorts as text), backlinks, `isEmpty`,
+# a `not` block inside an `or`, a date window relative to today.
+PRODUCTS_BASE = """\
+filters:
+  and:
+    - note.categories.contains(link("Products"))
+    - '!file.name.contains("Template")'
+formulas:
+  Owned: ((now() - acquired).months).round()
+  totalUses: monthlyUses * formula.Owned.round()
+  perUse: (price / formula.totalUses).toFixed(2)
+  Age: (now() - acquired).years.floor()
+  Mentions: file.backlinks.length
+views:
+  - type: table
+    name: Products
+    order: [file.name, acquired, price, formula.perUse, formula.Owned, formula.totalUses]
+    sort:
+      - property: formula.perUse
+        direction: ASC
+      - property: formula.totalUses
+        direction: ASC
+      - property: file.name
+        direction: DESC
+  - type: table
+    name: Unrated or unused
+    filters:
+      or:
+        - rating.isEmpty()
+        - not:
+            - monthlyUses > 0
+    order: [file.name, rating, monthlyUses]
+  - type: table
+    name: Recent
+    filters:
+      and:
+        - acquired > now() - "800d"
+    order: [file.name, acquired, formula.Age, formula.Mentions]
+    sort:
+      - property: formula.Age
+        direction: DESC
+      - property: formula.Mentions
+        direction: DESC
+  - type: table
+    name: Used lately
+    filters:
+      and:
+        - last > now() - "60d"
+    order: [file.name, last]
+  - type: table
+    name: Maker
+    filters:
+      and:
+        - list(maker).contains(this)
+    order: [file.name, formula.Age]
+    sort:
+      - property: formula.Age
+        direction: ASC
+"""
+
+
+def write_products(files: dict[str, str], chance: random.Random) -> None:
+    """Products bought over the last seven years, some unrated or never used, by two makers."""
+    import datetime
+
+    today = datetime.date.today()
+    for number in range(30):
+        # Dates far from a month's or a year's edge: the rounded ages do not depend on the
+        # second the two evaluations run in.
+        bought = today - datetime.timedelta(days=20 + 61 * number + chance.randint(0, 5))
+        rating = f"\nrating: {chance.randint(1, 5)}" if number % 4 else ""
+        uses = f"\nmonthlyUses: {chance.choice([2, 4, 5, 12, 30])}" if number % 5 else ""
+        maker = chance.choice(["Acme", "Borealis"])
+        # When it was last used: a day, or (as kepano's notes write it) a link to a month note.
+        used = today - datetime.timedelta(days=chance.choice([3, 30, 200]))
+        last = f'"[[{used.isoformat()[:7]}]]"' if number % 3 == 0 else used.isoformat()
+        files[f"Products/Product {number}.md"] = (
+            f'---\ncategories: ["[[Products]]"]\nacquired: {bought.isoformat()}\n'
+            f'price: {chance.choice([9, 49, 120, 399])}\nmaker: "[[{maker}]]"{rating}{uses}\n'
+            f"last: {last}\n---\n# Product {number}\n"
+        )
+    for maker in ("Acme", "Borealis"):
+        files[f"Companies/{maker}.md"] = f"# {maker}\n\n![[Products.base#Maker]]\n"
+    files["Notes/Gear.md"] = "Worth it: " + ", ".join(
+        f"[[Product {chance.randrange(30)}]]" for _ in range(12)
+    )
+    files["Templates/Product Template.md"] = '---\ncategories: ["[[Products]]"]\n---\n'
+
 
 def write_vault(root: Path) -> Path:
     """A reading-notes vault in Obsidian's layout: books, people, daily notes, templates."""
@@ -165,6 +254,8 @@ def write_vault(root: Path) -> Path:
     files["Templates/Bases/Related.base"] = RELATED_BASE
     files["Templates/Bases/Daily.base"] = DAILY_BASE
     files["Templates/Bases/Mixed.base"] = MIXED_BASE
+    files["Templates/Bases/Products.base"] = PRODUCTS_BASE
+    write_products(files, chance)
     for relpath, text in files.items():
         (root / relpath).parent.mkdir(parents=True, exist_ok=True)
         (root / relpath).write_text(text, encoding="utf-8")
@@ -177,8 +268,8 @@ def vault(tmp_path_factory: pytest.TempPathFactory) -> hql.Vault:
     return hql.Vault.open(write_vault(tmp_path_factory.mktemp("reading")))
 
 
-BASES = ("Books", "Related", "Daily", "Mixed")
-THESE = (None, "Ada Mensah", "Book 7", "2024-03-05")
+BASES = ("Books", "Related", "Daily", "Mixed", "Products")
+THESE = (None, "Ada Mensah", "Book 7", "2024-03-05", "Acme")
 
 
 @pytest.mark.parametrize("this", THESE, ids=lambda name: name or "the base")
@@ -203,6 +294,26 @@ def test_the_views_are_not_trivially_empty(vault: hql.Vault) -> None:
     )  # created that day
     mixed = hql_rows(vault, base / "Mixed.base")
     assert 0 < len(mixed["Late ones"]) < len(mixed["Mixed"]) < 122
+
+
+def test_the_product_views_are_not_trivially_empty(vault: hql.Vault) -> None:
+    base = Path(vault.root) / "Templates" / "Bases" / "Products.base"
+    shown = hql_rows(vault, base, "Acme")
+    assert len(shown["Products"]) == 30
+    assert 0 < len(shown["Unrated or unused"]) < 30
+    assert 0 < len(shown["Recent"]) < 30
+    assert 0 < len(shown["Maker"]) < 30
+    assert 0 < len(shown["Used lately"]) < 20  # a link to a month is no date
+
+
+def test_to_fixed_rounds_as_javascript_does() -> None:
+    from hql.steps.bases import _to_fixed
+
+    # A tie (the exact binary value halfway) goes away from zero; 1.005 is below its tie.
+    assert [_to_fixed(x, 2) for x in (1.125, -1.125, 1.005, 7, 0.5)] == [
+        "1.13", "-1.13", "1.00", "7.00", "0.50"
+    ]  # fmt: skip
+    assert _to_fixed(2.5, 0) == "3" and _to_fixed(0.1, 20) == "0.10000000000000000555"
 
 
 def hql_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -244,6 +355,24 @@ def test_the_command_prints_each_view_as_a_table(vault: hql.Vault) -> None:
     assert [view["view"] for view in shown] == ["Shelf", "Best", "By this author", "Grouped"]
     assert shown[0]["columns"] == ["Title", "Written by", "year", "rating"]
     assert shown[2]["rows"] == []  # `this` is the base: no book is by it
+
+
+def test_a_view_over_files_that_are_not_notes_says_its_rows_are_notes_only() -> None:
+    from hql.bases.translate import read_base
+
+    text = (
+        'filters: \'!file.ext.containsAny("base", "md")\'\n'
+        "views:\n  - type: cards\n    name: Images\n  - type: table\n    name: Plain\n"
+        "    filters: 'file.ext == \"md\"'\n"
+    )
+    base = read_base("x.base", text, None, "x.base")
+    said = {view.name: view.notes for view in base.views}
+    assert any(
+        "`Images` filters on `file.ext`: its rows are notes only" in n for n in said["Images"]
+    )
+    assert any("filters on `file.ext`" in n for n in said["Plain"])
+    plain = read_base("y.base", "views:\n  - type: table\n    name: All\n", None, "y.base")
+    assert not any("file.ext" in n for view in plain.views for n in view.notes)
 
 
 @pytest.mark.parametrize(

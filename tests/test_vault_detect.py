@@ -65,7 +65,9 @@ def test_a_cloned_obsidian_vault_is_read_as_obsidian(tmp_path: Path) -> None:
     vault = Vault.open(root)
     assert vault.dialect == "obsidian"
     note = [item.message for item in vault.warnings if "read as an Obsidian vault" in item.message]
-    assert len(note) == 1 and "`[[a|shown]]`" in note[0] and "links are in forms" in note[0]
+    assert len(note) == 1 and "`[[a|shown]]`" in note[0]
+    # The scan stopped once enough notes had shown Obsidian's forms, and says so.
+    assert f"links of the first {detect.ENOUGH_NOTES} notes read are in forms" in note[0]
     # The same answers as with `.obsidian/`: every link the independent resolver reads.
     truth = note_links(root)
     assert len(truth) > 100
@@ -126,6 +128,23 @@ def test_plain_links_and_links_in_code_keep_the_reference_dialect(tmp_path: Path
     assert vault.dialect == "reference"
     assert vault.dialect_note is not None and "3 links" in vault.dialect_note
     assert list(hql.run("[[a]].outlinks", vault=vault).value) == ["b"]
+
+
+def test_the_scan_stops_once_enough_notes_show_obsidian_forms(tmp_path: Path) -> None:
+    enough = detect.ENOUGH_NOTES
+    for number in range(enough + 20):
+        body = f"see [[n{number + 1}|the next]]\n" if number < enough + 5 else "plain\n"
+        (tmp_path / f"n{number:03d}.md").write_text(body)
+    choice = detect.scan(walk.walk(str(tmp_path), []))
+    assert choice.dialect == "obsidian" and not choice.complete
+    assert choice.notes == enough and choice.forms == {"alias": enough}
+    assert choice.first == "n000.md"
+    # A vault with no such link is read to its last note before it is the reference's.
+    for path in tmp_path.glob("*.md"):
+        path.write_text("[[n001]]\n")
+    plain = detect.scan(walk.walk(str(tmp_path), []))
+    assert plain.dialect == "reference" and plain.complete
+    assert plain.notes == enough + 20 and plain.links == enough + 20
 
 
 def test_a_changed_vault_is_decided_again(tmp_path: Path) -> None:

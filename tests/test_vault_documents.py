@@ -198,6 +198,90 @@ def test_fast_path_never_disagrees_with_yaml() -> None:
     agree()
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "aliases: [Start, Dashboard]\ntags: [hub]\npinned: \"[[Soil Food Web]]\"",
+        "categories:\n  - \"[[Books]]\"\nauthor:\n- '[[Ada Mensah]]'\nrating: 4\nyear: 1999",
+        "aliases:\n  - alias\n  - How to/Add aliases to note\npermalink: aliases",
+        "# a comment\ntitle: Notes on it\nurl: https://example.org/a?b=c\ncreated: 2024-03-01",
+        "empty:\nlist: []\nnone: ~\nflag: true\nratio: 1.5e3\nhex: 0x1F\nword: yes",
+        "Date created: a [b] {c}, it's C#\nnested-key.x: \"quoted # not a comment\"",
+        "tags: [a b, 'c d', \"e\", 1, null]",
+        "aliases:\n\n  - one\n# between\n  - two\nafter: x",
+    ],
+)
+def test_simple_front_matter_fast_path_agrees_with_yaml(text: str) -> None:
+    from hql.vault.yamldata import load_simple_block_mapping
+
+    fast = load_simple_block_mapping(text)
+    assert fast is not None
+    assert fast == load_mapping(text)
+    assert list(fast) == list(load_mapping(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: 1\na: 2",  # duplicate keys: YAML refuses
+        "true: x",
+        "a: .inf",
+        "a: b: c",
+        "a: x # comment",
+        "a: \"esc\\\"aped\"",
+        "a: 'it''s'",
+        "a: {{date}}",
+        "a: [[Books]]",
+        "a: [x, [y]]",
+        "a: [x,]",
+        "a: &anchor x\nb: *anchor",
+        "a: |\n  block",
+        "review:\n  due: 2026-01-01",
+        "a:\n  - x\n    continued",
+        "a:\n  - x\n - y",
+        "a: x\n- y",
+        "a:\n  -",
+        "<<: x",
+        "key : x",
+        "a: x\tb",
+        "a: x\r",
+        "  # indented comment\na: x",
+        "\ufeffa: x",
+        "",
+    ],
+)
+def test_front_matter_the_fast_path_leaves_to_yaml(text: str) -> None:
+    from hql.vault.yamldata import load_simple_block_mapping
+
+    assert load_simple_block_mapping(text) is None
+
+
+def test_front_matter_fast_path_never_disagrees_with_yaml() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from hql.vault.yamldata import load_simple_block_mapping
+
+    pieces = st.sampled_from(
+        ["a", "b", "key", "x y", ":", ": ", "\n", "  ", "- ", "[", "]", ", ", "'", '"', "#"]
+        + [" #", "1", "-1", "true", "null", "~", ".inf", "\\", "<<", "é", "-", "{", "0x", "."]
+    )
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(pieces, max_size=16))
+    def agree(parts: list[str]) -> None:
+        text = "".join(parts)
+        fast = load_simple_block_mapping(text)
+        if fast is None:
+            return
+        try:
+            assert load_mapping(text) == fast, text
+        except YamlRefused:
+            raise AssertionError(f"fast path accepted {text!r}, YAML refuses it") from None
+
+    agree()
+
+
 def test_random_documents_are_loaded_or_refused_never_crash() -> None:
     import marshal
 

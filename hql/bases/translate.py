@@ -202,6 +202,8 @@ class _Translator:
         )
         if unknown:
             notes.append(messages.base_view_not_run(name, unknown))
+        if "file.ext" in repr((self.tree.get("filters"), view.get("filters"))):
+            notes.append(messages.base_view_notes_only(name))
         return notes
 
     def _sort_keys(

@@ -379,8 +379,20 @@ def _number_method(method: str, number: float, args: list[Any]) -> Any:
     if method == "ceil":
         return math.ceil(number)
     if method == "toFixed":
-        return f"{number:.{int(args[0]) if args else 0}f}"
+        return _to_fixed(number, int(args[0]) if args else 0)
     return _text_method(method, text_of(number), args)
+
+
+def _to_fixed(number: float, places: int) -> str:
+    """JavaScript's `toFixed`: the nearest text with `places` decimals to the number's exact
+    value, a tie away from zero (1.125 gives "1.13"; Python's format gives "1.12")."""
+    from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+    try:
+        exact = Decimal(number).quantize(Decimal(1).scaleb(-places), ROUND_HALF_UP)
+    except (InvalidOperation, ValueError):  # infinities and NaN (no Data holds them), huge places
+        return f"{number:.{places}f}"
+    return f"{exact:.{places}f}"
 
 
 def _text_method(method: str, text: str, args: list[Any]) -> Any:

@@ -5,14 +5,17 @@ is read. A clone of an Obsidian vault rarely carries `.obsidian/`, so
 without either its notes decide: links in forms only Obsidian reads
 (`[[a|shown]]`, `[[a#Heading]]`, `[[a#^block]]`, `![[embed]]`, targets with
 spaces, `[[folder/a]]`, names that match a note only ignoring case or by an
-alias, Markdown links to notes) make it an Obsidian vault. A vault holding
+alias, Markdown links to notes) make it an Obsidian vault. Names that match
+only an alias are looked for when no other form decides (reading every
+note's aliases would cost more than the rest of the scan). A vault holding
 `.hmd` cards is the reference's own and keeps the reference dialect, and so
 does one whose links are all plain `[[name]]`: the two dialects read those
 alike.
 
-The scan reads each Markdown file's bytes once, without parsing, and its
-verdict is kept in `.hql/dialect.json` beside a digest of the walk (every
-path and `stat`), so an unchanged vault is not read again to decide.
+The scan reads each Markdown file's bytes once, without parsing, and stops
+once `ENOUGH_NOTES` notes have shown such links; its verdict is kept in
+`.hql/dialect.json` beside a digest of the walk (every path and `stat`), so
+an unchanged vault is not read again to decide.
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ from hql.vault.catalog import listing_key
 from hql.vault.walk import OBSIDIAN, REFERENCE, Walk
 
 DECISION_FILE = "dialect.json"
+# Once this many notes have shown a form only Obsidian reads, the rest are not read: the
+# verdict is Obsidian's whatever they hold.
+ENOUGH_NOTES = 32
 _FORMAT = 1
 _MAX_BYTES = 8 * 1024 * 1024  # larger files are refused by the load anyway
 
@@ -63,6 +69,8 @@ class Choice:
     forms: dict[str, int] = field(default_factory=dict)
     first: str | None = None
     hmd: bool = False  # the vault holds `.hmd` cards
+    notes: int = 0  # the notes read to decide
+    complete: bool = True  # every note was read (else `ENOUGH_NOTES` showed some)
 
     def evidence(self) -> int:
         return sum(self.forms.values())
@@ -74,6 +82,8 @@ class Choice:
             "forms": self.forms,
             "first": self.first,
             "hmd": self.hmd,
+            "notes": self.notes,
+            "complete": self.complete,
         }
 
 
@@ -92,7 +102,8 @@ def choose(walked: Walk, state_dir: Path | None) -> Choice:
 
 
 def scan(walked: Walk) -> Choice:
-    """Read every Markdown file of the walk and count the links only Obsidian reads."""
+    """Read the walk's Markdown files and count the links only Obsidian reads, until
+    `ENOUGH_NOTES` notes have shown some (the rest could not change the verdict)."""
     stems: dict[str, str] = {}  # casefolded file name -> as written
     paths: set[str] = set()  # casefolded vault-relative paths without extension
     exact: set[str] = set()
@@ -104,43 +115,51 @@ def scan(walked: Walk) -> Choice:
         paths.add(stem_path.casefold())
     forms = dict.fromkeys(KINDS, 0)
     first: str | None = None
-    links = 0
-    aliases: set[str] = set()
-    bodies: list[tuple[str, list[Any]]] = []
+    links = notes = showing = 0
+    complete = True
+    alias_headers: list[bytes] = []
+    pending: list[tuple[str, str]] = []  # plain links naming no note: perhaps an alias
     for relpath, path, status in zip(walked.relpaths, walked.paths, walked.statuses, strict=True):
+        if showing >= ENOUGH_NOTES:
+            complete = False
+            break
         # Only regular files: opening a FIFO would wait for a writer (the load refuses those).
         if not (isinstance(status, os.stat_result) and stat.S_ISREG(status.st_mode)):
             continue
         data = _read(path)
         if data is None:
             continue
+        notes += 1
         header = _HEADER.match(data)
         if header is not None and _ALIASES.search(header.group(1)):
-            aliases.update(_aliases_of(header.group(1)))
+            alias_headers.append(header.group(1))
         if b"[" not in data:  # no link of either kind
             continue
         code = b"`" in data or b"~~~" in data or b"%%" in data
         text = _CODE.sub(b"", data) if code else data
-        found = [
-            (text[match.start() - 1 : match.start()] == b"!", match.group(1))
-            for match in _WIKILINK.finditer(text)
-        ]
-        links += len(found)
-        seen = _count_markdown(text, relpath, paths, forms) if b"](" in text else 0
-        links += seen
-        if seen and first is None:
-            first = relpath
-        bodies.append((relpath, found))
-    folded_aliases = {alias.casefold() for alias in aliases}
-    for relpath, found in bodies:
         before = sum(forms.values())
-        for bang, inner in found:
-            _count_wikilink(bang, inner, exact, stems, paths, folded_aliases, forms)
-        if first is None and sum(forms.values()) > before:
-            first = relpath
+        for match in _WIKILINK.finditer(text):
+            links += 1
+            bang = text[match.start() - 1 : match.start()] == b"!"
+            missed = _count_wikilink(bang, match.group(1), exact, stems, paths, forms)
+            if missed is not None:
+                pending.append((relpath, missed))
+        if b"](" in text:
+            links += _count_markdown(text, relpath, paths, forms)
+        if sum(forms.values()) > before:
+            showing += 1
+            first = first or relpath
+    if pending and not any(forms.values()):
+        # Only now, when nothing else decides, are the notes' aliases read (`hql vault
+        # doctor` lists every link found only by an alias).
+        aliases = {alias.casefold() for header in alias_headers for alias in _aliases_of(header)}
+        for relpath, folded in pending:
+            if folded in aliases:
+                forms["by-alias"] += 1
+                first = first or relpath
     kept = {kind: count for kind, count in forms.items() if count}
     dialect = OBSIDIAN if kept else REFERENCE
-    return Choice(dialect, links, kept, first)
+    return Choice(dialect, links, kept, first, notes=notes, complete=complete)
 
 
 def _count_wikilink(
@@ -149,33 +168,34 @@ def _count_wikilink(
     exact: set[str],
     stems: dict[str, str],
     paths: set[str],
-    aliases: set[str],
     forms: dict[str, int],
-) -> None:
+) -> str | None:
+    """Count the link's form; a plain link naming no note gives its casefolded target (it
+    may name an alias), anything else None."""
     text = inner.decode("utf-8", "replace")
     if bang:
         forms["embed"] += 1
-        return
+        return None
     target, bar, _ = text.partition("|")
     target, hash_, anchor = target.partition("#")
     if bar:
         forms["alias"] += 1
-        return
+        return None
     if hash_:
         forms["block" if anchor.startswith("^") else "heading"] += 1
-        return
+        return None
     target = target.strip()
     if not target or target in exact and " " not in target:
-        return
+        return None
     folded = target.casefold().removesuffix(".md")
     if "/" in target:
         if folded in paths or any(path.endswith("/" + folded) for path in paths):
             forms["path"] += 1
-        return
+        return None
     if folded in stems:
         forms["spaces" if target in exact else "case"] += 1
-    elif folded in aliases:
-        forms["by-alias"] += 1
+        return None
+    return folded
 
 
 def _count_markdown(text: bytes, relpath: str, paths: set[str], forms: dict[str, int]) -> int:
@@ -199,10 +219,13 @@ def _count_markdown(text: bytes, relpath: str, paths: set[str], forms: dict[str,
 def _aliases_of(header: bytes) -> list[str]:
     from hql.vault import yamldata
 
-    try:
-        value = yamldata.load(header.decode("utf-8", "replace"))
-    except Exception:  # noqa: BLE001 - a header YAML refuses names no alias
-        return []
+    text = header.decode("utf-8", "replace")
+    value: Any = yamldata.load_simple_block_mapping(text)
+    if value is None:
+        try:
+            value = yamldata.load(text)
+        except Exception:  # noqa: BLE001 - a header YAML refuses names no alias
+            return []
     if not isinstance(value, dict):
         return []
     found = value.get("aliases", value.get("alias"))
@@ -289,13 +312,15 @@ def _remembered(state_dir: Path, digest: str | None) -> Choice | None:
         return None
     if not all(kind in KINDS and type(count) is int for kind, count in forms.items()):
         return None
-    links = stored.get("links")
+    links, notes = stored.get("links"), stored.get("notes")
     return Choice(
         dialect,
         links if type(links) is int else 0,
         forms,
         first if isinstance(first, str) else None,
         stored.get("hmd") is True,
+        notes if type(notes) is int else 0,
+        stored.get("complete") is not False,
     )
 
 

@@ -182,6 +182,100 @@ def load_simple_flow_mapping(text: str) -> dict[str, Any] | None:
     return dict(sorted(result.items()))
 
 
+# The lines of a front matter most notes write: `key: value`, `key: [a, b]`, `key:` and
+# `- item` lines under it, `# comments`. Anything else goes through YAML.
+_BLOCK_KEY = re.compile(r"([^\W\d][\w .-]*?):(?: +(.*))?")
+_BLOCK_ITEM = re.compile(r"( *)- +(.*)")
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+
+
+def load_simple_block_mapping(text: str) -> dict[str, Any] | None:
+    """A fast path for front matter written in the plainest block style; None means
+    "not simple, ask YAML". Whatever it returns is exactly what `load_mapping` would."""
+    if "\t" in text or "\r" in text or not text.replace("\n", "").isprintable():
+        return None
+    result: dict[str, Any] = {}
+    items: list[Any] | None = None  # the block list under the last `key:`
+    indent: int | None = None
+    blocks: list[str] = []  # the keys written as `key:` alone
+    nodes = 0
+    for line in text.split("\n"):
+        if not line.strip() or line.startswith("#"):
+            continue
+        nodes += 2
+        if nodes > MAX_NODES // 2:
+            return None  # YAML counts the nodes and refuses
+        item = _BLOCK_ITEM.fullmatch(line)
+        if item is not None:
+            if items is None or (indent is not None and len(item.group(1)) != indent):
+                return None
+            indent = len(item.group(1))
+            value = _simple_scalar(item.group(2).rstrip(" "), flow=False)
+            if value is _NOT_SIMPLE:
+                return None
+            items.append(value)
+            continue
+        entry = _BLOCK_KEY.fullmatch(line)
+        if entry is None:
+            return None
+        key, written = entry.group(1), (entry.group(2) or "").rstrip(" ")
+        if key in result or key != key.rstrip(" ") or _resolve_plain(key) != _STR:
+            return None
+        items, indent = None, None
+        if not written:
+            items = result[key] = []
+            blocks.append(key)
+        elif written.startswith("[") and written.endswith("]"):
+            listed = []
+            if written[1:-1].strip(" "):
+                for piece in written[1:-1].split(","):
+                    value = _simple_scalar(piece.strip(" "), flow=True)
+                    if value is _NOT_SIMPLE:
+                        return None
+                    listed.append(value)
+                    nodes += 1
+            result[key] = listed
+        else:
+            value = _simple_scalar(written, flow=False)
+            if value is _NOT_SIMPLE:
+                return None
+            result[key] = value
+    if not result:
+        return None
+    for key in blocks:  # `key:` with no items under it is empty
+        if not result[key]:
+            result[key] = None
+    return dict(sorted(result.items()))
+
+
+_NOT_SIMPLE = object()
+
+
+def _simple_scalar(text: str, flow: bool) -> Any:
+    """A plain or quoted scalar with nothing YAML would read otherwise, else _NOT_SIMPLE."""
+    if not text or not text.isprintable():
+        return _NOT_SIMPLE
+    quote = text[0]
+    if quote in "\"'":
+        inner = text[1:-1]
+        if len(text) < 2 or text[-1] != quote or quote in inner or "\\" in inner:
+            return _NOT_SIMPLE
+        return inner
+    if text[0] in _INDICATORS or ": " in text or " #" in text or text.endswith(":"):
+        return _NOT_SIMPLE
+    if flow and any(mark in text for mark in ",[]{}:#"):
+        return _NOT_SIMPLE
+    tag = _resolve_plain(text)
+    if tag == _MERGE:
+        return _NOT_SIMPLE
+    if tag == _STR:
+        return text
+    try:
+        return _scalar(tag, text)
+    except YamlRefused:
+        return _NOT_SIMPLE
+
+
 def _describe_marked(error: yaml.MarkedYAMLError) -> str:
     problem = error.problem or error.context or "invalid YAML"
     mark = error.problem_mark or error.context_mark
