@@ -152,6 +152,24 @@ def test_gates_and_must(deploy_vault: hql.Vault) -> None:
     assert "old-release" in [hit.card.name for hit in asked.hits]
 
 
+
+def test_the_step_looks_back_only_when_asked(deploy_vault: hql.Vault) -> None:
+    def names(program: str) -> list[str]:
+        outcome = hql.run("import bm25\n" + program, vault=deploy_vault)
+        assert not outcome.failed, outcome.render_reports()
+        return [hit.card.name for hit in outcome.value]
+
+    asked = '"Please deploy to GitHub today"'
+    assert "old-release" not in names(f"cards | prompt({asked})")
+    assert "old-release" in names(f'cards | prompt({asked}, statuses = ["active", "Archived"])')
+    assert names(f'cards | prompt({asked}, statuses = ["archived"])') == ["old-release"]
+    for wrong, said in (('["old"]', "unknown status `old`"), ("[]", "at least one status")):
+        outcome = hql.run(
+            f"import bm25\ncards | prompt({asked}, statuses = {wrong})", vault=deploy_vault
+        )
+        assert outcome.failed and said in outcome.render_reports()
+        assert "Traceback" not in outcome.render_reports()
+
 def test_prompt_step_and_relevant(deploy_vault: hql.Vault) -> None:
     outcome = hql.run(
         'import bm25\ncards | prompt("cut a release and deploy to github") | relevant',
