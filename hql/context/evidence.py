@@ -100,11 +100,12 @@ class PromptView:
         self.whole = phrase_form(prompt)
         affirmed = affirmed_part(prompt)
         self.affirmed = phrase_form(affirmed)
-        self.units = units_of(analyzer, affirmed) | identifier_kinds(affirmed)
-        self.all_units = units_of(analyzer, prompt)
+        # Analysed in full first: its units are then read from that analysis.
         self.prefixes = frozenset(
             t for t in analyzer.analyze(affirmed).terms if t.startswith("pref:")
         )
+        self.units = units_of(analyzer, affirmed) | identifier_kinds(affirmed)
+        self.all_units = units_of(analyzer, prompt)
         self.cjk_runs = tuple(_CJK.findall(self.affirmed))
         self.technical = tuple(
             dict.fromkeys(token.casefold() for token in self.envelope.technical if len(token) > 1)
@@ -210,7 +211,9 @@ _UNITS: dict[tuple[str, str], frozenset[str]] = {}
 
 
 def _units(analyzer: Any, text: str) -> frozenset[str]:
-    terms = analyzer.analyze(text).terms
+    # A set of the terms: their order (an analysis's display order) does not matter, and a
+    # card's title or trigger is read here alone (no need to analyse it in full).
+    terms = analyzer.term_list(text)
     # An ASCII term holds no CJK character: the pattern is only tried on the others.
     units = {t for t in terms if ":" not in t and (t.isascii() or not _CJK.search(t))}
     for run in _CJK.findall(phrase_form(text)):
