@@ -174,7 +174,12 @@ def test_deferred_stop_words_end_as_the_whole_list(first: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["Deploy the OAuth2 token refresh", "东京的天气很好 and 1.234,50 EUR", "sync-service v2.1 #ops", ""],
+    [
+        "Deploy the OAuth2 token refresh",
+        "东京的天气很好 and 1.234,50 EUR",
+        "sync-service v2.1 #ops",
+        "",
+    ],
 )
 def test_term_list_holds_the_analysis_terms_analysed_or_not(text: str) -> None:
     analyzer = Analyzer.from_config({"synonyms": [["deploy", "ship"]]})
