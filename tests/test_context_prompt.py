@@ -33,6 +33,19 @@ def test_envelope_takes_a_prompt_apart() -> None:
     assert "Don't touch hql.toml or *.md files" in envelope.constraints
 
 
+@pytest.mark.parametrize(
+    ("prompt", "constraint"),
+    [
+        ("Ship it. You MUST NOT touch prod, ever.", "MUST NOT touch prod"),
+        ("Ship the Ölmodul. Sie MÜSSEN die Tests laufen lassen.", "MÜSSEN die Tests laufen lassen"),
+        ("Ship İzmir's build. NEVER skip the review.", "NEVER skip the review"),
+        ("Fix the ſtore. Do ſolo the tests; ıt must pass.", "must pass"),
+    ],
+)
+def test_constraints_are_found_whatever_their_case(prompt: str, constraint: str) -> None:
+    assert constraint in read_envelope(prompt).constraints
+
+
 def test_envelope_language_from_scripts() -> None:
     assert read_envelope("帮我提交代码前检查一下，不要推送到远程。").language == "zh"
     assert read_envelope("コミットする前にテストを実行してください").language == "ja"
