@@ -144,10 +144,11 @@ _NEGATION = re.compile(
 
 def affirmed_part(prompt: str) -> str:
     """The prompt without its refused parts: each clause cut at its first negation."""
+    from hql.text.folding import negated_clauses
+
     kept: list[str] = []
-    for clause in _CLAUSE.split(prompt):
-        found = _NEGATION.search(clause)
-        clause = clause[: found.start()] if found else clause
+    for clause, negated in negated_clauses(prompt, _CLAUSE, _NEGATION):
+        clause = clause[:negated] if negated is not None else clause
         not_word = _not_word(clause)
         kept.append(clause if not_word is None else not_word)
     return " ".join(kept)
