@@ -165,7 +165,6 @@ def test_gates_and_must(deploy_vault: hql.Vault) -> None:
     assert "old-release" in [hit.card.name for hit in asked.hits]
 
 
-
 def test_the_step_looks_back_only_when_asked(deploy_vault: hql.Vault) -> None:
     def names(program: str) -> list[str]:
         outcome = hql.run("import bm25\n" + program, vault=deploy_vault)
@@ -182,6 +181,7 @@ def test_the_step_looks_back_only_when_asked(deploy_vault: hql.Vault) -> None:
         )
         assert outcome.failed and said in outcome.render_reports()
         assert "Traceback" not in outcome.render_reports()
+
 
 def test_prompt_step_and_relevant(deploy_vault: hql.Vault) -> None:
     outcome = hql.run(
@@ -301,3 +301,15 @@ def test_a_pasted_uuid_holds_the_word_uuid() -> None:
     )
     plain = _evidence_for("look up the session log", fields)
     assert pasted.channels["trigger"] > plain.channels.get("trigger", 0)
+
+
+def test_identifier_kinds_of_pasted_text() -> None:
+    from hql.context.evidence import identifier_kinds
+
+    assert identifier_kinds(
+        "see HTTPS://example.org/a and 123E4567-E89B-12D3-A456-426614174000"
+    ) == {
+        "url",
+        "uuid",
+    }
+    assert identifier_kinds("a well-known https site, 123e4567-e89b") == frozenset()

@@ -115,15 +115,22 @@ class PromptView:
 # Identifiers an agent pastes, and the word that names their kind: a prompt holding a
 # UUID holds the unit `uuid` (a card triggered by "session uuid" is asked for), one holding
 # a web address the unit `url`.
+# Each with a piece of text it cannot match without (the pattern is only tried then).
 _IDENTIFIERS = (
-    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "uuid"),
-    (re.compile(r"\bhttps?://\S+", re.I), "url"),
+    (
+        re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I),
+        "uuid",
+        "-",
+    ),
+    (re.compile(r"\bhttps?://\S+", re.I), "url", "://"),
 )
 
 
 def identifier_kinds(text: str) -> frozenset[str]:
     """The kind words of the identifiers in a text (`uuid`, `url`)."""
-    return frozenset(kind for pattern, kind in _IDENTIFIERS if pattern.search(text))
+    return frozenset(
+        kind for pattern, kind, needed in _IDENTIFIERS if needed in text and pattern.search(text)
+    )
 
 
 # A prompt's clauses for negation: a negation runs to the end of its clause, across a
