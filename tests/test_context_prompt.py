@@ -313,3 +313,18 @@ def test_identifier_kinds_of_pasted_text() -> None:
         "uuid",
     }
     assert identifier_kinds("a well-known https site, 123e4567-e89b") == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("text", "form"),
+    [
+        ("Run `hql.toml`, then: STOP. Next!", "run hql.toml then stop next"),
+        ("see /goal (e.g. src/a_b.py) #ops @me!", "see /goal e.g src/a_b.py #ops @me"),
+        ("读取「配置」，然后提交。", "读取 配置 然后提交"),
+        ("end.\n..and. ", "end ..and"),
+    ],
+)
+def test_phrase_form_splits_at_punctuation_between_words(text: str, form: str) -> None:
+    from hql.context.evidence import phrase_form
+
+    assert phrase_form(text) == form

@@ -181,9 +181,13 @@ def _not_word(clause: str) -> str | None:
     return None
 
 
-# Characters that separate phrases; `/`, `.`, `_`, `-`, `#` and `@` stay inside a token
-# (`/goal` is not `goal`, `hql.toml` is one token).
-_SOFT = re.compile(r"[\s,;:!?()\[\]{}<>\"'`“”‘’、，。；：！？「」『』《》【】…|*~]+|\.(?=\s|$)")
+# Characters that separate phrases: spaces, these (each made a space: a translation, not a
+# pattern tried at every character) and a full stop before a space or at the end; `/`,
+# `.`, `_`, `-`, `#` and `@` stay inside a token (`/goal` is not `goal`, `hql.toml` is one).
+_SOFT_CHARACTERS = str.maketrans(
+    dict.fromkeys(",;:!?()[]{}<>\"'`“”‘’、，。；：！？「」『』《》【】…|*~", " ")
+)
+_STOP_BEFORE_SPACE = re.compile(r"\.(?=\s)")
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -192,7 +196,12 @@ def phrase_form(text: str) -> str:
     punctuation between words, words joined by one space."""
     from hql.text.analyzer import normalize
 
-    return " ".join(_SOFT.sub(" ", normalize(text)).split())
+    form = normalize(text)
+    if "." in form:
+        form = _STOP_BEFORE_SPACE.sub(" ", form)
+        if form.endswith("."):
+            form = form[:-1]
+    return " ".join(form.translate(_SOFT_CHARACTERS).split())
 
 
 def contains_phrase(text_form: str, phrase: str) -> bool:
