@@ -80,13 +80,6 @@ _CONSTRAINT_MARKERS = re.compile(
     r"|必须|必需|务必|務必|应该|應該|应当|不要|不能|不可|不得|禁止|别|別|勿|只能|只|一定要|不需要|无需|無需)",
     re.IGNORECASE,
 )
-# The same markers matched on a text's lower case: the same places, found without folding
-# the case of every character tried (the markers are written in lower case). Lowering keeps
-# every character one character, a word character or a space as it was, and makes it match
-# a marker's letter exactly when case folding would, but for the three characters below
-# (İ lowers to two characters; ı and ſ fold to i and s without lowering to them).
-_LOWER_CONSTRAINT_MARKERS = re.compile(_CONSTRAINT_MARKERS.pattern)
-_FOLDS_APART = re.compile("[\u0130\u0131\u017f]")
 _CLAUSE_END = re.compile(r"[.;:!?](?=\s|$)|[。；：！？,，\n]")
 
 
@@ -367,9 +360,14 @@ def symbol_parts(symbol: str) -> list[str]:
 
 def _constraints(prompt: str) -> list[str]:
     """must / should / not phrases: from the marker to the end of its clause."""
+    from hql.text.folding import case_sensitive, lowered
+
     found = []
-    if prompt.isascii() or not _FOLDS_APART.search(prompt):
-        markers = _LOWER_CONSTRAINT_MARKERS.finditer(prompt.lower())
+    # Matched on the lower case where that finds the same places (hql.text.folding): the
+    # case of every character tried is not folded.
+    low = lowered(prompt)
+    if low is not None:
+        markers = case_sensitive(_CONSTRAINT_MARKERS).finditer(low)
     else:
         markers = _CONSTRAINT_MARKERS.finditer(prompt)
     for match in markers:

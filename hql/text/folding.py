@@ -1,7 +1,8 @@
 """Case-insensitive patterns matched on a text's lower case: the same places, found faster.
 
 A case-insensitive pattern folds the case of every character it tries. When the pattern
-is written in lower case and its letters are Latin, matching it case-sensitively on the
+is written in lower case and its letters are Latin (up to U+024F; checked over every code
+point), matching it case-sensitively on the
 text's lower case finds the same places: lowering keeps every character one character, a
 word character or a space as it was, and makes a character match such a letter exactly
 when case folding would, but for three characters (İ lowers to two characters; ı and ſ
@@ -30,8 +31,7 @@ def case_sensitive(pattern: re.Pattern[str]) -> re.Pattern[str]:
     """The pattern without IGNORECASE (for a lowered text); it must be written in lower case."""
     found = _LOWER.get(pattern)
     if found is None:
-        if pattern.pattern != pattern.pattern.lower():
-            raise ValueError("a pattern matched on lower case must be written in lower case")
+        assert pattern.pattern == pattern.pattern.lower(), "written in lower case"
         found = re.compile(pattern.pattern, pattern.flags & ~re.IGNORECASE)
         with _lock:
             _LOWER[pattern] = found
