@@ -277,6 +277,13 @@ def _context_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-libraries", action="store_true", help="only the vault's own cards, no libraries"
     )
+    parser.add_argument(
+        "--status",
+        default="active",
+        metavar="LIST",
+        help="the statuses a card may have, comma-separated (active; add archived, draft or "
+        "superseded to look back)",
+    )
 
 
 SUBCOMMANDS["context"] = (
@@ -811,12 +818,17 @@ def context_command(args: argparse.Namespace) -> int:
     from hql.context.block import ContextError
     from hql.context.read_path import assemble
     from hql.printing import dumps
+    from hql.vault.recall import asked_statuses
 
     vault = _needs_vault(args)
     prompt = _prompt_text(args)
     for name, number in (("--budget", args.budget), ("--max-items", args.max_items)):
         if number < 1:
             raise HostError(messages.context_option_positive(name, number))
+    try:
+        statuses = asked_statuses(part for part in args.status.split(",") if part.strip())
+    except ValueError as error:
+        raise HostError(messages.context_option_status(str(error))) from None
 
     def warn(message: str) -> None:
         print(f"warning: {message}", file=sys.stderr)
@@ -829,6 +841,7 @@ def context_command(args: argparse.Namespace) -> int:
             max_items=args.max_items,
             format=args.block,
             libraries=not args.no_libraries,
+            statuses=statuses,
             warn=warn,
         )
     except ContextError as error:

@@ -2533,6 +2533,22 @@ def context_option_positive(option: str, found: int) -> str:
     return f"{option} needs a number of at least 1; found {found}"
 
 
+def statuses_unknown(unknown: list[str], known: tuple[str, ...]) -> str:
+    named = ", ".join(f"`{status}`" for status in unknown)
+    return (
+        f"unknown status {named}: the statuses a card may have are {', '.join(known)}"
+        " (active alone unless others are asked for)"
+    )
+
+
+def context_option_status(problem: str) -> str:
+    return f"--status: {problem}"
+
+
+def statuses_empty() -> str:
+    return "name at least one status a card may have (active, draft, archived, superseded)"
+
+
 def context_prompt_twice() -> str:
     return "give the prompt once: as an argument, or with --file, not both"
 
@@ -2599,6 +2615,10 @@ MCP_TOOLS["context.prompt"] = (
 MCP_TOOLS["context.budget"] = "The most tokens the block may take (estimated)."
 MCP_TOOLS["context.max_items"] = "The most cards the block may hold."
 MCP_TOOLS["context.format"] = "How the block is written: markdown, or json for a program to read."
+MCP_TOOLS["context.statuses"] = (
+    "The statuses a recalled card may have: active alone by default; add archived, draft or "
+    "superseded to look back at them."
+)
 MCP_TOOLS["context.diagnostics"] = (
     "Also return the diagnostics: versions, counts, the threshold, every candidate left out and why."
 )

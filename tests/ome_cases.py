@@ -55,6 +55,19 @@ def write_corpus(root: Path, corpus: dict[str, Any]) -> Path:
     return root
 
 
+def write_scoped(root: Path, corpus: dict[str, Any]) -> Path:
+    """The corpus as a project and a global library beside it, by each card's `libraryScope`
+    (OME's default is global): the project vault's root, whose hql.toml names the library."""
+    items = corpus["items"]
+    project = [item for item in items if item.get("fields", {}).get("libraryScope") == "project"]
+    write_corpus(root / "global", {"items": [item for item in items if item not in project]})
+    write_corpus(root / "project", {"items": project})
+    (root / "project" / "hql.toml").write_text(
+        '[vault]\nlibraries = [{ path = "../global", scope = "global" }]\n', encoding="utf-8"
+    )
+    return root / "project"
+
+
 def holds(expect: dict[str, Any], names: list[str]) -> bool:
     checks = {
         "exact": lambda want: set(names) == set(want),

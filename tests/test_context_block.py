@@ -184,3 +184,26 @@ def test_bad_arguments_are_reported_where_written(vault: hql.Vault) -> None:
 
 def made_items_tokens(vault: hql.Vault) -> int:
     return block(DEPLOY + " | context", vault).items[0].tokens
+
+
+def test_a_callers_token_count_is_measured_and_the_budget_uses_it(vault: hql.Vault) -> None:
+    from hql.context.read_path import assemble
+
+    def words(text: str) -> int:  # a caller's own count (here: fewer than the estimate)
+        return len(text.split())
+
+    prompt = "deploy rollback checklist freeze"
+    whole = assemble(vault, prompt, budget=2000, count_tokens=words)
+    assert len(whole.items) == 3 and whole.token_kind == "measured"
+    assert whole.tokens == words(whole.rendered) < estimate_tokens(whole.rendered)
+    as_json = whole.to_json()
+    assert as_json["tokens"] == {"count": whole.tokens, "kind": "measured"}
+    assert {item["tokens"]["kind"] for item in as_json["items"]} == {"measured"}
+    # The caller's count decides what fits: its own total holds all three cards, while the
+    # estimate (ceil(chars / 4)) of the same cards overflows it and trims one.
+    counted = assemble(vault, prompt, budget=whole.tokens, count_tokens=words)
+    assert [item.name for item in counted.items] == [item.name for item in whole.items]
+    assert counted.tokens <= whole.tokens and not counted.trimmed
+    estimated = assemble(vault, prompt, budget=whole.tokens)
+    assert estimated.token_kind == "estimated" and estimated.trimmed
+    assert estimated.tokens <= whole.tokens and len(estimated.items) < 3

@@ -33,6 +33,19 @@ def test_envelope_takes_a_prompt_apart() -> None:
     assert "Don't touch hql.toml or *.md files" in envelope.constraints
 
 
+@pytest.mark.parametrize(
+    ("prompt", "constraint"),
+    [
+        ("Ship it. You MUST NOT touch prod, ever.", "MUST NOT touch prod"),
+        ("Ship the Ölmodul. Sie MÜSSEN die Tests laufen lassen.", "MÜSSEN die Tests laufen lassen"),
+        ("Ship İzmir's build. NEVER skip the review.", "NEVER skip the review"),
+        ("Fix the ſtore. Do ſolo the tests; ıt must pass.", "must pass"),
+    ],
+)
+def test_constraints_are_found_whatever_their_case(prompt: str, constraint: str) -> None:
+    assert constraint in read_envelope(prompt).constraints
+
+
 def test_envelope_language_from_scripts() -> None:
     assert read_envelope("帮我提交代码前检查一下，不要推送到远程。").language == "zh"
     assert read_envelope("コミットする前にテストを実行してください").language == "ja"
@@ -150,6 +163,24 @@ def test_gates_and_must(deploy_vault: hql.Vault) -> None:
         statuses=("active", "archived"),
     )
     assert "old-release" in [hit.card.name for hit in asked.hits]
+
+
+def test_the_step_looks_back_only_when_asked(deploy_vault: hql.Vault) -> None:
+    def names(program: str) -> list[str]:
+        outcome = hql.run("import bm25\n" + program, vault=deploy_vault)
+        assert not outcome.failed, outcome.render_reports()
+        return [hit.card.name for hit in outcome.value]
+
+    asked = '"Please deploy to GitHub today"'
+    assert "old-release" not in names(f"cards | prompt({asked})")
+    assert "old-release" in names(f'cards | prompt({asked}, statuses = ["active", "Archived"])')
+    assert names(f'cards | prompt({asked}, statuses = ["archived"])') == ["old-release"]
+    for wrong, said in (('["old"]', "unknown status `old`"), ("[]", "at least one status")):
+        outcome = hql.run(
+            f"import bm25\ncards | prompt({asked}, statuses = {wrong})", vault=deploy_vault
+        )
+        assert outcome.failed and said in outcome.render_reports()
+        assert "Traceback" not in outcome.render_reports()
 
 
 def test_prompt_step_and_relevant(deploy_vault: hql.Vault) -> None:
@@ -270,3 +301,30 @@ def test_a_pasted_uuid_holds_the_word_uuid() -> None:
     )
     plain = _evidence_for("look up the session log", fields)
     assert pasted.channels["trigger"] > plain.channels.get("trigger", 0)
+
+
+def test_identifier_kinds_of_pasted_text() -> None:
+    from hql.context.evidence import identifier_kinds
+
+    assert identifier_kinds(
+        "see HTTPS://example.org/a and 123E4567-E89B-12D3-A456-426614174000"
+    ) == {
+        "url",
+        "uuid",
+    }
+    assert identifier_kinds("a well-known https site, 123e4567-e89b") == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("text", "form"),
+    [
+        ("Run `hql.toml`, then: STOP. Next!", "run hql.toml then stop next"),
+        ("see /goal (e.g. src/a_b.py) #ops @me!", "see /goal e.g src/a_b.py #ops @me"),
+        ("读取「配置」，然后提交。", "读取 配置 然后提交"),
+        ("end.\n..and. ", "end ..and"),
+    ],
+)
+def test_phrase_form_splits_at_punctuation_between_words(text: str, form: str) -> None:
+    from hql.context.evidence import phrase_form
+
+    assert phrase_form(text) == form

@@ -156,6 +156,34 @@ def test_the_cli_abstains_with_an_empty_block_and_says_why(project: Path, tmp_pa
     assert "note: the context block is empty: no card passed" in done.stderr
 
 
+
+def test_archived_cards_come_back_only_when_asked(tmp_path: Path) -> None:
+    from hql.mcp.service import ToolFailure, VaultService
+
+    root = tmp_path / "looking-back"
+    root.mkdir()
+    (root / "Old.md").write_text(
+        "---\ntriggers: [release process]\nstatus: archived\n---\n# Old release process\n",
+        encoding="utf-8",
+    )
+    (root / "New.md").write_text(
+        "---\ntriggers: [release process]\n---\n# New release process\n", encoding="utf-8"
+    )
+    asked = "What is our release process?"
+    for extra, expected in (((), ["New"]), (("--status", "active,archived"), ["New", "Old"])):
+        done = hql_cli("--vault", str(root), "--format", "json", "context", asked, *extra)
+        assert done.returncode == 0, done.stderr
+        assert sorted(item["card"] for item in json.loads(done.stdout)["items"]) == expected
+    done = hql_cli("--vault", str(root), "context", asked, "--status", "active,gone")
+    assert done.returncode == 1 and "--status: unknown status `gone`" in done.stderr
+    assert "Traceback" not in done.stderr
+    service = VaultService(root)
+    answer = service.context(asked, 1500, 8, "markdown", False, ["archived"])
+    assert [item["card"] for item in answer["items"]] == ["Old"]
+    assert [item["card"] for item in service.context(asked)["items"]] == ["New"]
+    with pytest.raises(ToolFailure, match="unknown status `gone`"):
+        service.context(asked, 1500, 8, "markdown", False, ["gone"])
+
 def test_a_required_card_the_budget_cannot_hold_is_an_error(project: Path) -> None:
     done = hql_cli("--vault", str(project), "context", PROMPT, "--budget", "120")
     assert done.returncode == 1

@@ -79,6 +79,16 @@ def test_negated_clauses_are_cut_from_the_question() -> None:
     assert "UI" in kept and "run" not in kept and "browser" not in kept
     assert "runtime" not in affirmed_text("这不是 provider adapter hook runtime 任务。")
     assert affirmed_text("reset my password") == "reset my password"
+    # Negations in any case, beside letters that lower or fold apart (İ, ı, ſ).
+    assert affirmed_text("Ship it, NEVER the Ölmodul. Keep Tests").split() == [
+        "Ship",
+        "it",
+        "Keep",
+        "Tests",
+    ]
+    assert affirmed_text("İzmir build, but DON'T deploy").split() == ["İzmir", "build"]
+    assert affirmed_text("ſtore Ölmodul NOT saved").split() == ["ſtore", "Ölmodul"]
+    assert "deploy" not in affirmed_text("但don't deploy")  # a clause after 但 starts anew
 
 
 def test_a_model_with_known_cosines_is_judged_by_its_floor() -> None:

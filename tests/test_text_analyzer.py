@@ -170,3 +170,20 @@ def test_deferred_stop_words_end_as_the_whole_list(first: str) -> None:
     deferred = Analyzer.from_config(None)._deferred_stop
     later = {" ".join(segment(word)) for word in deferred}
     assert later and all(min(word.replace(" ", "")) >= "\u0e00" for word in later)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Deploy the OAuth2 token refresh",
+        "东京的天气很好 and 1.234,50 EUR",
+        "sync-service v2.1 #ops",
+        "",
+    ],
+)
+def test_term_list_holds_the_analysis_terms_analysed_or_not(text: str) -> None:
+    analyzer = Analyzer.from_config({"synonyms": [["deploy", "ship"]]})
+    unread = analyzer.term_list(text)  # not analysed yet: worked out alone
+    full = analyzer.analyze(text).terms
+    assert sorted(unread) == sorted(full)
+    assert analyzer.term_list(text) == full  # analysed: the analysis's own

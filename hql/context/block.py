@@ -40,6 +40,7 @@ MEASURED = "measured"
 EXCERPT_CHARS = 280
 MATCHED_TERMS_SHOWN = 6
 _ANNOTATION = re.compile(r"\]\]\s*\{[^{}\n]*\}")
+_SPACES = re.compile(r"\s+")
 
 TokenCounter = Callable[[str], int]
 
@@ -230,10 +231,16 @@ def excerpt(body: str, limit: int = EXCERPT_CHARS) -> str | None:
         if fenced or not stripped or stripped.startswith("#"):
             continue
         # A link's annotation (`[[oauth]] {relation: extends}`) is for the graph, not the reader.
-        lines.append(_ANNOTATION.sub("]]", stripped))
+        lines.append(_ANNOTATION.sub("]]", stripped) if "]]" in stripped else stripped)
         if sum(len(part) + 1 for part in lines) > limit:
             break
-    text = re.sub(r"\s+", " ", " ".join(lines)).strip()
+    joined = " ".join(lines)
+    # Runs of spaces become one. Only the first `limit` characters and whether more follow
+    # are needed: the text's opening settles both when it still holds more than `limit + 1`
+    # characters once its spaces are merged; else the whole text is merged.
+    text = _SPACES.sub(" ", joined[: 2 * limit + 2]).strip()
+    if len(text) <= limit + 1 or len(joined) <= 2 * limit + 2:
+        text = _SPACES.sub(" ", joined).strip()
     if not text:
         return None
     if len(text) <= limit:

@@ -22,6 +22,7 @@ from hql.context.similarity import (
     Likeness,
     card_shingles,
     likeness,
+    shingle_likeness,
 )
 from hql.record import record
 from hql.values import Hit
@@ -75,6 +76,8 @@ def group_hits(
     hits: Sequence[Hit], threshold: float | None, vector_of: VectorOf | None = None
 ) -> list[Group]:
     """The hits grouped with their near-duplicates, groups in the rank order of their seeds."""
+    if vector_of is None:
+        return _grouped_by_shingles(hits, threshold)
     groups: list[Group] = []
     vectors = [vector_of(hit.card) if vector_of is not None else None for hit in hits]
     seeds: list[int] = []
@@ -87,6 +90,31 @@ def group_hits(
         else:
             groups.append(Group([(hit, None)]))
             seeds.append(index)
+    return groups
+
+
+def _grouped_by_shingles(hits: Sequence[Hit], threshold: float | None) -> list[Group]:
+    """`group_hits` without vectors: each hit's shingles are met against all the seeds' at
+    once (the few it shares with any seed, then those per seed), not seed by seed."""
+    floor = _threshold(threshold, METHOD_SHINGLES)
+    groups: list[Group] = []
+    seeds: list[frozenset[int]] = []
+    held: set[int] = set()  # every seed's shingles
+    for hit in hits:
+        own = card_shingles(hit.card)
+        common = own & held
+        for group, seed in zip(groups, seeds, strict=True):
+            shared = len(common & seed) if common else 0
+            if not shared and floor > 0.0:
+                continue  # nothing shared scores 0
+            measured = shingle_likeness(len(own), len(seed), shared)
+            if measured.score >= floor:
+                group.members.append((hit, measured))
+                break
+        else:
+            groups.append(Group([(hit, None)]))
+            seeds.append(own)
+            held |= own
     return groups
 
 

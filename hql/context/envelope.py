@@ -360,11 +360,20 @@ def symbol_parts(symbol: str) -> list[str]:
 
 def _constraints(prompt: str) -> list[str]:
     """must / should / not phrases: from the marker to the end of its clause."""
+    from hql.text.folding import case_sensitive, lowered
+
     found = []
-    for match in _CONSTRAINT_MARKERS.finditer(prompt):
+    # Matched on the lower case where that finds the same places (hql.text.folding): the
+    # case of every character tried is not folded.
+    low = lowered(prompt)
+    if low is not None:
+        markers = case_sensitive(_CONSTRAINT_MARKERS).finditer(low)
+    else:
+        markers = _CONSTRAINT_MARKERS.finditer(prompt)
+    for match in markers:
         end = _CLAUSE_END.search(prompt, match.end())
         phrase = prompt[match.start() : end.start() if end else len(prompt)].strip()
-        if len(phrase) > len(match.group(0)):
+        if len(phrase) > match.end() - match.start():
             found.append(" ".join(phrase.split()))
     # A marker inside a phrase already found repeats it.
     kept: list[str] = []

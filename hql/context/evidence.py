@@ -100,11 +100,12 @@ class PromptView:
         self.whole = phrase_form(prompt)
         affirmed = affirmed_part(prompt)
         self.affirmed = phrase_form(affirmed)
-        self.units = units_of(analyzer, affirmed) | identifier_kinds(affirmed)
-        self.all_units = units_of(analyzer, prompt)
+        # Analysed in full first: its units are then read from that analysis.
         self.prefixes = frozenset(
             t for t in analyzer.analyze(affirmed).terms if t.startswith("pref:")
         )
+        self.units = units_of(analyzer, affirmed) | identifier_kinds(affirmed)
+        self.all_units = units_of(analyzer, prompt)
         self.cjk_runs = tuple(_CJK.findall(self.affirmed))
         self.technical = tuple(
             dict.fromkeys(token.casefold() for token in self.envelope.technical if len(token) > 1)
@@ -114,15 +115,22 @@ class PromptView:
 # Identifiers an agent pastes, and the word that names their kind: a prompt holding a
 # UUID holds the unit `uuid` (a card triggered by "session uuid" is asked for), one holding
 # a web address the unit `url`.
+# Each with a piece of text it cannot match without (the pattern is only tried then).
 _IDENTIFIERS = (
-    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "uuid"),
-    (re.compile(r"\bhttps?://\S+", re.I), "url"),
+    (
+        re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I),
+        "uuid",
+        "-",
+    ),
+    (re.compile(r"\bhttps?://\S+", re.I), "url", "://"),
 )
 
 
 def identifier_kinds(text: str) -> frozenset[str]:
     """The kind words of the identifiers in a text (`uuid`, `url`)."""
-    return frozenset(kind for pattern, kind in _IDENTIFIERS if pattern.search(text))
+    return frozenset(
+        kind for pattern, kind, needed in _IDENTIFIERS if needed in text and pattern.search(text)
+    )
 
 
 # A prompt's clauses for negation: a negation runs to the end of its clause, across a
@@ -143,10 +151,11 @@ _NEGATION = re.compile(
 
 def affirmed_part(prompt: str) -> str:
     """The prompt without its refused parts: each clause cut at its first negation."""
+    from hql.text.folding import negated_clauses
+
     kept: list[str] = []
-    for clause in _CLAUSE.split(prompt):
-        found = _NEGATION.search(clause)
-        clause = clause[: found.start()] if found else clause
+    for clause, negated in negated_clauses(prompt, _CLAUSE, _NEGATION):
+        clause = clause[:negated] if negated is not None else clause
         not_word = _not_word(clause)
         kept.append(clause if not_word is None else not_word)
     return " ".join(kept)
@@ -172,9 +181,13 @@ def _not_word(clause: str) -> str | None:
     return None
 
 
-# Characters that separate phrases; `/`, `.`, `_`, `-`, `#` and `@` stay inside a token
-# (`/goal` is not `goal`, `hql.toml` is one token).
-_SOFT = re.compile(r"[\s,;:!?()\[\]{}<>\"'`“”‘’、，。；：！？「」『』《》【】…|*~]+|\.(?=\s|$)")
+# Characters that separate phrases: spaces, these (each made a space: a translation, not a
+# pattern tried at every character) and a full stop before a space or at the end; `/`,
+# `.`, `_`, `-`, `#` and `@` stay inside a token (`/goal` is not `goal`, `hql.toml` is one).
+_SOFT_CHARACTERS = str.maketrans(
+    dict.fromkeys(",;:!?()[]{}<>\"'`“”‘’、，。；：！？「」『』《》【】…|*~", " ")
+)
+_STOP_BEFORE_SPACE = re.compile(r"\.(?=\s)")
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -183,7 +196,12 @@ def phrase_form(text: str) -> str:
     punctuation between words, words joined by one space."""
     from hql.text.analyzer import normalize
 
-    return " ".join(_SOFT.sub(" ", normalize(text)).split())
+    form = normalize(text)
+    if "." in form:
+        form = _STOP_BEFORE_SPACE.sub(" ", form)
+        if form.endswith("."):
+            form = form[:-1]
+    return " ".join(form.translate(_SOFT_CHARACTERS).split())
 
 
 def contains_phrase(text_form: str, phrase: str) -> bool:
@@ -210,7 +228,9 @@ _UNITS: dict[tuple[str, str], frozenset[str]] = {}
 
 
 def _units(analyzer: Any, text: str) -> frozenset[str]:
-    terms = analyzer.analyze(text).terms
+    # A set of the terms: their order (an analysis's display order) does not matter, and a
+    # card's title or trigger is read here alone (no need to analyse it in full).
+    terms = analyzer.term_list(text)
     # An ASCII term holds no CJK character: the pattern is only tried on the others.
     units = {t for t in terms if ":" not in t and (t.isascii() or not _CJK.search(t))}
     for run in _CJK.findall(phrase_form(text)):

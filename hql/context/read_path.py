@@ -325,7 +325,7 @@ def _words_rule(
     hits = index.hits_of(whole, prompt, depth)
     if not hits:
         return {}
-    affirmed = set(analyzer.analyze(affirmed_text(prompt)).terms)
+    affirmed = set(analyzer.term_list(affirmed_text(prompt)))
     floor = WORDS_SHARE * hits[0].score
     kept = [hit for hit in evidence_filter(hits, _matched, affirmed) if hit.score >= floor]
     return {hit.card.name: (rank, dict(hit.matched)) for rank, hit in enumerate(kept)}

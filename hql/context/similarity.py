@@ -80,11 +80,15 @@ def likeness(
     """How alike two shingle sets are; by cosine instead when both vectors are given."""
     if vectors is not None:
         return Likeness(max(0.0, cosine(*vectors)), METHOD_COSINE)
+    return shingle_likeness(len(a), len(b), len(a & b) if a and b else 0)
+
+
+def shingle_likeness(a: int, b: int, shared: int) -> Likeness:
+    """How alike two shingle sets are from their sizes and how many shingles they share."""
     if not a or not b:
         return Likeness(0.0, METHOD_SHINGLES)
-    shared = len(a & b)
-    resemblance = shared / (len(a) + len(b) - shared)
-    smaller = min(len(a), len(b))
+    resemblance = shared / (a + b - shared)
+    smaller = min(a, b)
     containment = shared / smaller
     counted = containment if smaller >= CONTAINMENT_FROM else 0.0
     return Likeness(max(resemblance, counted), METHOD_SHINGLES, resemblance, containment)

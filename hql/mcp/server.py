@@ -170,12 +170,15 @@ def build_server(served: Vaults) -> MCPServer[Any]:
             Literal["markdown", "json"], Field(description=TOOLS["context.format"])
         ] = "markdown",
         diagnostics: Annotated[bool, Field(description=TOOLS["context.diagnostics"])] = False,
+        statuses: Annotated[list[str] | None, Field(description=TOOLS["context.statuses"])] = None,
         vault: VaultName = None,
     ) -> Annotated[CallToolResult, shapes.ContextAnswer]:
         return _answer(
             served,
             vault,
-            lambda service: service.context(prompt, budget, max_items, format, diagnostics),
+            lambda service: service.context(
+                prompt, budget, max_items, format, diagnostics, statuses
+            ),
         )
 
     @tool

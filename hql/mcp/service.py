@@ -547,15 +547,21 @@ class VaultService:
         max_items: int = 8,
         format: str = "markdown",  # noqa: A002 (the tool's argument)
         diagnostics: bool = False,
+        statuses: list[str] | None = None,
     ) -> dict[str, Any]:
         """The context block for a prompt (hql.context.read_path), under the time budget."""
         from hql.context.block import FORMATS, ContextError
         from hql.context.read_path import assemble
+        from hql.vault.recall import asked_statuses
 
         if not prompt.strip():
             raise ToolFailure(messages.context_prompt_empty())
         if budget < 1 or max_items < 1 or format not in FORMATS:
             raise ToolFailure(messages.mcp_context_arguments(budget, max_items, format))
+        try:
+            allowed = asked_statuses(statuses)
+        except ValueError as error:
+            raise ToolFailure(str(error)) from None
         vault = self.live.get()
         warnings: list[str] = []
 
@@ -566,6 +572,7 @@ class VaultService:
                 budget=budget,
                 max_items=max_items,
                 format=format,
+                statuses=allowed,
                 warn=warnings.append,
             )
 

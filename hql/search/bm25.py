@@ -1433,17 +1433,25 @@ class Bm25Index(Generic[CardT]):
         if not held or not len(slots):
             return by_slot
         postings = np.concatenate([entry[2] for entry in held])
-        impacts = np.concatenate([entry[3] for entry in held])
-        which = np.repeat(np.arange(len(held)), [len(entry[2]) for entry in held])
         asked = np.zeros(int(max(int(slots.max()), int(postings.max()))) + 1, dtype=np.bool_)
         asked[slots] = True
-        at = np.flatnonzero(asked[postings])  # in term order, by slot within a term
+        at = np.flatnonzero(asked.take(postings))  # in term order, by slot within a term
+        # Only the few entries found are traced to their term (and impact): the term of
+        # every entry is never spelled out.
+        ends = np.cumsum([len(entry[2]) for entry in held])
+        which = np.searchsorted(ends, at, side="right")
+        starts = ends[which] - np.asarray([len(held[w][2]) for w in which.tolist()], dtype=np.int64)
+        impacts = np.fromiter(
+            (held[w][3][i] for w, i in zip(which.tolist(), (at - starts).tolist(), strict=True)),
+            dtype=np.float32,
+            count=len(at),
+        )
         weights = np.array([entry[1] for entry in held], dtype=np.float32)
-        shares = weights[which[at]] * impacts[at]
+        shares = weights[which] * impacts
         vocabulary = self._postings.vocabulary
         terms = [vocabulary[entry[0]] for entry in held]
         for term, slot, share in zip(
-            which[at].tolist(), postings[at].tolist(), shares.tolist(), strict=True
+            which.tolist(), postings[at].tolist(), shares.tolist(), strict=True
         ):
             by_slot[slot][terms[term]] = share
         return by_slot

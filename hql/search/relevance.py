@@ -279,10 +279,11 @@ def words_or_meaning(
 
 def affirmed_text(question: str) -> str:
     """The question without its negated parts: each clause cut at its first negation."""
+    from hql.text.folding import negated_clauses
+
     kept: list[str] = []
-    for clause in _CLAUSE.split(question):
-        found = _NEGATION.search(clause)
-        kept.append(clause[: found.start()] if found else clause)
+    for clause, negated in negated_clauses(question, _CLAUSE, _NEGATION):
+        kept.append(clause[:negated] if negated is not None else clause)
     return " ".join(kept)
 
 

@@ -41,7 +41,9 @@ def bm25_index(
     with _bm25_lock:
         index = _bm25_indexes.get(vault)
         if index is None or index is damaged or getattr(index.cards, "stale", False):
-            analyzer = Analyzer.from_config(vault.config.section("search"))
+            # The vault's own analyser: a prompt the read path analysed (its envelope, its
+            # evidence) is then analysed once, for the index as well.
+            analyzer = analyzer_for(vault)
             fields, problems = search_fields_for(vault)
             why = damaged.damage if damaged is not None and index is damaged else None
             # A vault opened from its catalogue builds only the cards the index hands out.

@@ -79,16 +79,31 @@ def _bm25(cards: Sequence[Card], query: str, context: Context) -> Ranking:
 
 
 @BM25.step(
-    "Collection<T> | prompt(text: String) -> Ranking<T> where T: Doc",
+    "Collection<T> | prompt(text: String, statuses?: List<String>) -> Ranking<T> where T: Doc",
     summary="rank cards for an agent's prompt: the whole prompt, each segment and its technical "
-    "tokens fused by reciprocal rank; gates (ignore_when, status) and a 0-100 evidence score",
+    "tokens fused by reciprocal rank; gates (ignore_when, status: active alone unless `statuses` "
+    "names others) and a 0-100 evidence score",
     example='cards | prompt("Fix the login bug in src/auth.py, then run `npm test`") | relevant',
     absorbs=("limit",),
 )
-def _prompt(cards: Sequence[Card], text: str, context: Context) -> Ranking:
+def _prompt(
+    cards: Sequence[Card], text: str, context: Context, statuses: list[str] | None = None
+) -> Ranking:
     from hql.context.prompt import rank_prompt
+    from hql.vault.recall import asked_statuses
 
-    return rank_prompt(cards, text, vault=context.vault, limit=context.limit, warn=context.warn)
+    try:
+        allowed = asked_statuses(statuses)
+    except ValueError as error:
+        raise context.fail(str(error)) from None
+    return rank_prompt(
+        cards,
+        text,
+        vault=context.vault,
+        limit=context.limit,
+        statuses=allowed,
+        warn=context.warn,
+    )
 
 
 register(BM25, REGISTRY)

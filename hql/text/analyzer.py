@@ -258,6 +258,12 @@ class Analyzer:
         """Only the terms of a text: the indexing path, not cached (the index keeps them)."""
         return self._terms(_tokenize(text))[0]
 
+    def term_list(self, text: str) -> Sequence[str]:
+        """The terms of a text in no stated order (for sets of them): its cached analysis's
+        when it was analysed, else only its terms, worked out now and not cached."""
+        cached = self._cache.get(text)
+        return cached.terms if cached is not None else self._terms(_tokenize(text))[0]
+
     def _analyze(self, text: str) -> Analysis:
         tokens = _tokenize(text)
         terms, synonyms = self._terms(tokens)

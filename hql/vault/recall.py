@@ -8,7 +8,7 @@ the same way, so the fields are the same in a reference vault and an Obsidian on
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from hql import messages
@@ -201,6 +201,21 @@ def _phrases(value: Any) -> tuple[str, ...]:
     return ()
 
 
+def asked_statuses(asked: Iterable[str] | None) -> tuple[str, ...]:
+    """The statuses a caller asks a recalled card to have (`active` alone when None).
+
+    Raises ValueError with the report's text for an unknown status or an empty list."""
+    if asked is None:
+        return (DEFAULT_STATUS,)
+    wanted = tuple(dict.fromkeys(str(status).strip().casefold() for status in asked))
+    unknown = [status for status in wanted if status not in STATUSES]
+    if unknown:
+        raise ValueError(messages.statuses_unknown(unknown, STATUSES))
+    if not wanted:
+        raise ValueError(messages.statuses_empty())
+    return wanted
+
+
 def _aliases(value: Any) -> tuple[tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...]]:
     """Aliases flattened, and per language when written as a map of language to phrases."""
     if isinstance(value, Mapping):
@@ -230,6 +245,7 @@ __all__ = [
     "SEARCH_FIELDS",
     "STATUSES",
     "RecallFields",
+    "asked_statuses",
     "field_mapping",
     "field_texts",
     "recall_fields",
