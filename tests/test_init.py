@@ -81,6 +81,10 @@ def test_init_on_the_command_line(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("", encoding="utf-8")
     run = hql("init", str(tmp_path / "file"))
     assert run.returncode == 1 and "not a directory" in run.stderr
+    # `--vault DIR` names the folder as for every other command (not the current one).
+    (tmp_path / "other").mkdir()
+    run = hql("--vault", str(tmp_path / "other"), "init", cwd=tmp_path)
+    assert run.returncode == 0 and (tmp_path / "other" / "hql.toml").is_file()
 
 
 def test_values_are_toml_literals_or_plain_text() -> None:

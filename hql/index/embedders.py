@@ -26,7 +26,7 @@ import re
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -49,6 +49,11 @@ MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014
 MINILM_ONNX_REVISION = f"{MINILM_REVISION} onnx-int8"
 MINILM_TOKENIZER = Path(__file__).parent / "data" / "all-MiniLM-L6-v2" / "tokenizer.json"
 ONNX_BATCH_SIZE = 32
+# Padded tokens (texts x the longest one's length) one model call reads at most. A call's
+# attention states grow with texts x length x length: 32 sections of 256 tokens at once
+# took a build of the 173-note Obsidian Help vault to 1.86 GB; 4 at a time, 431 MB, and
+# no more CPU (bench/build.py --vault).
+ONNX_BATCH_TOKENS = 1024
 
 
 class Embedder(Protocol):
@@ -376,8 +381,7 @@ class OnnxMiniLMEmbedder:
             # Texts of like length share a batch, so little of it is padding.
             order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
             pooled = np.zeros((len(texts), 384), dtype=np.float32)
-            for start in range(0, len(order), ONNX_BATCH_SIZE):
-                chosen = order[start : start + ONNX_BATCH_SIZE]
+            for chosen in _token_batches(order, [len(e.ids) for e in encodings]):
                 pooled[chosen] = _mean_pooled(session, [encodings[i].ids for i in chosen])
         except Exception as error:  # an engine failure is not the user's traceback
             raise EmbedderError(messages.embedder_failed(MINILM_MODEL, str(error))) from None
@@ -434,6 +438,22 @@ def _untruncated_tokenizer() -> Any:
     tokenizer.no_padding()
     tokenizer.no_truncation()
     return tokenizer
+
+
+def _token_batches(order: Sequence[int], lengths: Sequence[int]) -> Iterator[list[int]]:
+    """The texts in `order` (shortest first) cut into model calls of at most ONNX_BATCH_SIZE
+    texts and ONNX_BATCH_TOKENS padded tokens (one text longer than that goes alone)."""
+    batch: list[int] = []
+    for index in order:
+        if batch and (
+            len(batch) == ONNX_BATCH_SIZE
+            or (len(batch) + 1) * max(lengths[index], 1) > ONNX_BATCH_TOKENS
+        ):
+            yield batch
+            batch = []
+        batch.append(index)
+    if batch:
+        yield batch
 
 
 def _mean_pooled(session: Any, rows: list[list[int]]) -> np.ndarray:
