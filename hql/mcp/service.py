@@ -636,13 +636,21 @@ class VaultService:
         }
 
     def card_text(self, name: str) -> str:
-        """A card's document as written (what the `hql://card/{name}` resource reads)."""
+        """A card's document as written, byte for byte (what the `hql://card/{name}` resource
+        reads): line endings and a byte-order mark kept, read only from a regular file whose
+        real path is inside the vault (or a root its `allow_outside` names), never blocking."""
+        from hql import files
+
         vault = self.live.get()
         card = vault.card(name)
         if card is None:
             raise ToolFailure(messages.mcp_unknown_card(name, None))
+        containment = files.Containment(vault.root, vault.config.allow_outside)
         try:
-            return Path(card.path).read_text(encoding="utf-8")
+            data = files.read_contained(card.path, containment, files.MAX_DOCUMENT_BYTES)
+            return data.decode("utf-8")
+        except files.Outside:
+            raise ToolFailure(messages.mcp_card_outside(name)) from None
         except (OSError, UnicodeDecodeError) as error:
             raise ToolFailure(messages.cannot_read(card.relpath, error)) from None
 
