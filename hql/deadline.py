@@ -61,13 +61,30 @@ def _shielded(ident: int) -> bool:
 
 
 class _Watch:
-    __slots__ = ("deadline", "ident", "fired", "closing")
+    __slots__ = (
+        "deadline",
+        "ident",
+        "fired",
+        "closing",
+        "ends",
+        "base",
+        "attained",
+        "calls",
+        "paused",
+        "wake",
+    )
 
     def __init__(self, deadline: float, ident: int) -> None:
         self.deadline = deadline
         self.ident = ident
         self.fired = False
         self.closing = False
+        self.ends = deadline  # `deadline` moves when a stop is raised again; this does not
+        self.base = time.thread_time()  # `watch` runs on the program's own thread
+        self.attained = 0.0  # its thread's CPU seconds since it began, as of its last turn
+        self.calls = 0
+        self.paused = False
+        self.wake = threading.Event()
 
 
 def _raise_in(ident: int, exception: type[BaseException] | None) -> None:
@@ -90,11 +107,14 @@ class _Watchdog:
         self._thread: threading.Thread | None = None
         self._wake_at = math.inf  # the deadline the watchdog sleeps until
         self.closing = False  # set once by `stop_all`: no program runs after it
+        self.running: dict[int, _Watch] = {}  # per thread, its outermost program (fair shares)
 
     def watch(self, seconds: float) -> _Watch:
         entry = _Watch(time.monotonic() + seconds, threading.get_ident())
         with self._condition:
             self._watches.add(entry)
+            self.running.setdefault(entry.ident, entry)
+            CROWDED[0] = len(self.running) > SLOTS
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="hql-watchdog", daemon=True)
                 self._thread.start()
@@ -104,20 +124,28 @@ class _Watchdog:
 
     def release(self, entry: _Watch) -> None:
         with self._condition:
+            left = self.running.get(entry.ident) is entry
+            if left:
+                del self.running[entry.ident]
+                CROWDED[0] = len(self.running) > SLOTS
             if entry in self._watches:
                 self._watches.discard(entry)
                 if entry.fired:  # fired but not yet raised: take it back
                     _raise_in(entry.ident, None)
+        if left:
+            _wake_next(entry)  # a program paused behind this one may go now
 
     def stop_all(self) -> None:
         """Stop every program now, and every later one before it starts (the server is closing)."""
         with self._condition:
             self.closing = True
             for entry in self._watches:
-                entry.deadline = 0.0
+                entry.deadline = entry.ends = 0.0
                 entry.closing = True
             self._wake_at = 0.0
             self._condition.notify()
+        for entry in tuple(self.running.values()):
+            entry.wake.set()  # a paused program stops now, not when its pause ends
 
     def _loop(self) -> None:
         with self._condition:
@@ -136,6 +164,87 @@ class _Watchdog:
                     waiting.append(entry.deadline)
                 self._wake_at = min(waiting, default=math.inf)
                 self._condition.wait(self._wake_at - now if waiting else None)
+
+
+# --- fair shares: more programs at once than SLOTS, the least served go first ----------
+#
+# Python runs one thread at a time: with sixty runaway calls in flight a cheap call had
+# a sixty-first of the interpreter, and waited a switch interval for it back after every
+# read of a file. So while more programs run than SLOTS, a program that has had QUANTUM
+# seconds of CPU more than SLOTS others pauses until they have caught up or are done:
+# a new call is served at once, long ones take turns, and a runaway still ends at its
+# deadline (it pauses no later than that). The evaluator takes its turn once every
+# CHECK_EVERY calls of a function value (`take_turn`, only while CROWDED[0]); a program
+# inside a region no stop may cut (`shielded`: it may hold a lock another call waits
+# for) never pauses. A pause ends when another program pauses or ends (they may have
+# caught up), or after PAUSE seconds, when it looks again.
+
+SLOTS = 1
+QUANTUM = 0.02
+PAUSE = 1.0
+CHECK_EVERY = 64
+CROWDED = [False]  # more programs running than SLOTS: read on every call of a function value
+
+
+def take_turn() -> None:
+    """Pause this thread's program while SLOTS others have had less of the CPU."""
+    entry = _WATCHDOG.running.get(threading.get_ident())
+    if entry is None:
+        return
+    entry.calls += 1
+    if entry.calls % CHECK_EVERY:
+        return
+    woken = False
+    while True:
+        entry.attained = time.thread_time() - entry.base
+        left = entry.ends - time.monotonic()
+        if left <= 0 or not CROWDED[0] or _shielded(entry.ident) or not served_ahead(entry):
+            entry.paused = False
+            return
+        entry.paused = True
+        if not woken:  # this program has just stopped using the CPU: the next may start
+            woken = True
+            _wake_next(entry)
+        with shielded():  # a stop waits until the pause is over (at the deadline, at most)
+            entry.wake.wait(min(PAUSE, left))
+            entry.wake.clear()
+
+
+def _wake_next(leaving: _Watch | None = None) -> None:
+    """Wake the paused program that has had the least CPU (it looks whether it may go)."""
+    waiting = [
+        other
+        for other in tuple(_WATCHDOG.running.values())
+        if other is not leaving and other.paused
+    ]
+    if waiting:
+        min(waiting, key=lambda other: other.attained).wake.set()
+
+
+def served_ahead(entry: _Watch) -> bool:
+    """Whether SLOTS other programs have had QUANTUM seconds less CPU than `entry`."""
+    floor = entry.attained - QUANTUM
+    behind = 0
+    for other in tuple(_WATCHDOG.running.values()):
+        if other is not entry and other.attained < floor:
+            behind += 1
+            if behind >= SLOTS:
+                return True
+    return False
+
+
+def paused() -> int:
+    """How many programs are waiting for their turn now."""
+    return sum(1 for entry in tuple(_WATCHDOG.running.values()) if entry.paused)
+
+
+def turns() -> dict[int, tuple[float, int, bool]]:
+    """Per thread running a program: its CPU seconds as of its last turn, how many calls
+    of function values it made, and whether it is paused."""
+    return {
+        ident: (entry.attained, entry.calls, entry.paused)
+        for ident, entry in tuple(_WATCHDOG.running.items())
+    }
 
 
 _WATCHDOG = _Watchdog()
