@@ -70,6 +70,7 @@ class _Watch:
         "base",
         "attained",
         "calls",
+        "seen",
         "paused",
         "wake",
     )
@@ -83,6 +84,7 @@ class _Watch:
         self.base = time.thread_time()  # `watch` runs on the program's own thread
         self.attained = 0.0  # its thread's CPU seconds since it began, as of its last turn
         self.calls = 0
+        self.seen = time.monotonic()  # when it began or last took its turn
         self.paused = False
         self.wake = threading.Event()
 
@@ -176,12 +178,15 @@ class _Watchdog:
 # deadline (it pauses no later than that). The evaluator takes its turn once every
 # CHECK_EVERY calls of a function value (`take_turn`, only while CROWDED[0]); a program
 # inside a region no stop may cut (`shielded`: it may hold a lock another call waits
-# for) never pauses. A pause ends when another program pauses or ends (they may have
-# caught up), or after PAUSE seconds, when it looks again.
+# for) never pauses, and a program that has not taken a turn for WANTS seconds (it waits
+# for a file, a lock or a server, or runs a long step of its own) is not waited for. A
+# pause ends when another program pauses or ends (they may have caught up), or after
+# PAUSE seconds, when it looks again.
 
 SLOTS = 1
 QUANTUM = 0.02
 PAUSE = 1.0
+WANTS = 1.0
 CHECK_EVERY = 64
 CROWDED = [False]  # more programs running than SLOTS: read on every call of a function value
 
@@ -197,7 +202,8 @@ def take_turn() -> None:
     woken = False
     while True:
         entry.attained = time.thread_time() - entry.base
-        left = entry.ends - time.monotonic()
+        entry.seen = now = time.monotonic()
+        left = entry.ends - now
         if left <= 0 or not CROWDED[0] or _shielded(entry.ident) or not served_ahead(entry):
             entry.paused = False
             return
@@ -222,11 +228,15 @@ def _wake_next(leaving: _Watch | None = None) -> None:
 
 
 def served_ahead(entry: _Watch) -> bool:
-    """Whether SLOTS other programs have had QUANTUM seconds less CPU than `entry`."""
+    """Whether SLOTS other programs that want the CPU have had QUANTUM seconds less of it
+    than `entry`. A program wants it while it waits for its turn, and for WANTS seconds
+    after it began or last took a turn: one waiting for a file, a lock or a server that
+    long is not waited for (a call blocked for a minute must not hold every other up)."""
     floor = entry.attained - QUANTUM
+    lately = time.monotonic() - WANTS
     behind = 0
     for other in tuple(_WATCHDOG.running.values()):
-        if other is not entry and other.attained < floor:
+        if other is not entry and other.attained < floor and (other.paused or other.seen > lately):
             behind += 1
             if behind >= SLOTS:
                 return True

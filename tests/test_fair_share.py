@@ -36,13 +36,19 @@ def _until(condition: Any, what: str) -> None:
         time.sleep(0.01)
 
 
-def _others() -> dict[int, tuple[float, int, bool]]:
+def _others(before: dict[int, Any]) -> dict[int, tuple[float, int, bool]]:
+    """The programs this test started (not this thread's, nor any begun before the test)."""
     mine = threading.get_ident()
-    return {ident: turn for ident, turn in deadline.turns().items() if ident != mine}
+    return {
+        ident: turn
+        for ident, turn in deadline.turns().items()
+        if ident != mine and ident not in before
+    }
 
 
 def test_a_call_arriving_among_runaways_is_served_while_they_wait(vault: Any) -> None:
     answers: list[Any] = []
+    before = deadline.turns()
 
     def runaway() -> None:
         answers.append(deadline.within(120, lambda: hql.run(RUNAWAY, vault)).value)
@@ -53,19 +59,19 @@ def test_a_call_arriving_among_runaways_is_served_while_they_wait(vault: Any) ->
     # every runaway has had some CPU, and all but one are waiting for their turn
     _until(
         lambda: (
-            len(_others()) == 3
-            and all(attained >= 0.05 for attained, _, _ in _others().values())
-            and deadline.paused() >= 2
+            len(_others(before)) == 3
+            and all(attained >= 0.05 for attained, _, _ in _others(before).values())
+            and sum(paused for _, _, paused in _others(before).values()) >= 2
         ),
         "three runaways taking turns",
     )
     seen: dict[str, Any] = {}
 
     def cheap() -> None:
-        before = sum(calls for _, calls, _ in _others().values())
+        calls = sum(calls for _, calls, _ in _others(before).values())
         seen["value"] = hql.run(CHEAP, vault).value
-        seen["progress"] = sum(calls for _, calls, _ in _others().values()) - before
-        seen["paused"] = deadline.paused()
+        seen["progress"] = sum(calls for _, calls, _ in _others(before).values()) - calls
+        seen["paused"] = sum(paused for _, _, paused in _others(before).values())
 
     deadline.within(120, cheap)
     assert seen["value"] == 18**3
@@ -87,12 +93,40 @@ def test_a_paused_program_still_ends_at_its_deadline(vault: Any) -> None:
             ended["overrun"] = True
 
     def holder() -> None:  # a program that has had no CPU yet: the runaway waits for it
+        before = deadline.turns()
         thread = threading.Thread(target=runaway, daemon=True)
         thread.start()
-        _until(lambda: deadline.paused() == 1, "the runaway paused")
+        _until(
+            lambda: any(paused for _, _, paused in _others(before).values()),
+            "the runaway paused",
+        )
         thread.join(120)
         ended["joined"] = not thread.is_alive()
 
     deadline.within(120, holder)
     assert ended == {"overrun": True, "joined": True}
-    assert deadline.turns() == {}
+
+
+def test_a_program_waiting_on_something_else_does_not_hold_the_others_up(vault: Any) -> None:
+    """A call blocked (on a server, a lock, a file) takes no turns: the others wait for it
+    at most WANTS seconds, then run on while it is still blocked."""
+    release = threading.Event()
+    answers: list[Any] = []
+
+    def blocked() -> None:
+        deadline.within(120, lambda: release.wait(120))
+
+    def runaway() -> None:
+        answers.append(deadline.within(120, lambda: hql.run(RUNAWAY, vault)).value)
+
+    waiting = threading.Thread(target=blocked, daemon=True)
+    waiting.start()
+    before = deadline.turns()
+    worker = threading.Thread(target=runaway, daemon=True)
+    worker.start()
+    worker.join(120)
+    still_blocked = waiting.is_alive()
+    release.set()
+    waiting.join(120)
+    assert answers == [18**4] and still_blocked
+    assert not _others(before)
