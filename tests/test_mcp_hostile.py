@@ -166,3 +166,12 @@ def test_the_stdio_server_logs_one_line_per_refused_or_malformed_request(vault: 
     assert all(line.startswith("hql mcp: ") for line in lines)
     assert sum("dropped a line" in line for line in lines) == len(malformed)
     assert any("refused resources/read hql://card/nosuch" in line for line in lines)
+
+
+def test_a_parameter_hql_cannot_bind_is_refused_with_its_reason(vault: Path) -> None:
+    """JSON's null is a value an MCP client may send; HQL binds no such value, and says so."""
+    service = VaultService(vault)
+    with pytest.raises(ToolFailure, match="parameter `p`"):
+        service.query("cards | filter(c => c.name == $p) | count", {"p": None})
+    answer = service.query("cards | filter(c => c.name == $p) | count", {"p": "oauth"})
+    assert answer["value"] == 1

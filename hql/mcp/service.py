@@ -434,8 +434,13 @@ class VaultService:
     def query(self, program: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         if params and not self.params_supported:
             raise ToolFailure(messages.mcp_params_unsupported())
+        from hql.api import HostError
+
         # projected inside the budget: a program whose value is huge is stopped, not its answer
-        answer = self._run(program, "<query>", params=params, then=self._answer)
+        try:
+            answer = self._run(program, "<query>", params=params, then=self._answer)
+        except HostError as error:  # a parameter HQL cannot bind (a JSON null): the reason
+            raise ToolFailure(str(error)) from None
         return self._answer(answer) if isinstance(answer, Outcome) else answer
 
     def check(self, program: str) -> dict[str, Any]:
