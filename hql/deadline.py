@@ -146,8 +146,9 @@ class _Watchdog:
                 entry.closing = True
             self._wake_at = 0.0
             self._condition.notify()
-        for entry in tuple(self.running.values()):
-            entry.wake.set()  # a paused program stops now, not when its pause ends
+        with shielded():
+            for entry in tuple(self.running.values()):
+                entry.wake.set()  # a paused program stops now, not when its pause ends
 
     def _loop(self) -> None:
         with self._condition:
@@ -211,7 +212,9 @@ def take_turn() -> None:
         if not woken:  # this program has just stopped using the CPU: the next may start
             woken = True
             _wake_next(entry)
-        with shielded():  # a stop waits until the pause is over (at the deadline, at most)
+        # A stop waits until the pause is over (at the deadline, at most): one landing
+        # inside the event's own lock would leave it held, and the program never woken.
+        with shielded():
             entry.wake.wait(min(PAUSE, left))
             entry.wake.clear()
 
@@ -224,7 +227,9 @@ def _wake_next(leaving: _Watch | None = None) -> None:
         if other is not leaving and other.paused
     ]
     if waiting:
-        min(waiting, key=lambda other: other.attained).wake.set()
+        chosen = min(waiting, key=lambda other: other.attained)
+        with shielded():  # a stop landing inside `set` would leave the event's lock held
+            chosen.wake.set()
 
 
 def served_ahead(entry: _Watch) -> bool:
