@@ -71,6 +71,7 @@ class _Watch:
         "attained",
         "calls",
         "seen",
+        "granted",
         "paused",
         "wake",
     )
@@ -85,6 +86,7 @@ class _Watch:
         self.attained = 0.0  # its thread's CPU seconds since it began, as of its last turn
         self.calls = 0
         self.seen = time.monotonic()  # when it began or last took its turn
+        self.granted = 0.0  # its CPU seconds when it was last given the baton
         self.paused = False
         self.wake = threading.Event()
 
@@ -116,7 +118,7 @@ class _Watchdog:
         with self._condition:
             self._watches.add(entry)
             self.running.setdefault(entry.ident, entry)
-            CROWDED[0] = len(self.running) > SLOTS
+            CROWDED[0] = len(self.running) > 1
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="hql-watchdog", daemon=True)
                 self._thread.start()
@@ -129,13 +131,13 @@ class _Watchdog:
             left = self.running.get(entry.ident) is entry
             if left:
                 del self.running[entry.ident]
-                CROWDED[0] = len(self.running) > SLOTS
+                CROWDED[0] = len(self.running) > 1
             if entry in self._watches:
                 self._watches.discard(entry)
                 if entry.fired:  # fired but not yet raised: take it back
                     _raise_in(entry.ident, None)
         if left:
-            _wake_next(entry)  # a program paused behind this one may go now
+            _left(entry)  # a program paused behind this one may go now
 
     def stop_all(self) -> None:
         """Stop every program now, and every later one before it starts (the server is closing)."""
@@ -169,49 +171,47 @@ class _Watchdog:
                 self._condition.wait(self._wake_at - now if waiting else None)
 
 
-# --- fair shares: more programs at once than SLOTS, the least served go first ----------
+# --- fair shares: one program evaluates at a time, the least served first ------------
 #
 # Python runs one thread at a time: with sixty runaway calls in flight a cheap call had
 # a sixty-first of the interpreter, and waited a switch interval for it back after every
-# read of a file. So while more programs run than SLOTS, a program that has had QUANTUM
-# seconds of CPU more than SLOTS others pauses until they have caught up or are done:
-# a new call is served at once, long ones take turns, and a runaway still ends at its
-# deadline (it pauses no later than that). The evaluator takes its turn once every
-# CHECK_EVERY calls of a function value (`take_turn`, only while CROWDED[0]); a program
-# inside a region no stop may cut (`shielded`: it may hold a lock another call waits
-# for) never pauses, and a program that has not taken a turn for WANTS seconds (it waits
-# for a file, a lock or a server, or runs a long step of its own) is not waited for. A
-# pause ends when another program pauses or ends (they may have caught up), or after
-# PAUSE seconds, when it looks again.
+# read of a file. So while more than one program runs, they pass a baton: only its
+# holder evaluates, the others pause. The holder keeps it for QUANTUM seconds of its
+# CPU, then hands it to the waiting program that has had the least CPU, if that one has
+# had less than the holder: a new call is served at once, long ones take turns, and a
+# runaway still ends at its deadline (it pauses no later than that). A program takes
+# its turn once every CHECK_EVERY calls of a function value (`take_turn`, only while
+# CROWDED[0]); one inside a region no stop may cut (`shielded`: it may hold a lock
+# another call waits for) never pauses. A holder that has not taken a turn for WANTS
+# seconds (it waits for a file, a lock or a server, or runs a long step of its own) is
+# not waited for: the next program takes the baton. Programs that call no function
+# value (a search, a count) never hold it and never pause; they share the processor
+# with the one holder only.
 
-SLOTS = 1
 QUANTUM = 0.02
 PAUSE = 1.0
 WANTS = 1.0
 CHECK_EVERY = 64
-CROWDED = [False]  # more programs running than SLOTS: read on every call of a function value
+CROWDED = [False]  # more than one program running: read on every call of a function value
+_BATON: list[_Watch | None] = [None]
 
 
 def take_turn() -> None:
-    """Pause this thread's program while SLOTS others have had less of the CPU."""
+    """Evaluate on while this program holds the baton (or may take it); else pause."""
     entry = _WATCHDOG.running.get(threading.get_ident())
     if entry is None:
         return
     entry.calls += 1
     if entry.calls % CHECK_EVERY:
         return
-    woken = False
     while True:
         entry.attained = time.thread_time() - entry.base
         entry.seen = now = time.monotonic()
         left = entry.ends - now
-        if left <= 0 or not CROWDED[0] or _shielded(entry.ident) or not served_ahead(entry):
+        if left <= 0 or not CROWDED[0] or _shielded(entry.ident) or _may_go(entry, now):
             entry.paused = False
             return
         entry.paused = True
-        if not woken:  # this program has just stopped using the CPU: the next may start
-            woken = True
-            _wake_next(entry)
         # A stop waits until the pause is over (at the deadline, at most): one landing
         # inside the event's own lock would leave it held, and the program never woken.
         with shielded():
@@ -219,33 +219,51 @@ def take_turn() -> None:
             entry.wake.clear()
 
 
-def _wake_next(leaving: _Watch | None = None) -> None:
-    """Wake the paused program that has had the least CPU (it looks whether it may go)."""
+def _may_go(entry: _Watch, now: float) -> bool:
+    """Whether `entry` holds the baton after this turn (taking or keeping it), else False
+    (it was handed on, or another holds it)."""
+    holder = _BATON[0]
+    running = _WATCHDOG.running
+    if holder is not entry:
+        gone = holder is None or running.get(holder.ident) is not holder
+        if not gone and (holder.paused or now - holder.seen <= WANTS):  # type: ignore[union-attr]
+            return False
+        _BATON[0] = entry  # nobody holds it, or its holder is busy elsewhere
+        entry.granted = entry.attained
+        return True
+    if entry.attained - entry.granted < QUANTUM:
+        return True
+    chosen = _least_served_waiting(entry)
+    if chosen is None or chosen.attained >= entry.attained:
+        entry.granted = entry.attained  # nobody waiting has had less: another quantum
+        return True
+    _hand_to(chosen)
+    return False
+
+
+def _least_served_waiting(leaving: _Watch | None) -> _Watch | None:
     waiting = [
         other
         for other in tuple(_WATCHDOG.running.values())
         if other is not leaving and other.paused
     ]
-    if waiting:
-        chosen = min(waiting, key=lambda other: other.attained)
-        with shielded():  # a stop landing inside `set` would leave the event's lock held
-            chosen.wake.set()
+    return min(waiting, key=lambda other: other.attained) if waiting else None
 
 
-def served_ahead(entry: _Watch) -> bool:
-    """Whether SLOTS other programs that want the CPU have had QUANTUM seconds less of it
-    than `entry`. A program wants it while it waits for its turn, and for WANTS seconds
-    after it began or last took a turn: one waiting for a file, a lock or a server that
-    long is not waited for (a call blocked for a minute must not hold every other up)."""
-    floor = entry.attained - QUANTUM
-    lately = time.monotonic() - WANTS
-    behind = 0
-    for other in tuple(_WATCHDOG.running.values()):
-        if other is not entry and other.attained < floor and (other.paused or other.seen > lately):
-            behind += 1
-            if behind >= SLOTS:
-                return True
-    return False
+def _hand_to(chosen: _Watch) -> None:
+    _BATON[0] = chosen
+    chosen.granted = chosen.attained
+    with shielded():  # a stop landing inside `set` would leave the event's lock held
+        chosen.wake.set()
+
+
+def _left(entry: _Watch) -> None:
+    """`entry`'s program ended: its baton goes to the waiting program served least."""
+    if _BATON[0] is entry:
+        _BATON[0] = None
+        chosen = _least_served_waiting(entry)
+        if chosen is not None:
+            _hand_to(chosen)
 
 
 def paused() -> int:

@@ -20,6 +20,11 @@ RUNAWAY = (
     "cards | flat_map(a => cards | flat_map(b => cards | flat_map(c => cards"
     " | map(e => a.name)))) | count"
 )
+# About 1.9 million: many seconds alone, so only a deadline ends it here.
+LONGER = (
+    "cards | flat_map(a => cards | flat_map(b => cards | flat_map(c => cards"
+    " | flat_map(e => cards | map(f => a.name))))) | count"
+)
 CHEAP = "cards | flat_map(a => cards | flat_map(b => cards | map(c => a.name))) | count"
 
 
@@ -67,63 +72,78 @@ def test_a_call_arriving_among_runaways_is_served_while_they_wait(vault: Any) ->
     )
     seen: dict[str, Any] = {}
 
+    def calls() -> dict[int, int]:
+        return {ident: turn[1] for ident, turn in _others(before).items()}
+
     def cheap() -> None:
-        calls = sum(calls for _, calls, _ in _others(before).values())
+        start = calls()
         seen["value"] = hql.run(CHEAP, vault).value
-        seen["progress"] = sum(calls for _, calls, _ in _others(before).values()) - calls
+        end = calls()
+        seen["progressed"] = sum(end[ident] != count for ident, count in start.items())
         seen["paused"] = sum(paused for _, _, paused in _others(before).values())
 
     deadline.within(120, cheap)
     assert seen["value"] == 18**3
-    # the one runaway running when the call came went on to its next turn at most
-    assert seen["progress"] <= deadline.CHECK_EVERY, seen
+    # the runaway holding the baton when the call came ran on for its quantum at most;
+    # the others did not move, and all three waited while the call finished
+    assert seen["progressed"] <= 1, seen
     assert seen["paused"] == 3, seen
     for thread in threads:
         thread.join(120)
     assert answers == [18**4] * 3  # they all finished their work afterwards
 
 
-def test_a_paused_program_still_ends_at_its_deadline(vault: Any) -> None:
-    ended: dict[str, Any] = {}
+def test_programs_taking_turns_still_end_at_their_deadlines(vault: Any) -> None:
+    """Three runaways, one evaluating at a time: the waiting ones end at their deadline too."""
+    before = deadline.turns()
+    ended: list[str] = []
+    waited: list[bool] = []
 
     def runaway() -> None:
         try:
-            deadline.within(0.5, lambda: hql.run(RUNAWAY, vault))
+            deadline.within(0.5, lambda: hql.run(LONGER, vault))
+            ended.append("finished")
         except deadline.Overrun:
-            ended["overrun"] = True
+            ended.append("overrun")
 
-    def holder() -> None:  # a program that has had no CPU yet: the runaway waits for it
-        before = deadline.turns()
-        thread = threading.Thread(target=runaway, daemon=True)
+    threads = [threading.Thread(target=runaway, daemon=True) for _ in range(3)]
+    for thread in threads:
         thread.start()
-        _until(
-            lambda: any(paused for _, _, paused in _others(before).values()),
-            "the runaway paused",
-        )
+    while any(thread.is_alive() for thread in threads):
+        waited.append(any(paused for _, _, paused in _others(before).values()))
+        time.sleep(0.01)
+    for thread in threads:
         thread.join(120)
-        ended["joined"] = not thread.is_alive()
-
-    deadline.within(120, holder)
-    assert ended == {"overrun": True, "joined": True}
+    assert ended == ["overrun"] * 3 and any(waited)
+    assert not _others(before)
 
 
-def test_a_program_waiting_on_something_else_does_not_hold_the_others_up(vault: Any) -> None:
-    """A call blocked (on a server, a lock, a file) takes no turns: the others wait for it
-    at most WANTS seconds, then run on while it is still blocked."""
+def test_a_holder_waiting_on_something_else_does_not_hold_the_others_up(vault: Any) -> None:
+    """A program that took the baton and then blocks (on a server, a lock, a file) takes no
+    more turns: the others wait for it WANTS seconds at most, then run while it is blocked."""
     release = threading.Event()
+    holding = threading.Event()
     answers: list[Any] = []
 
     def blocked() -> None:
-        deadline.within(120, lambda: release.wait(120))
+        def work() -> None:
+            while deadline._BATON[0] is None or not holding.is_set():
+                for _ in range(deadline.CHECK_EVERY):
+                    deadline.take_turn()
+                holding.set()
+            release.wait(120)
+
+        deadline.within(120, work)
 
     def runaway() -> None:
         answers.append(deadline.within(120, lambda: hql.run(RUNAWAY, vault)).value)
 
-    waiting = threading.Thread(target=blocked, daemon=True)
-    waiting.start()
     before = deadline.turns()
     worker = threading.Thread(target=runaway, daemon=True)
-    worker.start()
+    worker.start()  # two programs: the baton is passed
+    waiting = threading.Thread(target=blocked, daemon=True)
+    waiting.start()
+    assert holding.wait(120)
     worker.join(120)
     still_blocked = waiting.is_alive()
     release.set()
