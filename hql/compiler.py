@@ -19,6 +19,7 @@ from hql import messages
 from hql import operators as ops
 from hql import types as ty
 from hql.budget import OverBudget
+from hql.deadline import CROWDED, take_turn
 from hql.diagnostics import HqlError, evaluation
 from hql.printing import as_data, to_json, values_equal
 from hql.source import Span
@@ -375,6 +376,7 @@ class Compiler:
 
     def _closure_maker(self, function: t.Lambda) -> Compiled:
         interpreter, params = self.interpreter, function.params
+        crowded = CROWDED  # other programs running at once: take turns (hql.deadline)
         outer, self._parameters = self._parameters, params
         try:
             body = self.expression(function.body)
@@ -388,6 +390,8 @@ class Compiler:
                 (param,) = params
 
                 def call_one(value: Any) -> Any:
+                    if crowded[0]:
+                        take_turn()
                     saved = interpreter.locals
                     interpreter.locals = [*captured, {param: value}]
                     try:
@@ -400,6 +404,8 @@ class Compiler:
                 first, second = params
 
                 def call_two(a: Any, b: Any) -> Any:
+                    if crowded[0]:
+                        take_turn()
                     saved = interpreter.locals
                     interpreter.locals = [*captured, {first: a, second: b}]
                     try:
@@ -410,6 +416,8 @@ class Compiler:
                 return call_two
 
             def call(*values: Any) -> Any:
+                if crowded[0]:
+                    take_turn()
                 saved = interpreter.locals
                 interpreter.locals = [*captured, dict(zip(params, values, strict=True))]
                 try:

@@ -61,13 +61,34 @@ def _shielded(ident: int) -> bool:
 
 
 class _Watch:
-    __slots__ = ("deadline", "ident", "fired", "closing")
+    __slots__ = (
+        "deadline",
+        "ident",
+        "fired",
+        "closing",
+        "ends",
+        "base",
+        "attained",
+        "calls",
+        "seen",
+        "granted",
+        "paused",
+        "wake",
+    )
 
     def __init__(self, deadline: float, ident: int) -> None:
         self.deadline = deadline
         self.ident = ident
         self.fired = False
         self.closing = False
+        self.ends = deadline  # `deadline` moves when a stop is raised again; this does not
+        self.base = time.thread_time()  # `watch` runs on the program's own thread
+        self.attained = 0.0  # its thread's CPU seconds since it began, as of its last turn
+        self.calls = 0
+        self.seen = time.monotonic()  # when it began or last took its turn
+        self.granted = 0.0  # its CPU seconds when it was last given the baton
+        self.paused = False
+        self.wake = threading.Event()
 
 
 def _raise_in(ident: int, exception: type[BaseException] | None) -> None:
@@ -90,11 +111,14 @@ class _Watchdog:
         self._thread: threading.Thread | None = None
         self._wake_at = math.inf  # the deadline the watchdog sleeps until
         self.closing = False  # set once by `stop_all`: no program runs after it
+        self.running: dict[int, _Watch] = {}  # per thread, its outermost program (fair shares)
 
     def watch(self, seconds: float) -> _Watch:
         entry = _Watch(time.monotonic() + seconds, threading.get_ident())
         with self._condition:
             self._watches.add(entry)
+            self.running.setdefault(entry.ident, entry)
+            CROWDED[0] = len(self.running) > 1
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="hql-watchdog", daemon=True)
                 self._thread.start()
@@ -104,20 +128,29 @@ class _Watchdog:
 
     def release(self, entry: _Watch) -> None:
         with self._condition:
+            left = self.running.get(entry.ident) is entry
+            if left:
+                del self.running[entry.ident]
+                CROWDED[0] = len(self.running) > 1
             if entry in self._watches:
                 self._watches.discard(entry)
                 if entry.fired:  # fired but not yet raised: take it back
                     _raise_in(entry.ident, None)
+        if left:
+            _left(entry)  # a program paused behind this one may go now
 
     def stop_all(self) -> None:
         """Stop every program now, and every later one before it starts (the server is closing)."""
         with self._condition:
             self.closing = True
             for entry in self._watches:
-                entry.deadline = 0.0
+                entry.deadline = entry.ends = 0.0
                 entry.closing = True
             self._wake_at = 0.0
             self._condition.notify()
+        with shielded():
+            for entry in tuple(self.running.values()):
+                entry.wake.set()  # a paused program stops now, not when its pause ends
 
     def _loop(self) -> None:
         with self._condition:
@@ -136,6 +169,115 @@ class _Watchdog:
                     waiting.append(entry.deadline)
                 self._wake_at = min(waiting, default=math.inf)
                 self._condition.wait(self._wake_at - now if waiting else None)
+
+
+# --- fair shares: one program evaluates at a time, the least served first ------------
+#
+# Python runs one thread at a time: with sixty runaway calls in flight a cheap call had
+# a sixty-first of the interpreter, and waited a switch interval for it back after every
+# read of a file. So while more than one program runs, they pass a baton: only its
+# holder evaluates, the others pause. The holder keeps it for QUANTUM seconds of its
+# CPU, then hands it to the waiting program that has had the least CPU, if that one has
+# had less than the holder: a new call is served at once, long ones take turns, and a
+# runaway still ends at its deadline (it pauses no later than that). A program takes
+# its turn once every CHECK_EVERY calls of a function value (`take_turn`, only while
+# CROWDED[0]); one inside a region no stop may cut (`shielded`: it may hold a lock
+# another call waits for) never pauses. A holder that has not taken a turn for WANTS
+# seconds (it waits for a file, a lock or a server, or runs a long step of its own) is
+# not waited for: the next program takes the baton. Programs that call no function
+# value (a search, a count) never hold it and never pause; they share the processor
+# with the one holder only.
+
+QUANTUM = 0.02
+PAUSE = 1.0
+WANTS = 1.0
+CHECK_EVERY = 64
+CROWDED = [False]  # more than one program running: read on every call of a function value
+_BATON: list[_Watch | None] = [None]
+
+
+def take_turn() -> None:
+    """Evaluate on while this program holds the baton (or may take it); else pause."""
+    entry = _WATCHDOG.running.get(threading.get_ident())
+    if entry is None:
+        return
+    entry.calls += 1
+    if entry.calls % CHECK_EVERY:
+        return
+    while True:
+        entry.attained = time.thread_time() - entry.base
+        entry.seen = now = time.monotonic()
+        left = entry.ends - now
+        if left <= 0 or not CROWDED[0] or _shielded(entry.ident) or _may_go(entry, now):
+            entry.paused = False
+            return
+        entry.paused = True
+        # A stop waits until the pause is over (at the deadline, at most): one landing
+        # inside the event's own lock would leave it held, and the program never woken.
+        with shielded():
+            entry.wake.wait(min(PAUSE, left))
+            entry.wake.clear()
+
+
+def _may_go(entry: _Watch, now: float) -> bool:
+    """Whether `entry` holds the baton after this turn (taking or keeping it), else False
+    (it was handed on, or another holds it)."""
+    holder = _BATON[0]
+    running = _WATCHDOG.running
+    if holder is not entry:
+        gone = holder is None or running.get(holder.ident) is not holder
+        if not gone and (holder.paused or now - holder.seen <= WANTS):  # type: ignore[union-attr]
+            return False
+        _BATON[0] = entry  # nobody holds it, or its holder is busy elsewhere
+        entry.granted = entry.attained
+        return True
+    if entry.attained - entry.granted < QUANTUM:
+        return True
+    chosen = _least_served_waiting(entry)
+    if chosen is None or chosen.attained >= entry.attained:
+        entry.granted = entry.attained  # nobody waiting has had less: another quantum
+        return True
+    _hand_to(chosen)
+    return False
+
+
+def _least_served_waiting(leaving: _Watch | None) -> _Watch | None:
+    waiting = [
+        other
+        for other in tuple(_WATCHDOG.running.values())
+        if other is not leaving and other.paused
+    ]
+    return min(waiting, key=lambda other: other.attained) if waiting else None
+
+
+def _hand_to(chosen: _Watch) -> None:
+    _BATON[0] = chosen
+    chosen.granted = chosen.attained
+    with shielded():  # a stop landing inside `set` would leave the event's lock held
+        chosen.wake.set()
+
+
+def _left(entry: _Watch) -> None:
+    """`entry`'s program ended: its baton goes to the waiting program served least."""
+    if _BATON[0] is entry:
+        _BATON[0] = None
+        chosen = _least_served_waiting(entry)
+        if chosen is not None:
+            _hand_to(chosen)
+
+
+def paused() -> int:
+    """How many programs are waiting for their turn now."""
+    return sum(1 for entry in tuple(_WATCHDOG.running.values()) if entry.paused)
+
+
+def turns() -> dict[int, tuple[float, int, bool]]:
+    """Per thread running a program: its CPU seconds as of its last turn, how many calls
+    of function values it made, and whether it is paused."""
+    return {
+        ident: (entry.attained, entry.calls, entry.paused)
+        for ident, entry in tuple(_WATCHDOG.running.items())
+    }
 
 
 _WATCHDOG = _Watchdog()

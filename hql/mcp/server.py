@@ -11,7 +11,9 @@ only when the server was started with `--allow-write`.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import logging
 import os
 import sys
 import threading
@@ -21,16 +23,21 @@ from urllib.parse import quote, unquote
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
     CallToolResult,
+    JSONRPCError,
+    JSONRPCRequest,
+    JSONRPCResponse,
     ListResourcesResult,
     PaginatedRequestParams,
     Resource,
     TextContent,
     ToolAnnotations,
+    jsonrpc_message_adapter,
 )
 from pydantic import Field
 
@@ -347,7 +354,7 @@ def _add_resources(server: MCPServer[Any], served: Vaults) -> None:
         "hql://card/{name}", description=TOOLS["card_resource"], mime_type="text/markdown"
     )
     def card_resource(name: str) -> str:
-        return served.first.card_text(unquote(name))
+        return _resource(lambda: served.first.card_text(unquote(name)))
 
     @server.resource(
         "hql://vault/{vault}/card/{name}",
@@ -355,7 +362,7 @@ def _add_resources(server: MCPServer[Any], served: Vaults) -> None:
         mime_type="text/markdown",
     )
     def vault_card_resource(vault: str, name: str) -> str:
-        return served.get(unquote(vault)).card_text(unquote(name))
+        return _resource(lambda: served.get(unquote(vault)).card_text(unquote(name)))
 
     @server.resource("hql://cards", description=TOOLS["cards"], mime_type="application/json")
     def cards_resource() -> str:
@@ -377,6 +384,15 @@ def _add_resources(server: MCPServer[Any], served: Vaults) -> None:
     server._lowlevel_server.add_request_handler(  # the SDK's own listing is not paged
         "resources/list", PaginatedRequestParams, list_resources
     )
+
+
+def _resource(read: Callable[[], str]) -> str:
+    """A resource's text; a refusal (an unknown card, a file outside the vault) is the
+    client's error with its reason, not an unexpected exception."""
+    try:
+        return read()
+    except ToolFailure as failure:
+        raise ResourceError(str(failure)) from None
 
 
 def _page_start(cursor: str | None) -> int:
@@ -446,15 +462,150 @@ EXIT_GRACE_SECONDS = 1.0
 
 class _Lines:
     """The client's lines on stdin; when it closes stdin (or dies), every program is
-    stopped so the server exits at once instead of finishing calls nobody will read."""
+    stopped so the server exits at once instead of finishing calls nobody will read.
 
-    def __init__(self, lines: Any) -> None:
+    A line that is not a JSON-RPC message is logged (one line on stderr) and dropped;
+    each request's method (and tool) is kept by its id, for the log of its answer.
+    """
+
+    def __init__(self, lines: Any, log: RefusalLog) -> None:
         self._lines = lines
+        self._log = log
 
     async def __aiter__(self) -> AsyncIterator[str]:
         async for line in self._lines:
-            yield line
+            if self._log.received(line):
+                yield line
         _client_gone()
+
+
+MAX_PENDING_LOGGED = 10_000  # requests awaiting their answer that the refusal log keeps
+
+
+class RefusalLog:
+    """One line on stderr for each message the server could not read and each request it
+    refused (a JSON-RPC error, or a tool call answered with a reason rather than an
+    answer), never a traceback: the client already has the answer; the log says why."""
+
+    def __init__(self, write: Callable[[str], None] | None = None) -> None:
+        self._write = write or _to_stderr
+        self._requests: dict[Any, str] = {}
+
+    def received(self, line: str) -> bool:
+        """Whether `line` is a JSON-RPC message to pass on (else it is logged).
+
+        The log never stands in a message's way: should reading it for the log fail in
+        any other way, the line goes on to the SDK as it would without the log.
+        """
+        if not line.strip():
+            return False
+        try:
+            message = jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except ValueError as error:
+            errors = error.errors() if hasattr(error, "errors") else []
+            not_json = bool(errors) and errors[0].get("type") == "json_invalid"
+            with contextlib.suppress(Exception):
+                self._write(messages.mcp_log_malformed(_first_line(line, 80), not_json))
+            return False
+        except Exception:  # noqa: BLE001 - the SDK reads the line and answers for it
+            return True
+        with contextlib.suppress(Exception):
+            self._remember(message)
+        return True
+
+    def _remember(self, message: Any) -> None:
+        """Keep a request's method (and tool or resource) by its id, for its answer's log
+        line; a client that never waits for its answers cannot make the table grow."""
+        if isinstance(message, JSONRPCRequest):
+            while len(self._requests) >= MAX_PENDING_LOGGED:
+                self._requests.pop(next(iter(self._requests)))
+            params = message.params if isinstance(message.params, dict) else {}
+            tool = params.get("name") if message.method == "tools/call" else None
+            uri = params.get("uri") if message.method == "resources/read" else None
+            detail = tool or uri
+            self._requests[message.id] = (
+                f"{message.method} {detail}" if isinstance(detail, str) else message.method
+            )
+
+    def sent(self, message: Any) -> None:
+        """Log the answer `message` if it refuses its request."""
+        request = self._requests.pop(getattr(message, "id", None), None)
+        if request is None:
+            return
+        if isinstance(message, JSONRPCError):
+            self._write(messages.mcp_log_refused(request, _first_line(message.error.message)))
+        elif isinstance(message, JSONRPCResponse) and _refused_call(message.result):
+            text = message.result["content"][0].get("text", "")
+            self._write(messages.mcp_log_refused(request, _first_line(str(text))))
+
+
+def _refused_call(result: Any) -> bool:
+    """A tool's answer that is a reason alone (its error results with a program's
+    reports carry structured content and are answers, not refusals)."""
+    return (
+        isinstance(result, dict)
+        and result.get("isError") is True
+        and "structuredContent" not in result
+        and bool(result.get("content"))
+        and isinstance(result["content"][0], dict)
+    )
+
+
+def _first_line(text: str, limit: int = 300) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class _LoggedAnswers:
+    """The server's outgoing stream, telling the refusal log about each answer."""
+
+    def __init__(self, stream: Any, log: RefusalLog) -> None:
+        self._stream = stream
+        self._log = log
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    async def send(self, item: Any) -> None:
+        with contextlib.suppress(Exception):  # the log never stands in an answer's way
+            self._log.sent(item.message)
+        await self._stream.send(item)
+
+    async def __aenter__(self) -> _LoggedAnswers:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._stream.__aexit__(*exc)
+
+
+class _OneLine(logging.Formatter):
+    """The SDK's own log records on one line each: an exception by its type and message
+    (the traceback only with HQL_DEBUG=1)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            if os.environ.get("HQL_DEBUG"):
+                return f"hql mcp: {text}\n{self.formatException(record.exc_info)}"
+            error = record.exc_info[1]
+            cause = error.__cause__ or error
+            text = f"{text}: {type(cause).__name__}: {_first_line(str(cause))}"
+        return f"hql mcp: {_first_line(text, 1000)}"
+
+
+def _log_one_line_each() -> None:
+    """Send the SDK's warnings (and worse) to stderr one line each, before it sets up its own."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine())
+    sdk = logging.getLogger("mcp")
+    sdk.addHandler(handler)
+    sdk.setLevel(logging.WARNING)
+    sdk.propagate = False
 
 
 def _client_gone() -> None:
@@ -467,12 +618,15 @@ def _client_gone() -> None:
 async def _serve_stdio(server: MCPServer[Any]) -> None:
     lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async, with our stdin
     stdin = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
-    async with stdio_server(stdin=_Lines(stdin)) as (read_stream, write_stream):  # type: ignore[arg-type]
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+    log = RefusalLog()
+    async with stdio_server(stdin=_Lines(stdin, log)) as (read_stream, write_stream):  # type: ignore[arg-type]
+        answers = _LoggedAnswers(write_stream, log)
+        await lowlevel.run(read_stream, answers, lowlevel.create_initialization_options())
 
 
 def serve(served: Vaults) -> None:
     """Answer MCP requests on stdin and stdout until the client hangs up."""
+    _log_one_line_each()
     anyio.run(_serve_stdio, build_server(served))
 
 

@@ -54,6 +54,9 @@ class ToolFailure(Exception):
 
 
 WALK_SHARE = 10  # wait ten times as long as a stat walk took before walking again
+# ... but never longer than this: a change on disk is seen by every call that starts this
+# long (and one walk) after it, however large the vault (docs/agents.md, "Freshness").
+MAX_WALK_WAIT = 2.0
 WARM_PROGRAM = 'import bm25\ncards | bm25("index") | take(1)'
 
 
@@ -70,8 +73,11 @@ class LiveVault:
     size, modification time and inode, and those of `hql.toml`: an agent that
     edits a card sees its edit on the next call. On a large vault the walk itself
     takes time, so after a walk that took t seconds the next one waits until 10 t
-    have passed (on the sample vault t is a fraction of a millisecond): walking
-    never costs more than a tenth of the server's time.
+    have passed (on the sample vault t is a fraction of a millisecond), and never
+    more than `MAX_WALK_WAIT`: walking costs at most a tenth of the server's time
+    until a walk takes a fifth of a second, and a change on disk is seen by every
+    call that starts `MAX_WALK_WAIT` plus one walk after it. A write through this
+    server (`expire`) is seen by the very next call.
 
     With `warm`, each load is followed by building the bm25 index on a thread of
     its own, outside any call's time budget: on a large vault the first build can
@@ -86,16 +92,19 @@ class LiveVault:
         self._signature: tuple[Any, ...] | None = None
         self._next_walk = 0.0
         self.walk_share = WALK_SHARE
+        self.max_walk_wait = MAX_WALK_WAIT
+        self.clock: Callable[[], float] = time.monotonic
         self.loads = 0
 
     def get(self) -> Vault:
         with self._lock:
-            started = time.monotonic()
+            started = self.clock()
             if self._vault is not None and started < self._next_walk:
                 return self._vault
             signature = self._stat_walk()
-            finished = time.monotonic()
-            self._next_walk = finished + self.walk_share * (finished - started)
+            finished = self.clock()
+            wait = min(self.walk_share * (finished - started), self.max_walk_wait)
+            self._next_walk = finished + wait
             if self._vault is None or signature != self._signature:
                 self._vault = open_vault(self.root)
                 self._signature = signature
@@ -425,8 +434,13 @@ class VaultService:
     def query(self, program: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         if params and not self.params_supported:
             raise ToolFailure(messages.mcp_params_unsupported())
+        from hql.api import HostError
+
         # projected inside the budget: a program whose value is huge is stopped, not its answer
-        answer = self._run(program, "<query>", params=params, then=self._answer)
+        try:
+            answer = self._run(program, "<query>", params=params, then=self._answer)
+        except HostError as error:  # a parameter HQL cannot bind (a JSON null): the reason
+            raise ToolFailure(str(error)) from None
         return self._answer(answer) if isinstance(answer, Outcome) else answer
 
     def check(self, program: str) -> dict[str, Any]:
@@ -643,13 +657,21 @@ class VaultService:
         }
 
     def card_text(self, name: str) -> str:
-        """A card's document as written (what the `hql://card/{name}` resource reads)."""
+        """A card's document as written, byte for byte (what the `hql://card/{name}` resource
+        reads): line endings and a byte-order mark kept, read only from a regular file whose
+        real path is inside the vault (or a root its `allow_outside` names), never blocking."""
+        from hql import files
+
         vault = self.live.get()
         card = vault.card(name)
         if card is None:
             raise ToolFailure(messages.mcp_unknown_card(name, None))
+        containment = files.Containment(vault.root, vault.config.allow_outside)
         try:
-            return Path(card.path).read_text(encoding="utf-8")
+            data = files.read_contained(card.path, containment, files.MAX_DOCUMENT_BYTES)
+            return data.decode("utf-8")
+        except files.Outside:
+            raise ToolFailure(messages.mcp_card_outside(name)) from None
         except (OSError, UnicodeDecodeError) as error:
             raise ToolFailure(messages.cannot_read(card.relpath, error)) from None
 

@@ -823,7 +823,7 @@ class QdrantStore:
                 ).points
             if not points:
                 return []
-            block = np.asarray([point.vector for point in points], dtype=np.float32)
+            block = self._checked_vectors(points, len(query))
             scores = exact_scores(block, query).tolist()
             best: dict[str, tuple[float, SectionHit | None]] = {}
             for point, score in zip(points, scores, strict=True):
@@ -839,6 +839,33 @@ class QdrantStore:
             if exhausted or (len(hits) >= wanted and hits[wanted - 1][1] > floor):
                 return hits[:wanted]
             limit = min(total, limit * 2)
+
+    @staticmethod
+    def _checked_vectors(points: Sequence[Any], dimensions: int) -> np.ndarray:
+        """The points' vectors as rows, each checked as the SQLite store checks its own: of
+        the declared width and a unit vector (a vector scaled up would outrank every card,
+        a zero one would never rank), else one report naming its card and the rebuild."""
+        import numpy as np
+
+        for point in points:
+            vector = point.vector
+            if not isinstance(vector, Sequence) or len(vector) != dimensions:
+                size = len(vector) * 4 if isinstance(vector, Sequence) else 0
+                name = _hit(point)[0]
+                raise SemanticIndexError(
+                    messages.index_wrong_vector_length(name, size, dimensions * 4)
+                )
+        block = np.asarray([point.vector for point in points], dtype=np.float32)
+        bad = schema.unusable_rows(block)
+        if len(bad):
+            name = _hit(points[int(bad[0])])[0]
+            norm = schema.vector_norm(block[bad[0]])
+            raise SemanticIndexError(
+                messages.index_vector_not_finite(name)
+                if not np.isfinite(norm)
+                else messages.index_vector_not_unit(name, norm)
+            )
+        return block
 
     def _scroll(self, fields: list[str], collection: str | None = None) -> Iterator[dict[str, Any]]:
         name = collection or self.collection
