@@ -4,8 +4,9 @@ every outcome as a JSON line.
 
     python tests/notes_worker.py ROOT WORKER CHANGES SEED OUT [START]
 
-With START, a worker that has opened the vault says so in START.WORKER and waits for the
-file START itself, so that every writer's changes fall in the same span of time.
+With START, a worker that has opened the vault (and read the first note) says so in
+START.WORKER and waits for the file START itself, so that every writer's changes fall in the
+same span of time and the first changes of all meet on one note.
 """
 
 from __future__ import annotations
@@ -23,16 +24,22 @@ from hql.notes.writer import NoteRefused
 def main() -> None:
     root, worker, changes, seed, out = sys.argv[1:6]
     notes = hql.notes.open(root)
+    names = [f"shared {number:02d}" for number in range(20)]
+    # Every writer reads the first note before any writes: of their first changes, one is
+    # accepted and the others are stale, however the machine's load spaces the rest out.
+    first = notes.read(names[0])
     if len(sys.argv) > 6:
         _wait_for_the_others(Path(sys.argv[6]), worker)
     pick = random.Random(int(seed))
-    names = [f"shared {number:02d}" for number in range(20)]
     with open(out, "w", encoding="utf-8") as log:
         for number in range(int(changes)):
             name = pick.choice(names)
             token = f"w{worker}n{number}"
             kind = pick.choice(("append", "set", "edit"))
-            state = notes.read(name)
+            if number == 0:
+                name, kind, state = names[0], "append", first
+            else:
+                state = notes.read(name)
             time.sleep(pick.random() * 0.03)  # let the others in between read and write
             try:
                 if kind == "append":

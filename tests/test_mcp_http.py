@@ -66,8 +66,8 @@ def start(args: list[str], env: dict[str, str] | None = None, cwd: Path | None =
             url = line.rsplit(" ", 1)[-1].strip()
             break
     else:
-        process.wait()
-        raise AssertionError("the server did not start:\n" + "".join(errors))
+        code = process.wait()
+        raise AssertionError(f"the server did not start (exit {code}):\n" + "".join(errors))
     server = Server(process, url, errors)
     drain = threading.Thread(target=lambda: errors.extend(process.stderr or ()), daemon=True)
     drain.start()

@@ -85,7 +85,8 @@ def test_four_processes_lose_no_accepted_write_and_tear_no_file(tmp_path: Path) 
         assert len(outcomes) == CHANGES
         counted = Counter(item["outcome"] for item in outcomes)
         assert set(counted) <= {"accepted", "stale"}, counted
-        assert counted["stale"] > 0, "the writers never met: the test proves nothing"
+        # The first changes all meet on one note (tests/notes_worker.py); the rest meet by chance.
+        assert counted["stale"] >= PROCESSES - 1, "the writers never met: the test proves nothing"
 
         texts = {}
         for path in root.rglob("shared *.md"):
