@@ -2869,6 +2869,53 @@ def as_of_bad_date(given: str) -> str:
     return f"`as_of` needs a day written YYYY-MM-DD, not {given!r}"
 
 
+# --- recall over concepts (docs/memory.md) -------------------------------------------
+
+CONCEPT_NEEDS_NAME = 'each line needs a "name" that is text'
+CONCEPT_LISTS_OF_TEXT = '"labels" and "links" are lists of text'
+
+
+def concepts_outside(name: str) -> str:
+    return f"hql.toml: `[memory] concepts` names {name!r}, which is not inside the vault; it is not read"
+
+
+def concepts_missing(name: str) -> str:
+    return f"the concepts file {name} (`[memory] concepts` in hql.toml) does not exist; recall ranks the vault's own concepts"
+
+
+def concepts_unreadable(name: str, reason: str) -> str:
+    return f"the concepts file {name} could not be read: {reason}; recall ranks the vault's own concepts"
+
+
+def concepts_bad_line(name: str, line: int, reason: str) -> str:
+    return f"{name}:{line}: {reason}; that line is left out"
+
+
+def recall_reach(concepts: dict[str, Any]) -> list[str]:
+    """What explain says of the concepts a recall ranked, and of those it cannot reach."""
+    total = concepts.get("total", 0)
+    parts = [
+        plural(concepts.get("from_card", 0), "concept card"),
+        plural(concepts.get("from_relation", 0), "relation endpoint") + " without a card",
+        f"{concepts.get('from_imported', 0)} imported"
+        + (f" from {concepts['file']}" if concepts.get("file") else ""),
+    ]
+    lines = [f"  concepts {total}: {', '.join(parts)}"]
+    lines.append(f"  matched by name and labels only (no card): {concepts.get('name_only', 0)}")
+    unreachable = concepts.get("unreachable", 0)
+    if unreachable:
+        names = ", ".join(concepts.get("unreachable_names", []))
+        more = unreachable - len(concepts.get("unreachable_names", []))
+        shown = names + (f" and {more} more" if more > 0 else "")
+        lines.append(
+            f"  could not be reached (no text: no word of their name or labels survives "
+            f"analysis): {unreachable}: {shown}"
+        )
+    else:
+        lines.append("  could not be reached (no text): 0")
+    return lines
+
+
 MCP_TOOLS.update(
     {
         "note.name": "The note: its card name (as `search` gives it), `[[link]]` text or its path.",
