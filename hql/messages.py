@@ -2916,6 +2916,84 @@ def recall_reach(concepts: dict[str, Any]) -> list[str]:
     return lines
 
 
+# --- hql memory suggest (docs/memory.md) ----------------------------------------------
+
+
+def suggest_card_title(source: str, target: str) -> str:
+    return f"{source} and {target}"
+
+
+def suggest_card_text(source: str, target: str, together: int, blocks: tuple[int, int]) -> str:
+    return (
+        f"[[{source}]] and [[{target}]] were retrieved together in "
+        f"{plural(together, 'context block')} (the retrieval log: [[{source}]] in {blocks[0]}, "
+        f"[[{target}]] in {blocks[1]}). Say here how they are related."
+    )
+
+
+def suggest_header(blocks: int, proposals: int, minimum: int) -> str:
+    return (
+        f"{plural(proposals, 'pair')} of cards retrieved together in at least {minimum} of "
+        f"{plural(blocks, 'context block')}, proposed as relation cards:"
+    )
+
+
+def suggest_line(proposal: Any) -> str:
+    return (
+        f"  {proposal.source} + {proposal.target}: together {proposal.together} "
+        f"(each in {proposal.blocks[0]} and {proposal.blocks[1]}; share {proposal.share:.2f})"
+        f"{'; one links to the other' if proposal.linked else ''} -> {proposal.title}.md"
+    )
+
+
+def suggest_none(blocks: int, minimum: int, left_out: int = 0) -> str:
+    if left_out:
+        return (
+            f"nothing to propose: every pair of cards retrieved together in at least {minimum} "
+            f"of {plural(blocks, 'context block')} is left out"
+        )
+    return (
+        f"no pair of cards was retrieved together in at least {minimum} of "
+        f"{plural(blocks, 'context block')}; nothing to propose (--min sets how often)"
+    )
+
+
+def suggest_left_out(related: int, elsewhere: int, edges: int) -> str:
+    parts = []
+    if edges:
+        parts.append(f"{plural(edges, 'pair')} holding a relation card (an edge already)")
+    if related:
+        parts.append(f"{plural(related, 'pair')} already joined by a relation card")
+    if elsewhere:
+        parts.append(f"{plural(elsewhere, 'pair')} naming a card no longer in this vault")
+    return "left out: " + "; ".join(parts)
+
+
+def suggest_how_to_write() -> str:
+    return (
+        "nothing written; `hql memory suggest --write` writes them (it asks first; --yes answers)"
+    )
+
+
+def suggest_confirm(count: int) -> str:
+    return f"write {plural(count, 'relation card')}? [y/N] "
+
+
+def suggest_needs_yes() -> str:
+    return (
+        "nothing written: --write asks before writing, and there is no terminal to ask on; "
+        "add --yes to write them"
+    )
+
+
+def suggest_declined() -> str:
+    return "nothing written"
+
+
+def suggest_refused(title: str, why: str) -> str:
+    return f"  not written: {title}: {why}"
+
+
 MCP_TOOLS.update(
     {
         "note.name": "The note: its card name (as `search` gives it), `[[link]]` text or its path.",
