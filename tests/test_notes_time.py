@@ -102,3 +102,18 @@ def test_supersede_writes_the_link_and_the_old_note_reads_as_replaced(tmp_path: 
     assert again.written and "[[old checklist]]" in text and "[[freeze]]" in text
     vault = hql.Vault.open(root)
     assert sorted(vault.card("freeze").superseded_by) == ["glossary"]
+
+
+def test_the_context_block_does_not_let_a_superseded_note_back_in_by_its_words(
+    tmp_path: Path,
+) -> None:
+    from hql.context.read_path import assemble
+
+    vault = _vault(tmp_path / "v")
+    block = assemble(vault, "when do access tokens expire? deploy tokens by hand")
+    chosen = [item.name for item in block.items]
+    assert "lifetime 2024" in chosen
+    assert "lifetime 2023" not in chosen and "old checklist" not in chosen
+    reasons = {item["card"]: item["reason"] for item in block.diagnostics["rejected"]}
+    assert reasons["lifetime 2023"] == "status: superseded"
+    assert reasons["old checklist"] == "status: archived"
