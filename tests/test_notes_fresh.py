@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from standin_embedder import BASE_CARDS, http_toml, standin_server, write_vault
 
 import hql
@@ -39,7 +40,9 @@ def test_a_write_embeds_the_note_only_when_asked(tmp_path: Path) -> None:
             written = hql.notes.open(root).append("heron", "Herons stalk frogs in reed marshes.")
             assert written.freshness is not None
             status = _status(root)
-            asked = hql.run(QUESTION, vault=hql.Vault.open(root), params={"q": "frogs reed marshes"})
+            asked = hql.run(
+                QUESTION, vault=hql.Vault.open(root), params={"q": "frogs reed marshes"}
+            )
             if flag:
                 assert written.freshness.embedded == ["heron"]
                 assert len(state.texts_embedded) > before  # this note's sections, no others
@@ -50,3 +53,36 @@ def test_a_write_embeds_the_note_only_when_asked(tmp_path: Path) -> None:
                 assert "embed_on_write" in (written.freshness.vectors or "")
                 assert status["stale"] == 1 and status["embedded"] == 4
                 assert status["folders"]["Birds"]["stale_cards"] == ["heron"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("store", ["hnsw", "qdrant"])
+def test_a_write_reaches_the_hnsw_graph_and_qdrant_too(tmp_path: Path, store: str) -> None:
+    from store_parity import as_store
+
+    pytest.importorskip("hnswlib" if store == "hnsw" else "qdrant_client")
+    root = tmp_path / store
+    with standin_server() as (endpoint, _state):
+        toml = http_toml(endpoint, "embed_queries = true\nembed_on_write = true\n")
+        if store == "hnsw":
+            toml = toml.replace("[semantics]\n", '[semantics]\nann = "hnsw"\n', 1)
+        else:
+            toml = as_store(toml, "qdrant", collection="notes")
+        write_vault(root, BASE_CARDS, toml)
+        build_index(hql.Vault.open(root))
+        params = {"q": "frogs reed marshes"}
+        before = hql.run(QUESTION, vault=hql.Vault.open(root), params=params)
+        assert list(before.value) != ["duck"]
+        written = hql.notes.open(root).append("duck", "Ducks stalk frogs in reed marshes.")
+        assert written.freshness is not None and written.freshness.embedded == ["duck"]
+        vault = hql.Vault.open(root)
+        asked = hql.run(QUESTION, vault=vault, params=params)
+        assert list(asked.value) == ["duck"]
+        ranking = hql.run(
+            "import semantic\ncards | semantic($q) | take(2)", vault=vault, params=params
+        )
+        search = ranking.value.retrieval.extra["search"]
+        assert search["store"] == ("qdrant" if store == "qdrant" else "sqlite")
+        if store == "hnsw":
+            assert search["exact"] is False and search["ann"] == "hnsw", (
+                search
+            )  # the graph answered
