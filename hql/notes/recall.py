@@ -233,16 +233,18 @@ def _doc_of(concept: Any, added_labels: tuple[str, ...]) -> ConceptDoc:
     return ConceptDoc(concept.name, concept.name, text, digest)
 
 
-def reach(gathered: Gathered, analyzer: Any) -> dict[str, Any]:
+def reach(gathered: Gathered, analyzer: Any, index: Any = None) -> dict[str, Any]:
     """How many concepts have a card's text, how many only a name and labels, and which
-    cannot be reached at all (no word of theirs survives analysis)."""
+    cannot be reached at all (no word of theirs survives analysis).
+
+    With the concepts' `index`, only the concepts it holds no word of are analysed again
+    (to be sure); the others are reachable by what the index holds."""
     from hql.values import ABSENT
 
-    name_only = 0
+    name_only = sum(1 for concept in gathered.concepts if concept.card is ABSENT)
     unreachable: list[str] = []
-    for concept, doc in zip(gathered.concepts, gathered.docs, strict=True):
-        if concept.card is ABSENT:
-            name_only += 1
+    for position in _wordless(gathered, index):
+        concept, doc = gathered.concepts[position], gathered.docs[position]
         title = getattr(doc, "search_title", doc.title)
         if analyzer.terms(title) or analyzer.terms(" ".join(concept.labels)):
             continue
@@ -256,6 +258,22 @@ def reach(gathered: Gathered, analyzer: Any) -> dict[str, Any]:
         "unreachable": len(unreachable),
         "unreachable_names": unreachable[:UNREACHABLE_SHOWN],
     }
+
+
+def _wordless(gathered: Gathered, index: Any) -> list[int]:
+    """The positions of the concepts whose title and text the index holds no word of (every
+    position, when the index cannot say)."""
+    import numpy as np
+
+    everyone = list(range(len(gathered.docs)))
+    postings = getattr(index, "_postings", None)
+    card_of_slot = getattr(index, "_card_of_slot", None)
+    if postings is None or card_of_slot is None or len(card_of_slot) != len(everyone):
+        return everyone
+    words = np.asarray(postings.title_length) + np.asarray(postings.text_length)
+    if len(words) != len(everyone):
+        return everyone
+    return sorted(int(card_of_slot[slot]) for slot in np.flatnonzero(words == 0))
 
 
 # --- the index over a vault's concepts, built once per loaded vault and concepts file ---
@@ -284,7 +302,7 @@ def concept_index(
             return kept[1], kept[2], warnings
     gathered = gather(cards, vault, imported)
     index = Bm25Index.build(gathered.docs, base.analyzer, None, previous=base, fields=base.fields)
-    gathered.reach = reach(gathered, base.analyzer)
+    gathered.reach = reach(gathered, base.analyzer, index)
     if vault is not None:
         with _lock:
             _indexes[vault] = (key, index, gathered)
