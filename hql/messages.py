@@ -1573,6 +1573,16 @@ MCP_TOOLS = {
         "the hits that pass the ranker's stated rule: an empty list means the vault does not "
         "answer the question."
     ),
+    "recall": (
+        "Find the concepts a question is about, not the cards: the concept cards, names that "
+        "relations point to without a card of their own, and the concepts the vault lists in "
+        "[memory] concepts. Each has its name, title, labels, links, source (card, relation or "
+        "imported) and card (its card's name, or null). The retrieval's `concepts` counts them "
+        "and says how many could not be reached at all (no word to match) or only by name and "
+        "labels, so an empty or thin answer says what the memory cannot recall."
+    ),
+    "recall.question": "The question or keywords, in any language.",
+    "recall.k": "The most concepts to return.",
     "search.question": "The question or keywords, in any language.",
     "search.k": "The most hits to return.",
     "search.ranker": (

@@ -141,3 +141,27 @@ def test_recall_takes_cards_only(tmp_path: Path) -> None:
     assert "`recall` ranks documents, not Int" in outcome.render_reports()
     outcome = hql.run("cards | recall(3)", vault=vault)
     assert outcome.failed and "a query is text, not Int" in outcome.render_reports()
+
+
+def test_the_mcp_recall_tool_answers_concepts_and_what_it_cannot_reach(tmp_path: Path) -> None:
+    import pytest
+
+    from hql.mcp.server import offered
+    from hql.mcp.service import ToolFailure, VaultService
+
+    concepts = [{"name": "Token binding", "labels": ["DPoP"], "links": ["oauth"]}, {"name": "!!!"}]
+    _vault(tmp_path / "v", concepts)
+    service = VaultService(tmp_path / "v")
+    answer = service.recall("dpop token", k=3)
+    assert answer["ok"] and answer["program"] == 'cards | recall("dpop token") | take(3)'
+    first = answer["concepts"][0]
+    assert first["rank"] == 1 and first["name"] == "Token binding" and first["card"] is None
+    assert (first["source"], first["labels"], first["links"]) == ("imported", ["DPoP"], ["oauth"])
+    assert "dpop" in first["matched"] and len(answer["concepts"]) <= 3
+    carded = next(item for item in answer["concepts"] if item["source"] == "card")
+    assert carded["card"] == carded["name"]
+    reached = answer["retrieval"]["concepts"]
+    assert reached["unreachable"] == 1 and reached["unreachable_names"] == ["!!!"]
+    with pytest.raises(ToolFailure):
+        service.recall("token", k=0)
+    assert offered("recall", allow_write=False)  # a reading tool: offered without --allow-write
