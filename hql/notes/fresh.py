@@ -64,23 +64,33 @@ def refresh(
     names: Sequence[str] = (),
     gone: Sequence[str] = (),
     edited: Mapping[str, bytes | None] | Sequence[str] = (),
+    listed: bool = False,
 ) -> Freshness:
     """Bring the vault's catalogue, bm25 store and (when configured) vectors up to date.
 
     `edited` names the vault-relative files whose content alone changed (nothing added,
     moved or removed), each perhaps with its bytes before: the catalogue then takes just
-    those files (`hql.vault.edits`)."""
+    those files (`hql.vault.edits`). `listed`: the caller made these edits and nothing
+    else, so the vault is not walked (`record_edits(listed=True)`); what others changed
+    meanwhile is seen by the next load, which walks."""
     started = time.perf_counter()
     fresh = Freshness()
     state_dir = Path(root) / ".hql"
     with _turn(state_dir):
-        from hql.api import HostError, extension_metadata, open_vault
+        from hql.api import HostError, extension_metadata, open_listed_vault, open_vault
         from hql.vault.edits import record_edits
 
         try:
+            vault = None
             if edited:
-                record_edits(root, edited, extension_metadata())
-            vault = open_vault(root)
+                metadata = extension_metadata()
+                recorded = listed and record_edits(root, edited, metadata, listed=True)
+                if recorded:
+                    vault = open_listed_vault(root)
+                else:
+                    record_edits(root, edited, metadata)
+            if vault is None:
+                vault = open_vault(root)
         except HostError as error:
             fresh.problems.append(str(error))
             return fresh

@@ -25,6 +25,10 @@ three tables:
 * `tags`: under the listing's key, per card in name order, its tags casefolded;
   written by the first program that keeps cards by tag before a ranker, so the
   next keeps them without building any card.
+* `listing_walk`: the walk the listing's key was worked out from (its files, their
+  `stat`s and the walk's warnings), under that key: kept by a writer that records its
+  own edits (hql/vault/edits.py), so the next one records its edit, and opens the vault
+  it wrote to, without walking; believed only while it gives that very key again.
 * `walk_record`: the last walk made while a watcher served the vault
   (hql/vault/watch.py), under the watcher's token: a load told the same token
   takes its walk from here instead of walking (its head, with the listing's key,
@@ -112,6 +116,15 @@ CREATE TABLE IF NOT EXISTS tags (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     key BLOB NOT NULL,
     tags BLOB NOT NULL,
+    digest BLOB NOT NULL
+);
+"""
+# Written by a writer that records its own edits (`record_listing_walk`).
+_LISTING_WALK_SCHEMA = """
+CREATE TABLE IF NOT EXISTS listing_walk (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    key BLOB NOT NULL,
+    walk BLOB NOT NULL,
     digest BLOB NOT NULL
 );
 """
@@ -446,6 +459,16 @@ class Catalog:
         files, in a transaction of their own; a catalogue that cannot take it (none yet,
         locked, read-only) keeps nothing, and the next load walks."""
         self._write_one(_WALKED_SCHEMA, "walk_record", token, head, walk)
+
+    def listing_walk(self, key: bytes | None) -> bytes | None:
+        """The walk kept under the listing `key` (packed with its warnings), if any; the
+        caller checks that it gives `key` again."""
+        return None if key is None else self._read_one("listing_walk", "key", "walk", key)
+
+    def record_listing_walk(self, key: bytes | None, walk: bytes) -> None:
+        """Keep the walk (packed with its warnings) the listing `key` was worked out from."""
+        if key is not None:
+            self._write_one(_LISTING_WALK_SCHEMA, "listing_walk", key, walk)
 
     def tag_column(self, key: bytes | None, cards: int) -> list[list[str]] | None:
         """Each card's casefolded tags, recorded under the listing `key` (None: not recorded,
