@@ -86,3 +86,58 @@ def test_a_write_reaches_the_hnsw_graph_and_qdrant_too(tmp_path: Path, store: st
             assert search["exact"] is False and search["ann"] == "hnsw", (
                 search
             )  # the graph answered
+
+
+BM25 = "import bm25\ncards | bm25($q) | map(h => [h.card.name, h.score])"
+WORDS = ("heron", "marsh", "reed", "frog", "tide", "salt", "willow", "otter", "kelp", "dune")
+
+
+def _ranked(root: Path, questions: list[str]) -> list[object]:
+    vault = hql.Vault.open(root)
+    return [list(hql.run(BM25, vault=vault, params={"q": q}).value) for q in questions]
+
+
+def test_bm25_after_many_writes_scores_as_a_store_built_from_scratch(tmp_path: Path) -> None:
+    import shutil
+
+    from hql.search.bm25 import DELTA_NAME, STORE_NAME
+
+    root = tmp_path / "vault"
+    (root / "notes").mkdir(parents=True)
+    for number in range(24):
+        words = " ".join(WORDS[(number + step) % len(WORDS)] for step in range(number % 5 + 2))
+        recall = f"summary: gist {WORDS[number % len(WORDS)]}\n" if number % 3 == 0 else ""
+        (root / "notes" / f"note {number}.md").write_text(
+            f"---\ntitle: Note {number}\n{recall}---\nSome {words} and more {words}.\n"
+        )
+    questions = [
+        "heron marsh",
+        "otter kelp dune",
+        "salt tide",
+        "willow frog reed",
+        "gist",
+        "chiefly heron",
+    ]
+    _ranked(root, questions)  # the store, built once
+    store, delta = root / ".hql" / STORE_NAME, root / ".hql" / DELTA_NAME
+    notes = hql.notes.open(root)
+    for number in range(15):
+        name = f"note {(number * 7) % 24}"
+        word = WORDS[number % len(WORDS)]
+        if number % 3 == 0:
+            notes.append(name, f"A {word} seen again, and a {word} more.")
+        elif number % 3 == 1:
+            notes.set(name, "summary", f"chiefly {word}")
+        else:
+            notes.section(name, "Seen", f"{word} {WORDS[(number + 1) % len(WORDS)]}")
+        if number == 1:
+            saved = store.stat().st_mtime_ns
+        if number in (1, 2, 3):  # writes in a row: the store stays, the delta grows
+            assert store.stat().st_mtime_ns == saved and delta.is_file()
+        if number % 5 == 4:  # a question between writes folds the delta into the store
+            _ranked(root, questions[:1])
+            assert not delta.exists()
+    scratch = tmp_path / "scratch"
+    shutil.copytree(root, scratch, ignore=shutil.ignore_patterns(".hql"))
+    after_writes, from_scratch = _ranked(root, questions), _ranked(scratch, questions)
+    assert all(after_writes) and after_writes == from_scratch  # names, scores, to the float

@@ -4,7 +4,9 @@
 size, modification time and inode, so the load reads only what changed and
 writes its rows), builds the bm25 index over it (its store is keyed per card by
 content digest: only the changed cards are analysed, and the store is saved
-before this returns), and, with `[semantics] embed_on_write = true`, an embedder
+before this returns; after edits its writer recorded without walking the vault, the
+edited cards' analyses are only added to the store's delta, which the next build
+takes them from), and, with `[semantics] embed_on_write = true`, an embedder
 configured and an index already built, embeds the named cards' sections and
 writes them into the store (`upsert`: SQLite, the HNSW graph beside it, Qdrant).
 
@@ -89,6 +91,7 @@ def refresh(
                     vault = open_listed_vault(root)
                 else:
                     record_edits(root, edited, metadata)
+            edits_only = vault is not None and not gone
             if vault is None:
                 vault = open_vault(root)
         except HostError as error:
@@ -96,7 +99,8 @@ def refresh(
             return fresh
         fresh.catalogue = files.state_dir_contained(state_dir)
         try:
-            bm25_store(vault)
+            if not (edits_only and bm25_delta(vault, names)):
+                bm25_store(vault)
             fresh.bm25 = fresh.catalogue
         except Exception as error:  # noqa: BLE001 - the write stands; say what did not follow
             fresh.problems.append(messages.note_refresh_failed("bm25", str(error)))
@@ -154,6 +158,22 @@ def bm25_store(vault: Vault) -> Any:
     return Bm25Index.build(
         vault.lazy_cards(), analyzer, vault.state_dir, background_save=False, fields=fields
     )
+
+
+def bm25_delta(vault: Vault, names: Sequence[str]) -> bool:
+    """The named cards' analyses added to the bm25 store's delta, the store itself left as
+    it is (`hql.search.bm25.record_analyses`); False: build the store instead."""
+    from hql.search.bm25 import record_analyses
+    from hql.search.fields import search_fields_for
+    from hql.text.analyzer import Analyzer
+
+    found = [vault.card_alone(name) for name in dict.fromkeys(names)]
+    cards = [card for card in found if card is not None]
+    if not cards or len(cards) != len(found):
+        return False
+    analyzer = Analyzer.from_config(vault.config.section("search"))
+    fields = search_fields_for(vault)[0]
+    return record_analyses(cards, analyzer, vault.state_dir, fields=fields)
 
 
 # --- vectors --------------------------------------------------------------------------
