@@ -46,6 +46,7 @@ without one. Nothing here raises: every failure means "read the files".
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
 import marshal
@@ -230,6 +231,28 @@ class StoredSearch:
             block, at = blocks[position // SEARCH_BLOCK], position % SEARCH_BLOCK
             found.append(SearchEntry(*(column[at] for column in block)))
         return found
+
+    def position_of(self, name: str) -> int | None:
+        """Where the card named `name` is, found by bisection over the blocks (names are in
+        order), reading only the few blocks it looks at: -1 when no card has that name,
+        None when a block is missing or damaged."""
+        if self._whole is not None:
+            names = self._whole.names
+            at = bisect.bisect_left(names, name)
+            return at if at < len(names) and names[at] == name else -1
+        low, high = 0, len(self._block_digests) - 1
+        while low < high:  # the last block whose first name is not after `name`
+            middle = (low + high + 1) // 2
+            read = self._read({middle})
+            if read is None:
+                return None
+            low, high = (middle, high) if read[middle][0][0] <= name else (low, middle - 1)
+        read = self._read({low}) if self._block_digests else {}
+        if read is None:
+            return None
+        names = read[low][0] if read else []
+        at = bisect.bisect_left(names, name)
+        return low * SEARCH_BLOCK + at if at < len(names) and names[at] == name else -1
 
     def columns(self) -> SearchColumns | None:
         """Every card's columns (None: a block is missing or damaged)."""
