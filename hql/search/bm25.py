@@ -1002,7 +1002,8 @@ class Bm25Index(Generic[CardT]):
         self.analyzer = analyzer
         self.fields = fields
         self.warnings = warnings
-        self.analysed = analysed  # cards analysed by this build (the rest came from the store)
+        # cards analysed by this build (the rest came from the store or its delta)
+        self.analysed = analysed
         self.damage: str | None = None  # why its store was found damaged while searching
         self._card_of_slot = card_of_slot
         self._postings = postings
@@ -1096,7 +1097,8 @@ class Bm25Index(Generic[CardT]):
                 _save_quietly(*save)
         elif store_path is not None and match is not None and postings is loaded and loaded.seal:
             match.record(store_path, loaded.seal, card_of_slot)
-        built = cls(cards, card_of_slot, postings, analyzer, warnings, len(fresh), fields)
+        analysed = sum(1 for index in fresh if keys[index] not in (known or {}))
+        built = cls(cards, card_of_slot, postings, analyzer, warnings, analysed, fields)
         built._keys = keys
         return built
 
