@@ -141,3 +141,34 @@ def test_bm25_after_many_writes_scores_as_a_store_built_from_scratch(tmp_path: P
     shutil.copytree(root, scratch, ignore=shutil.ignore_patterns(".hql"))
     after_writes, from_scratch = _ranked(root, questions), _ranked(scratch, questions)
     assert all(after_writes) and after_writes == from_scratch  # names, scores, to the float
+
+
+def test_a_note_written_again_leaves_one_analysis_in_the_delta(tmp_path: Path) -> None:
+    import shutil
+
+    from hql.search.bm25 import STORE_NAME, _delta_entries
+    from hql.search.fields import fields_of, search_fields_for
+    from hql.search.terms import store_fingerprint
+    from hql.text.analyzer import Analyzer
+
+    root = tmp_path / "vault"
+    root.mkdir()
+    for number, word in enumerate(WORDS):
+        (root / f"{word}.md").write_text(f"# {word.title()}\n\nAbout the {word}, note {number}.\n")
+    _ranked(root, ["heron"])  # the store
+    notes = hql.notes.open(root)
+    for number in range(5):
+        notes.append("heron", f"Seen by the {WORDS[number + 1]} at dawn.")
+    notes.append("otter", "Seen by the heron too.")
+    vault = hql.Vault.open(root)
+    fingerprint = store_fingerprint(
+        Analyzer.from_config(vault.config.section("search")).fingerprint,
+        search_fields_for(vault)[0] or fields_of(),
+    )
+    entries = _delta_entries(root / ".hql" / STORE_NAME, fingerprint)
+    assert entries is not None
+    assert sorted(name for name, _ in entries.values()) == ["heron", "otter"]
+    scratch = tmp_path / "scratch"
+    shutil.copytree(root, scratch, ignore=shutil.ignore_patterns(".hql"))
+    questions = ["heron", "dawn marsh", "otter heron"]
+    assert _ranked(root, questions) == _ranked(scratch, questions)

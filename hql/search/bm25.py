@@ -17,9 +17,10 @@ cannot be read, is ignored and rebuilt (with a warning for the unreadable case).
 
 A note written through `hql.notes` does not rewrite the store: its card's analysis is
 added to the store's delta (`.hql/bm25.v1.delta`, `record_analyses`), keyed as the store
-keys cards, and the next build takes it from there instead of analysing the card again,
-then saves the store whole and drops the delta. A delta grown past DELTA_CARDS cards is
-folded into the store by the write that would grow it further.
+keys cards (an earlier version of the same card leaves it), and the next build takes it
+from there instead of analysing the card again, then saves the store whole and drops the
+delta. A delta grown past DELTA_CARDS cards is folded into the store by the write that
+would grow it further.
 """
 
 from __future__ import annotations
@@ -1701,16 +1702,22 @@ def record_analyses(
     fingerprint = _store_fingerprint(analyzer, fields)
     if not files.state_dir_contained(state_dir) or not _store_for(store_path, fingerprint):
         return False
-    known = dict(_read_delta(store_path, fingerprint) or {})
+    # An earlier version of a card written again is of no more use to a build.
+    written = {card.name for card in cards}
+    known = {
+        key: entry
+        for key, entry in (_delta_entries(store_path, fingerprint) or {}).items()
+        if entry[0] not in written
+    }
     for card in cards:
-        known[_card_key(card)] = analysed(card, analyzer, fields)
+        known[_card_key(card)] = (card.name, analysed(card, analyzer, fields))
     terms = sum(
         len(title) + len(body) + sum(map(len, (recall or {}).values()))
-        for title, body, recall in known.values()
+        for _, (title, body, recall) in known.values()
     )
     if len(known) > DELTA_CARDS or terms > DELTA_TERMS:
         return False
-    entries = [(key, *analysis) for key, analysis in known.items()]
+    entries = [(key, name, *analysis) for key, (name, analysis) in known.items()]
     data = marshal.dumps((fingerprint, entries))
     files.write_atomically(store_path.with_name(DELTA_NAME), _DELTA_MAGIC + files.seal(data))
     return True
@@ -1731,6 +1738,14 @@ def _store_for(store_path: Path, fingerprint: str) -> bool:
 def _read_delta(store_path: Path | None, fingerprint: str) -> dict[str, Analysed] | None:
     """The analyses by key the store's delta holds for this analyser (None: none, another
     analyser's, or damaged: then the cards are analysed)."""
+    entries = _delta_entries(store_path, fingerprint)
+    return None if entries is None else {key: entry[1] for key, entry in entries.items()}
+
+
+def _delta_entries(
+    store_path: Path | None, fingerprint: str
+) -> dict[str, tuple[str, Analysed]] | None:
+    """The delta's entries: by key, the card's name and its analysis (see `_read_delta`)."""
     if store_path is None:
         return None
     try:
@@ -1748,12 +1763,14 @@ def _read_delta(store_path: Path | None, fingerprint: str) -> dict[str, Analysed
         return None
     if written_for != fingerprint or type(entries) is not list:
         return None
-    known: dict[str, Analysed] = {}
+    known: dict[str, tuple[str, Analysed]] = {}
     for entry in entries:
-        if type(entry) is not tuple or len(entry) != 4:
+        if type(entry) is not tuple or len(entry) != 5:
             return None
-        key, title, body, recall = entry
-        if type(key) is not str or not _strings(title) or not _strings(body):
+        key, name, title, body, recall = entry
+        if type(key) is not str or type(name) is not str:
+            return None
+        if not _strings(title) or not _strings(body):
             return None
         if recall is not None and not (
             type(recall) is dict
@@ -1763,7 +1780,7 @@ def _read_delta(store_path: Path | None, fingerprint: str) -> dict[str, Analysed
             )
         ):
             return None
-        known[key] = (title, body, recall)
+        known[key] = (name, (title, body, recall))
     return known
 
 
