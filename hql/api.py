@@ -121,6 +121,20 @@ def open_vault(path: str | os.PathLike[str], *, use_cache: bool = True) -> Vault
         raise HostError(str(error)) from None
 
 
+def open_listed_vault(path: str | os.PathLike[str]) -> Vault | None:
+    """The vault as its catalogue last listed it, opened without walking (`Vault.open_listed`:
+    for a writer that recorded its own edits); None: open it with `open_vault`."""
+    from hql.vault import VaultError
+
+    try:
+        return vault_class().open_listed(
+            Path(path) if not isinstance(path, str) else path,
+            extension_metadata=extension_metadata(),
+        )
+    except VaultError as error:
+        raise HostError(str(error)) from None
+
+
 def resolve_mode(flag: str | None, vault: Vault | None) -> tuple[str, str]:
     """The report mode and where it came from: the flag, the vault's hql.toml, $HQL_REPORT, the default."""
     candidates = [

@@ -779,6 +779,8 @@ def field_type(receiver: Type, name: str) -> Type | None:
         return ty.INT if name in DATE_FIELDS else None
     if receiver == ty.TASK:
         return TASK_FIELDS.get(name)
+    if receiver == ty.CONCEPT:
+        return CONCEPT_FIELDS.get(name)
     if receiver.name in ty.MAPS and name == "keys":
         key = receiver.args[0]
         return ty.set_of(key) if receiver.name == "Map" else ty.seq_of(key)
@@ -825,6 +827,18 @@ TASK_FIELDS: dict[str, Type] = {
 }
 
 
+# A concept of `recall` (hql.values.Concept).
+CONCEPT_FIELDS: dict[str, Type] = {
+    "name": ty.STRING,
+    "title": ty.STRING,
+    "labels": ty.list_of(ty.STRING),
+    "source": ty.STRING,
+    "card": ty.option(ty.CARD),
+    "links": ty.list_of(ty.STRING),
+    "kind": ty.STRING,
+}
+
+
 # What a context block (`ranking | context`) shows of itself.
 CONTEXT_FIELDS: dict[str, Type] = {
     "items": ty.list_of(ty.DATA),
@@ -864,6 +878,7 @@ def fields_of(receiver: Type) -> list[str]:
         *NOTE_FIELDS,
         *CONTEXT_FIELDS,
         *TASK_FIELDS,
+        *CONCEPT_FIELDS,
     ]
     return [
         name

@@ -351,6 +351,19 @@ SUBCOMMANDS["note"] = (
     "(each checks --base-digest, --dry-run prints the diff)",
     _note_arguments,
 )
+
+
+def _memory_arguments(parser: argparse.ArgumentParser) -> None:
+    from hql.notes.commands import add_memory_arguments
+
+    add_memory_arguments(parser)
+
+
+SUBCOMMANDS["memory"] = (
+    "about the vault as a memory: `suggest` proposes relation cards for cards often retrieved "
+    "together (the retrieval log); nothing is written without --write and a yes",
+    _memory_arguments,
+)
 VALUED_OPTIONS = {"--vault", "--format", "--report"}
 # A command prints this many lines of load warnings (one per kind), then a count;
 # `hql vault warnings` lists them all.
@@ -929,6 +942,13 @@ def note_command(args: argparse.Namespace) -> int:
     from hql.notes.commands import run_note_command
 
     return run_note_command(args)
+
+
+@command("memory")
+def memory_command(args: argparse.Namespace) -> int:
+    from hql.notes.commands import run_memory_command
+
+    return run_memory_command(args)
 
 
 @command("init")

@@ -27,6 +27,7 @@ from hql.syntax import tree as t
 from hql.values import (
     ABSENT,
     Card,
+    Concept,
     Data,
     Date,
     Edge,
@@ -515,6 +516,10 @@ def get_field(receiver: Any, name: str) -> Any:
             return ABSENT if found is None else Date(found)
         return getattr(receiver, name)
     if isinstance(receiver, Task):
+        return getattr(receiver, name)
+    if isinstance(receiver, Concept):
+        if name in ("labels", "links"):
+            return ListValue(receiver.labels if name == "labels" else receiver.links)
         return getattr(receiver, name)
     if isinstance(receiver, Edge):
         return Data(receiver.data) if name == "data" else getattr(receiver, name)

@@ -184,6 +184,9 @@ def describe_retrieval(retrieval: Retrieval) -> list[str]:
     if "k" in retrieval.extra:
         lines.append(f"  k {retrieval.extra['k']}")
     lines += _prompt_lines(retrieval.extra)
+    concepts = retrieval.extra.get("concepts")
+    if isinstance(concepts, dict):
+        lines += messages.recall_reach(concepts)
     return lines
 
 

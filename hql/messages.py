@@ -1573,6 +1573,16 @@ MCP_TOOLS = {
         "the hits that pass the ranker's stated rule: an empty list means the vault does not "
         "answer the question."
     ),
+    "recall": (
+        "Find the concepts a question is about, not the cards: the concept cards, names that "
+        "relations point to without a card of their own, and the concepts the vault lists in "
+        "[memory] concepts. Each has its name, title, labels, links, source (card, relation or "
+        "imported) and card (its card's name, or null). The retrieval's `concepts` counts them "
+        "and says how many could not be reached at all (no word to match) or only by name and "
+        "labels, so an empty or thin answer says what the memory cannot recall."
+    ),
+    "recall.question": "The question or keywords, in any language.",
+    "recall.k": "The most concepts to return.",
     "search.question": "The question or keywords, in any language.",
     "search.k": "The most hits to return.",
     "search.ranker": (
@@ -2887,6 +2897,131 @@ def note_still_linked(name: str, old: str) -> str:
 
 def as_of_bad_date(given: str) -> str:
     return f"`as_of` needs a day written YYYY-MM-DD, not {given!r}"
+
+
+# --- recall over concepts (docs/memory.md) -------------------------------------------
+
+CONCEPT_NEEDS_NAME = 'each line needs a "name" that is text'
+CONCEPT_LISTS_OF_TEXT = '"labels" and "links" are lists of text'
+
+
+def concepts_outside(name: str) -> str:
+    return f"hql.toml: `[memory] concepts` names {name!r}, which is not inside the vault; it is not read"
+
+
+def concepts_missing(name: str) -> str:
+    return f"the concepts file {name} (`[memory] concepts` in hql.toml) does not exist; recall ranks the vault's own concepts"
+
+
+def concepts_unreadable(name: str, reason: str) -> str:
+    return f"the concepts file {name} could not be read: {reason}; recall ranks the vault's own concepts"
+
+
+def concepts_bad_line(name: str, line: int, reason: str) -> str:
+    return f"{name}:{line}: {reason}; that line is left out"
+
+
+def recall_reach(concepts: dict[str, Any]) -> list[str]:
+    """What explain says of the concepts a recall ranked, and of those it cannot reach."""
+    total = concepts.get("total", 0)
+    parts = [
+        plural(concepts.get("from_card", 0), "concept card"),
+        plural(concepts.get("from_relation", 0), "relation endpoint") + " without a card",
+        f"{concepts.get('from_imported', 0)} imported"
+        + (f" from {concepts['file']}" if concepts.get("file") else ""),
+    ]
+    lines = [f"  concepts {total}: {', '.join(parts)}"]
+    lines.append(f"  matched by name and labels only (no card): {concepts.get('name_only', 0)}")
+    unreachable = concepts.get("unreachable", 0)
+    if unreachable:
+        names = ", ".join(concepts.get("unreachable_names", []))
+        more = unreachable - len(concepts.get("unreachable_names", []))
+        shown = names + (f" and {more} more" if more > 0 else "")
+        lines.append(
+            f"  could not be reached (no text: no word of their name or labels survives "
+            f"analysis): {unreachable}: {shown}"
+        )
+    else:
+        lines.append("  could not be reached (no text): 0")
+    return lines
+
+
+# --- hql memory suggest (docs/memory.md) ----------------------------------------------
+
+
+def suggest_card_title(source: str, target: str) -> str:
+    return f"{source} and {target}"
+
+
+def suggest_card_text(source: str, target: str, together: int, blocks: tuple[int, int]) -> str:
+    return (
+        f"[[{source}]] and [[{target}]] were retrieved together in "
+        f"{plural(together, 'context block')} (the retrieval log: [[{source}]] in {blocks[0]}, "
+        f"[[{target}]] in {blocks[1]}). Say here how they are related."
+    )
+
+
+def suggest_header(blocks: int, proposals: int, minimum: int) -> str:
+    return (
+        f"{plural(proposals, 'pair')} of cards retrieved together in at least {minimum} of "
+        f"{plural(blocks, 'context block')}, proposed as relation cards:"
+    )
+
+
+def suggest_line(proposal: Any) -> str:
+    return (
+        f"  {proposal.source} + {proposal.target}: together {proposal.together} "
+        f"(each in {proposal.blocks[0]} and {proposal.blocks[1]}; share {proposal.share:.2f})"
+        f"{'; one links to the other' if proposal.linked else ''} -> {proposal.title}.md"
+    )
+
+
+def suggest_none(blocks: int, minimum: int, left_out: int = 0) -> str:
+    if left_out:
+        return (
+            f"nothing to propose: every pair of cards retrieved together in at least {minimum} "
+            f"of {plural(blocks, 'context block')} is left out"
+        )
+    return (
+        f"no pair of cards was retrieved together in at least {minimum} of "
+        f"{plural(blocks, 'context block')}; nothing to propose (--min sets how often)"
+    )
+
+
+def suggest_left_out(related: int, elsewhere: int, edges: int) -> str:
+    parts = []
+    if edges:
+        parts.append(f"{plural(edges, 'pair')} holding a relation card (an edge already)")
+    if related:
+        parts.append(f"{plural(related, 'pair')} already joined by a relation card")
+    if elsewhere:
+        parts.append(f"{plural(elsewhere, 'pair')} naming a card no longer in this vault")
+    return "left out: " + "; ".join(parts)
+
+
+def suggest_how_to_write() -> str:
+    return (
+        "nothing written; `hql memory suggest --write` writes them (it asks first; --yes answers)"
+    )
+
+
+def suggest_confirm(count: int) -> str:
+    return f"write {plural(count, 'relation card')}? [y/N] "
+
+
+def suggest_needs_yes() -> str:
+    return (
+        "nothing written: --write asks before writing, and there is no terminal to ask on; "
+        "add --yes to write them"
+    )
+
+
+def suggest_declined() -> str:
+    return "nothing written"
+
+
+def suggest_refused(title: str, why: str) -> str:
+    return f"  not written: {title}: {why}"
 
 
 MCP_TOOLS.update(

@@ -14,6 +14,7 @@ from hql.values import (
     ABSENT,
     UNIT,
     Card,
+    Concept,
     Data,
     Date,
     Edge,
@@ -127,7 +128,7 @@ def display(value: Any) -> str:
             for key, item in value.tree().items()
         ]
         return "{" + ", ".join(fields) + "}"
-    if isinstance(value, Card):
+    if isinstance(value, Card | Concept):
         return value.name
     if isinstance(value, Edge):
         return f"{value.source} -> {value.target}"
@@ -181,7 +182,7 @@ def to_json(value: Any) -> Any:
         return value.tree
     if isinstance(value, Date):
         return value.iso()
-    if isinstance(value, Task):
+    if isinstance(value, Task | Concept):
         return value.tree()
     if isinstance(value, Card):
         return card_json(value)
@@ -472,7 +473,7 @@ def as_data(value: Any) -> Any:
         return _tag_tree(value.tree)
     if isinstance(value, Date):
         return ("date", value.iso())
-    if isinstance(value, Task):
+    if isinstance(value, Task | Concept):
         return _tag_tree(value.tree())
     if isinstance(value, Card):
         return ("card", value.path)

@@ -44,6 +44,7 @@ CONTEXT = atom("Context")  # a context block (hql.context.block)
 ORDERING = atom("Ordering")
 ORDERABLE = atom("Orderable")
 TASK = atom("Task")
+CONCEPT = atom("Concept")  # what `recall` ranks (hql.values.Concept)
 
 
 def option(inner: Type) -> Type:
@@ -96,6 +97,7 @@ ATOM_PARENTS: dict[str, tuple[str, ...]] = {
     "Context": (),
     "Ordering": (),
     "Task": (),
+    "Concept": (),
 }
 ABSTRACT_ATOMS = {"Scalar", "Orderable", "Never"}
 GENERIC_ARITY = {

@@ -21,6 +21,7 @@ __all__ = [
     "UNIT",
     "Absent",
     "Card",
+    "Concept",
     "Data",
     "Date",
     "Edge",
@@ -119,6 +120,42 @@ class Task:
             if value is not ABSENT:
                 tree[name] = value.iso()
         return dict(sorted(tree.items()))
+
+
+@record
+class Concept:
+    """What `recall` ranks (memory.md §7): a concept card, a relation's endpoint that has no
+    card, or a concept imported from `[memory] concepts`. `source` says which (`card`,
+    `relation`, `imported`); `card` is the concept's card, or ABSENT; `labels` the other
+    names it is known by; `links` the names it is related to."""
+
+    name: str
+    labels: tuple[str, ...]
+    source: str
+    card: Any  # a Card, or ABSENT
+    links: tuple[str, ...] = ()
+
+    kind = "Concept"
+
+    @property
+    def title(self) -> str:
+        if self.card is not ABSENT:
+            return str(self.card.title)
+        return self.labels[0] if self.labels else self.name
+
+    @property
+    def path(self) -> str:
+        return str(self.card.path) if self.card is not ABSENT else ""
+
+    def tree(self) -> dict[str, Any]:
+        """As Data: name, labels, source, card (its name, or empty) and links."""
+        return {
+            "card": self.card.name if self.card is not ABSENT else None,
+            "labels": list(self.labels),
+            "links": list(self.links),
+            "name": self.name,
+            "source": self.source,
+        }
 
 
 class Ordering(enum.Enum):

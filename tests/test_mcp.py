@@ -71,6 +71,7 @@ def test_a_client_lists_the_tools_calls_each_and_survives_bad_programs() -> None
             "query",
             "search",
             "context",
+            "recall",
             "check",
             "card",
             "explain",

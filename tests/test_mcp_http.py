@@ -162,7 +162,9 @@ def test_every_tool_answers_over_http_from_either_vault(server: Server) -> None:
     tools = seen["tools"]
     writing = {"render", "remember", "append_note", "edit_note", "set_property", "move_note",
                "archive_note"}  # fmt: skip
-    reading = {"vaults", "query", "search", "context", "check", "card", "explain", "read_note"}
+    reading = {
+        "vaults", "query", "search", "context", "recall", "check", "card", "explain", "read_note",
+    }  # fmt: skip
     assert set(tools) == reading | writing
     assert all(tools[name].annotations.destructive_hint is True for name in writing)
     assert all(tools[name].annotations.read_only_hint for name in reading)

@@ -63,6 +63,11 @@ def test_the_cards_resource_fits(service: VaultService) -> None:
     assert len(text) <= LIMIT and json.loads(text)["cards"]
 
 
+def test_recall_with_a_long_question_fits(service: VaultService) -> None:
+    short = fits(service, service.recall(LONG + " token", k=50), "concepts")
+    assert short["ok"] and short["program"].endswith("…")
+
+
 def test_context_with_a_long_prompt_fits(service: VaultService) -> None:
     fits(service, service.context(LONG + " bearer token", budget=100_000, max_items=50), None)
 

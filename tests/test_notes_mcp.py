@@ -1,6 +1,7 @@
 """An agent writes its memory through the MCP tools, over the SDK's stdio client: remember,
-a near-duplicate proposed, merge, supersede, the prompt ranking preferring the new note,
-archive; a path out of the vault, a symlink out of it and a stale digest each refused."""
+a near-duplicate proposed, merge, supersede, the prompt ranking and the context block
+preferring the new note, archive; a path out of the vault, a symlink out of it and a stale
+digest each refused."""
 
 from __future__ import annotations
 
@@ -88,6 +89,13 @@ def test_an_agent_remembers_merges_supersedes_and_archives(tmp_path: Path) -> No
             program='import bm25\ncards | prompt("how long until an access token expires?") '
             "| map(h => h.card.name)",
         )
+        seen["context"] = await call(
+            client,
+            "context",
+            prompt="how long until an access token expires?",
+            format="json",
+            diagnostics=True,
+        )
         read = await call(client, "read_note", name="Token lifetime")
         seen["archive"] = await call(
             client, "archive_note", name="Token lifetime", base_digest=read["digest"]
@@ -127,6 +135,12 @@ def test_an_agent_remembers_merges_supersedes_and_archives(tmp_path: Path) -> No
     assert seen["status"]["value"] == [["Token lifetime since 2026"]]
     names = seen["prompt"]["value"]
     assert "Token lifetime since 2026" in names and "Token lifetime" not in names
+    block = seen["context"]
+    chosen = [item["card"] for item in block["items"]]
+    assert "Token lifetime since 2026" in chosen and "Token lifetime" not in chosen
+    assert {"card": "Token lifetime", "library": "project", "reason": "status: superseded"} in (
+        block["diagnostics"]["rejected"]
+    )
     archived = seen["archive"]
     assert archived["written"] and "status: archived" in old_path.read_text()
     assert old_path.exists()  # archived, not deleted

@@ -177,3 +177,32 @@ def test_a_note_whose_links_stay_needs_no_dialect_scan(tmp_path: Path, monkeypat
     vault = hql.Vault.open(tmp_path)
     assert vault.dialect == "obsidian"
     assert _shape(vault) == _fresh_load(tmp_path)
+
+
+def test_a_writer_records_its_own_edits_without_walking(tmp_path: Path, monkeypatch) -> None:
+    from hql.vault import walk
+
+    _vault(tmp_path, notes=20)
+    _listed(tmp_path)
+    notes = hql.notes.open(tmp_path)
+    notes.append("note 3", "A first line.")  # walks once: the walk is kept with the listing
+    walks: list[int] = []
+    real_walk = walk.walk
+    monkeypatch.setattr(walk, "walk", lambda *a, **k: walks.append(1) or real_walk(*a, **k))
+    notes.append("note 3", "A second line about zymurgy.")
+    notes.set("note 4", "status", "draft")
+    assert walks == []  # neither finding the notes nor refreshing after them walked
+    vault = _opened_from_listing(tmp_path)
+    assert _shape(vault) == _fresh_load(tmp_path)
+    walks.clear()
+    # Another process's edit: the writer's next refresh does not see it, the next load does.
+    (tmp_path / "topics" / "note 5.md").write_text("---\ntitle: Note five\n---\nBy another.\n")
+    notes.append("note 6", "A line about kvass.")
+    assert walks == []
+    vault = hql.Vault.open(tmp_path)
+    assert walks  # the listing is not the vault's: the load walked and read it whole
+    assert vault.card("note 5").title == "Note five"
+    assert _shape(vault) == _fresh_load(tmp_path)
+    program = "import bm25\ncards | bm25($q) | take(1) | map(h => h.card.name)"
+    for word, name in (("zymurgy", "note 3"), ("kvass", "note 6"), ("another", "note 5")):
+        assert list(hql.run(program, vault=vault, params={"q": word}).value) == [name]

@@ -415,3 +415,30 @@ def test_tag_mask_fires_on_tag_and_folder_conditions_before_a_cut_ranker(mixed: 
     ):
         _, plan, _ = session.check("import bm25\n" + text)
         assert plan is not None and (mask in plan.rewrites) == fires, text
+
+
+def test_a_card_is_found_by_name_reading_only_the_blocks_a_bisection_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "garden"
+    shutil.copytree(GARDEN, root)
+    assert Vault.open(root).cards  # the listing and its search columns (two blocks of 256 and more)
+    vault = Vault.open(root)
+    lazy = vault.lazy_cards()
+    read: list[list[int]] = []
+    real_read = catalog.Catalog.search_blocks
+
+    def counted(self: catalog.Catalog, numbers: list[int]) -> Any:
+        read.append(list(numbers))
+        return real_read(self, numbers)
+
+    monkeypatch.setattr(catalog.Catalog, "search_blocks", counted)
+    names = sorted(card.name for card in Vault.open(root, use_cache=False).cards)
+    assert len(names) > catalog.SEARCH_BLOCK
+    assert lazy.position_of(names[-1]) == len(names) - 1
+    assert lazy.path_of(names[-1]) == vault.card(names[-1]).relpath
+    assert sum(map(len, read)) < -(-len(names) // catalog.SEARCH_BLOCK)  # not every block
+    for at, name in enumerate(names):
+        assert lazy.position_of(name) == at
+    for absent in ("", "\0", names[0] + "\0", names[300] + "\0", names[-1] + "~", "\uffff"):
+        assert lazy.position_of(absent) is None and lazy.path_of(absent) is None

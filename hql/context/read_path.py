@@ -233,7 +233,7 @@ def _candidates(
     """This library's candidates, each marked with the rule that passes it (or why not), the
     cards its gates rejected, and the versions that ranked them."""
     from hql.context.fields import recall_fields
-    from hql.context.prompt import mapping_for, rank_prompt
+    from hql.context.prompt import mapping_for, rank_prompt, status_hook
     from hql.search.shared import analyzer_for, bm25_index
 
     vault = source.vault
@@ -274,18 +274,26 @@ def _candidates(
         else:
             candidate.reason = messages.context_rejected_words(int(hit.score), floor)
         found.append(candidate)
-    # A plain note the words rule keeps but the prompt ranking did not reach.
-    ranked = {hit.card.name for hit in ranking.hits}
-    for name, (rank, matched) in kept_by_words.items():
-        card = vault.card(name)
-        if name in ranked or card is None or recall_fields(card, mapping).declared:
-            continue
-        hit = Hit(source.tag(card), 0.0, ranking.retrieval, {"matched": matched})
-        found.append(Candidate(hit, source.library, rank, WORDS_RULE))
     gated = [
         {"card": item["card"], "library": source.library, "reason": item["gate"]}
         for item in ranking.retrieval.extra.get("rejected", [])
     ]
+    # A plain note the words rule keeps but the prompt ranking did not reach; one its gates
+    # rejected stays rejected, and the status gate applies to the others as well (a
+    # superseded or archived note is not let back in by its words).
+    ranked = {hit.card.name for hit in ranking.hits} | {item["card"] for item in gated}
+    status_of = status_hook()
+    for name, (rank, matched) in kept_by_words.items():
+        card = vault.card(name)
+        if name in ranked or card is None or recall_fields(card, mapping).declared:
+            continue
+        status = _status(card, vault, mapping, status_of)
+        if status not in statuses:
+            reason = messages.evidence_gate_status(status)
+            gated.append({"card": name, "library": source.library, "reason": reason})
+            continue
+        hit = Hit(source.tag(card), 0.0, ranking.retrieval, {"matched": matched})
+        found.append(Candidate(hit, source.library, rank, WORDS_RULE))
     from hql.context.log import labels_of
 
     said = {
@@ -294,6 +302,19 @@ def _candidates(
         "labels": labels_of(ranking.retrieval.extra.get("envelope")),
     }
     return found, gated, said
+
+
+def _status(card: Any, vault: Any, mapping: Any, status_of: Any) -> str:
+    """A card's status as the prompt ranking's gate reads it (hql.notes derives `superseded`,
+    and `draft` for a note not valid yet)."""
+    from hql.context.fields import recall_fields
+
+    status: str = recall_fields(card, mapping).status
+    if status_of is not None:
+        derived = status_of(card, vault)
+        if derived != status and derived in ("superseded", "archived", "draft"):
+            status = derived
+    return status
 
 
 def _words_rule(

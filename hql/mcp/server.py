@@ -70,6 +70,7 @@ ANNOTATIONS: dict[str, ToolAnnotations] = {
     "query": READ,
     "search": READ,
     "context": READ,
+    "recall": READ,
     "check": READ,
     "card": READ,
     "explain": READ,
@@ -167,6 +168,14 @@ def build_server(served: Vaults) -> MCPServer[Any]:
         return _answer(
             served, vault, lambda service: service.search(question, k, ranker, relevant), "hits"
         )
+
+    @tool
+    def recall(
+        question: Annotated[str, Field(description=TOOLS["recall.question"])],
+        k: Annotated[int, Field(description=TOOLS["recall.k"], ge=1, le=1000)] = 10,
+        vault: VaultName = None,
+    ) -> Annotated[CallToolResult, shapes.RecallAnswer]:
+        return _answer(served, vault, lambda service: service.recall(question, k), "concepts")
 
     @tool
     def context(

@@ -504,6 +504,26 @@ class VaultService:
             ]
         return answer
 
+    def recall(self, question: str, k: int = 10) -> dict[str, Any]:
+        if k < 1:
+            raise ToolFailure(messages.mcp_bad_k(k))
+        program = f"cards | recall({string_literal(question)}) | take({k})"
+        outcome = self._run(program, "<recall>")
+        answer: dict[str, Any] = {
+            "ok": not outcome.failed,
+            "program": program,
+            "concepts": [],
+            "retrieval": None,
+            "reports": reports_json(outcome),
+        }
+        ranking = outcome.value if outcome.evaluated and not outcome.failed else None
+        if ranking is not None:
+            answer["retrieval"] = _plain(ranking.retrieval.as_tree())
+            answer["concepts"] = [
+                _concept_json(rank, hit) for rank, hit in enumerate(ranking.hits, start=1)
+            ]
+        return answer
+
     def explain(self, program: str) -> dict[str, Any]:
         from hql.explain import describe_ranking, trace
         from hql.values import Ranking
@@ -881,6 +901,25 @@ def _hit_json(rank: int, hit: Any) -> dict[str, Any]:
     for key, value in detail.items():
         if key != "matched":
             entry[key] = _plain(value)
+    return entry
+
+
+def _concept_json(rank: int, hit: Any) -> dict[str, Any]:
+    concept = hit.card  # a Hit<Concept>: the concept stands where a card would
+    tree = concept.tree()
+    entry: dict[str, Any] = {
+        "rank": rank,
+        "name": concept.name,
+        "title": concept.title,
+        "source": concept.source,
+        "labels": tree["labels"],
+        "links": tree["links"],
+        "card": tree["card"],
+        "score": hit.score,
+    }
+    matched = (hit.detail or {}).get("matched")
+    if isinstance(matched, dict):
+        entry["matched"] = dict(sorted(matched.items(), key=lambda item: -item[1]))
     return entry
 
 

@@ -96,6 +96,25 @@ class SearchAnswer(Answer):
     truncated: NotRequired[Truncated]
 
 
+class ConceptHit(TypedDict):
+    rank: int
+    name: str
+    title: str
+    source: str  # card, relation or imported
+    labels: list[str]
+    links: list[str]
+    card: str | None
+    score: float
+    matched: NotRequired[dict[str, float]]
+
+
+class RecallAnswer(Answer):
+    program: str
+    concepts: list[ConceptHit]
+    retrieval: dict[str, Any] | None
+    truncated: NotRequired[Truncated]
+
+
 class CardAnswer(TypedDict):
     name: str
     title: str | None

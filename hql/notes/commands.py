@@ -253,3 +253,95 @@ def _print(answer: dict[str, Any], args: argparse.Namespace) -> None:
     print(messages.note_written(answer["action"], answer["path"], answer["digest"]))
     for name in answer.get("linked_from", []):
         print(messages.note_still_linked(name, answer.get("moved_from") or ""))
+
+
+# --- hql memory suggest --------------------------------------------------------------
+
+
+def add_memory_arguments(parser: argparse.ArgumentParser) -> None:
+    from hql.notes.suggest import DEFAULT_LIMIT, DEFAULT_MINIMUM
+
+    actions = parser.add_subparsers(dest="memory_action", metavar="ACTION", required=True)
+    suggest = actions.add_parser(
+        "suggest",
+        help="propose relation cards for cards often retrieved together (the retrieval log)",
+        description="propose relation cards for cards often retrieved together (the retrieval "
+        "log, [log] retrieval = true); nothing is written without --write and a yes",
+    )
+    suggest.add_argument(
+        "--min",
+        type=int,
+        default=DEFAULT_MINIMUM,
+        metavar="N",
+        help=f"retrieved together in at least N context blocks ({DEFAULT_MINIMUM})",
+    )
+    suggest.add_argument(
+        "--limit", type=int, default=DEFAULT_LIMIT, metavar="N", help=f"at most N ({DEFAULT_LIMIT})"
+    )
+    suggest.add_argument(
+        "--write", action="store_true", help="write them as relation cards (asks first)"
+    )
+    suggest.add_argument("--yes", action="store_true", help="with --write: do not ask")
+    suggest.add_argument("--dry-run", action="store_true", help="print the cards' diffs instead")
+
+
+def run_memory_command(args: argparse.Namespace) -> int:
+    from hql.api import HostError, open_vault
+    from hql.context.log import LogError, enabled, log_path, read_entries
+    from hql.notes import open as open_notes
+    from hql.notes.suggest import suggest, write
+
+    if not args.vault:
+        raise HostError(messages.command_needs_vault("memory"))
+    for flag, value in (("--min", args.min), ("--limit", args.limit)):
+        if value < 1:
+            raise HostError(messages.context_option_positive(flag, value))
+    vault = open_vault(args.vault)
+    try:
+        entries = read_entries(vault)
+    except LogError as error:
+        raise HostError(str(error)) from None
+    found = suggest(vault, entries, args.min, args.limit)
+    answer: dict[str, Any] = {"ok": True, **found.to_json(), "written": []}
+    text = args.format != "json"
+    if not entries:
+        answer["message"] = messages.log_empty(str(log_path(vault)), enabled(vault))
+    elif not found.proposals:
+        left_out = found.related + found.elsewhere + found.edges
+        answer["message"] = messages.suggest_none(len(entries), args.min, left_out)
+    if text:
+        if "message" in answer:
+            print(answer["message"])
+        else:
+            print(messages.suggest_header(len(entries), len(found.proposals), args.min))
+            for proposal in found.proposals:
+                print(messages.suggest_line(proposal))
+        if found.related or found.elsewhere or found.edges:
+            print(messages.suggest_left_out(found.related, found.elsewhere, found.edges))
+    wanted = (args.write or args.dry_run) and bool(found.proposals)
+    if wanted and args.write and not args.dry_run and not args.yes:
+        if not sys.stdin.isatty():
+            print(f"hql: {messages.suggest_needs_yes()}", file=sys.stderr)
+            if not text:
+                print(json.dumps({**answer, "ok": False}, ensure_ascii=False, indent=2))
+            return 1
+        reply = input(messages.suggest_confirm(len(found.proposals)))
+        if reply.strip().lower() not in ("y", "yes"):
+            wanted = False
+            if text:
+                print(messages.suggest_declined())
+    if wanted:
+        answer["written"] = write(open_notes(args.vault), found.proposals, dry_run=args.dry_run)
+    elif text and found.proposals:
+        print(messages.suggest_how_to_write())
+    if not text:
+        print(json.dumps(answer, ensure_ascii=False, indent=2))
+        return 0 if all(item.get("ok") for item in answer["written"]) else 1
+    for item in answer["written"]:
+        if not item.get("ok"):
+            print(messages.suggest_refused(item["proposal"]["title"], item["message"]))
+        elif item.get("written"):
+            print(messages.note_written("new", item["path"], item["digest"]))
+        else:
+            print(item["diff"], end="")
+    return 0 if all(item.get("ok") for item in answer["written"]) else 1

@@ -4,7 +4,9 @@
 size, modification time and inode, so the load reads only what changed and
 writes its rows), builds the bm25 index over it (its store is keyed per card by
 content digest: only the changed cards are analysed, and the store is saved
-before this returns), and, with `[semantics] embed_on_write = true`, an embedder
+before this returns; after edits its writer recorded without walking the vault, the
+edited cards' analyses are only added to the store's delta, which the next build
+takes them from), and, with `[semantics] embed_on_write = true`, an embedder
 configured and an index already built, embeds the named cards' sections and
 writes them into the store (`upsert`: SQLite, the HNSW graph beside it, Qdrant).
 
@@ -16,6 +18,7 @@ end as the files are, whatever order concurrent writers finish in.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -64,29 +67,41 @@ def refresh(
     names: Sequence[str] = (),
     gone: Sequence[str] = (),
     edited: Mapping[str, bytes | None] | Sequence[str] = (),
+    listed: bool = False,
 ) -> Freshness:
     """Bring the vault's catalogue, bm25 store and (when configured) vectors up to date.
 
     `edited` names the vault-relative files whose content alone changed (nothing added,
     moved or removed), each perhaps with its bytes before: the catalogue then takes just
-    those files (`hql.vault.edits`)."""
+    those files (`hql.vault.edits`). `listed`: the caller made these edits and nothing
+    else, so the vault is not walked (`record_edits(listed=True)`); what others changed
+    meanwhile is seen by the next load, which walks."""
     started = time.perf_counter()
     fresh = Freshness()
     state_dir = Path(root) / ".hql"
     with _turn(state_dir):
-        from hql.api import HostError, extension_metadata, open_vault
+        from hql.api import HostError, extension_metadata, open_listed_vault, open_vault
         from hql.vault.edits import record_edits
 
         try:
+            vault = None
             if edited:
-                record_edits(root, edited, extension_metadata())
-            vault = open_vault(root)
+                metadata = extension_metadata()
+                recorded = listed and record_edits(root, edited, metadata, listed=True)
+                if recorded:
+                    vault = open_listed_vault(root)
+                else:
+                    record_edits(root, edited, metadata)
+            edits_only = vault is not None and not gone
+            if vault is None:
+                vault = open_vault(root)
         except HostError as error:
             fresh.problems.append(str(error))
             return fresh
         fresh.catalogue = files.state_dir_contained(state_dir)
         try:
-            bm25_store(vault)
+            if not (edits_only and bm25_delta(vault, names)):
+                bm25_store(vault)
             fresh.bm25 = fresh.catalogue
         except Exception as error:  # noqa: BLE001 - the write stands; say what did not follow
             fresh.problems.append(messages.note_refresh_failed("bm25", str(error)))
@@ -144,6 +159,32 @@ def bm25_store(vault: Vault) -> Any:
     return Bm25Index.build(
         vault.lazy_cards(), analyzer, vault.state_dir, background_save=False, fields=fields
     )
+
+
+def bm25_delta(vault: Vault, names: Sequence[str]) -> bool:
+    """The named cards' analyses added to the bm25 store's delta, the store itself left as
+    it is (`hql.search.bm25.record_analyses`); False: build the store instead."""
+    from hql.search.bm25 import record_analyses
+    from hql.search.fields import search_fields_for
+    from hql.text.analyzer import Analyzer
+
+    found = [vault.card_alone(name) for name in dict.fromkeys(names)]
+    cards = [card for card in found if card is not None]
+    if not cards or len(cards) != len(found):
+        return False
+    section = vault.config.section("search")
+    key = json.dumps(section, sort_keys=True, default=repr)
+    analyzer = _ANALYZERS.get(key)
+    if analyzer is None:
+        _ANALYZERS.clear()  # one vault's at a time: a writer writes to one vault
+        analyzer = _ANALYZERS[key] = Analyzer.from_config(section)
+    fields = search_fields_for(vault)[0]
+    return record_analyses(cards, analyzer, vault.state_dir, fields=fields)
+
+
+# The analyser of a `[search]` table, built once per process (building one folds every stop
+# word and synonym: a tenth of a write's time); it depends on the table's data alone.
+_ANALYZERS: dict[str, Any] = {}
 
 
 # --- vectors --------------------------------------------------------------------------

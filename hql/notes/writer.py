@@ -182,8 +182,11 @@ class Notes:
         if "/" in note or "\\" in note or note.endswith(tuple(FORMATS)):
             relpath = self._inside(note)
             return PurePosixPath(relpath).stem, relpath
-        vault = self.vault()
         wanted = note.removeprefix("[[").removesuffix("]]")
+        found = self._listed_path(wanted)
+        if found is not None:
+            return wanted, found
+        vault = self.vault()
         found = vault.path_of(wanted)  # the usual case: no card is built to find it
         if found is not None:
             return wanted, found
@@ -192,6 +195,20 @@ class Notes:
             close = difflib.get_close_matches(note, [c.name for c in vault.cards], n=3)
             raise NotFound(messages.note_not_found(note, close), path=None, similar=close)
         return card.name, card.relpath
+
+    def _listed_path(self, name: str) -> str | None:
+        """The path of the card named exactly `name` as the catalogue last listed the vault
+        (read without walking it), if a note is still there; None: ask the vault as it is."""
+        from hql.api import HostError, open_listed_vault
+
+        try:
+            listed = open_listed_vault(self.root)
+        except HostError:
+            return None
+        found = listed.path_of(name) if listed is not None else None
+        if found is None or not files.is_regular(self.root / found):
+            return None
+        return found
 
     def read(self, note: str) -> NoteState:
         name, relpath = self.locate(note)
@@ -533,7 +550,7 @@ class Notes:
 
             names = [written.name] if written.digest is not None else []
             edited = {written.path: before} if written.action in _EDITS else {}
-            written.freshness = refresh(self.root, names, gone, edited)
+            written.freshness = refresh(self.root, names, gone, edited, listed=True)
         return written
 
     # --- helpers ------------------------------------------------------------------

@@ -14,6 +14,13 @@ The postings persist under the vault's state directory (`.hql/bm25.v1.bin`), key
 per card by content digest and title: a card whose text changed is analysed again, the
 others are reused; a store written by another analyser configuration, or one that
 cannot be read, is ignored and rebuilt (with a warning for the unreadable case).
+
+A note written through `hql.notes` does not rewrite the store: its card's analysis is
+added to the store's delta (`.hql/bm25.v1.delta`, `record_analyses`), keyed as the store
+keys cards (an earlier version of the same card leaves it), and the next build takes it
+from there instead of analysing the card again, then saves the store whole and drops the
+delta. A delta grown past DELTA_CARDS cards is folded into the store by the write that
+would grow it further.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import errno
 import hashlib
 import itertools
 import json
+import marshal
 import os
 import stat
 import threading
@@ -65,6 +73,12 @@ BLOCK_ENTRIES = 65536
 _SUM_BYTES = 32
 # A store larger than this is not read (and is rebuilt).
 MAX_STORE_BYTES = 2 * 1024 * 1024 * 1024
+# Beside the store: analyses of cards written since it was saved (see `record_analyses`).
+DELTA_NAME = "bm25.v1.delta"
+_DELTA_MAGIC = b"HQL-BM25-DELTA-1"
+# A delta holding more cards than this, or more terms, is folded into the store instead.
+DELTA_CARDS = 64
+DELTA_TERMS = 1 << 18
 # Beside the store: which cards its slots were last matched to (see `_Match`).
 MATCH_NAME = "bm25.v1.match"
 _MATCH_MAGIC = b"HQL-BM25-MATCH-1"
@@ -989,7 +1003,8 @@ class Bm25Index(Generic[CardT]):
         self.analyzer = analyzer
         self.fields = fields
         self.warnings = warnings
-        self.analysed = analysed  # cards analysed by this build (the rest came from the store)
+        # cards analysed by this build (the rest came from the store or its delta)
+        self.analysed = analysed
         self.damage: str | None = None  # why its store was found damaged while searching
         self._card_of_slot = card_of_slot
         self._postings = postings
@@ -1059,13 +1074,14 @@ class Bm25Index(Generic[CardT]):
                 return cls(cards, recorded, postings, analyzer, warnings, 0, fields)
         loaded = postings
         keys = _keys_of(cards)
+        known = _read_delta(store_path, fingerprint) if previous is None else None
         try:
             unchanged = len(postings.keys)
-            slot_of_card, postings, fresh = _merged(cards, keys, postings, analyzer, fields)
+            slot_of_card, postings, fresh = _merged(cards, keys, postings, analyzer, fields, known)
         except StoreDamaged as error:  # found reading its keys or entries
             warnings.append(messages.search_index_unreadable(str(store_path), _reason(error)))
             loaded, unchanged = _Postings.empty(), 0
-            slot_of_card, postings, fresh = _merged(cards, keys, loaded, analyzer, fields)
+            slot_of_card, postings, fresh = _merged(cards, keys, loaded, analyzer, fields, known)
         card_of_slot = np.empty(len(cards), dtype=np.int64)
         card_of_slot[np.asarray(slot_of_card, dtype=np.int64)] = np.arange(len(cards))
         match = _Match.of(cards, postings, fingerprint)
@@ -1074,14 +1090,16 @@ class Bm25Index(Generic[CardT]):
             snapshot = replace(
                 postings, keys=list(postings.keys), vocabulary=list(postings.vocabulary)
             )
-            save = (snapshot, store_path, fingerprint, warnings, match, card_of_slot)
+            delta = known is not None
+            save = (snapshot, store_path, fingerprint, warnings, match, card_of_slot, delta)
             if background_save:
                 threading.Thread(target=_save_quietly, args=save, name="hql-bm25-save").start()
             else:
                 _save_quietly(*save)
         elif store_path is not None and match is not None and postings is loaded and loaded.seal:
             match.record(store_path, loaded.seal, card_of_slot)
-        built = cls(cards, card_of_slot, postings, analyzer, warnings, len(fresh), fields)
+        analysed = sum(1 for index in fresh if keys[index] not in (known or {}))
+        built = cls(cards, card_of_slot, postings, analyzer, warnings, analysed, fields)
         built._keys = keys
         return built
 
@@ -1641,28 +1659,148 @@ def _merged(
     postings: _Postings,
     analyzer: Analyzer,
     fields: SearchFields | None = None,
+    known: Mapping[str, Analysed] | None = None,
 ) -> tuple[list[int], _Postings, list[int]]:
     """The postings of these cards made from stored ones: each card's slot, the postings,
-    the cards analysed afresh."""
+    the cards not in the store (analysed afresh, or taken from `known`: analyses by key)."""
     slot_of_card, postings = _reuse_stored_slots(keys, postings)
     fresh = [index for index, slot in enumerate(slot_of_card) if slot < 0]
+    known = known or {}
     # The fresh cards join in batches, so the term lists held at once are a batch's, not
     # the vault's: peak memory grows with the vocabulary and the postings, not the text.
     for start in range(0, len(fresh), _BATCH):
         batch = fresh[start : start + _BATCH]
-        _prefetch(cards, batch)
+        _prefetch(cards, [i for i in batch if keys[i] not in known])
         analyses, recall = [], []
         for i in batch:
-            card = cards[i]
-            split = fields.split(card) if fields is not None else None
-            body = card.text if split is None else split[0]
-            analyses.append((analyzer.terms(_title_field(card)), analyzer.terms(body)))
-            recall.append(None if split is None else _recall_terms(split[1], analyzer))
+            title, body, fielded = known.get(keys[i]) or analysed(cards[i], analyzer, fields)
+            analyses.append((title, body))
+            recall.append(fielded)
         first = len(postings.keys)
         postings = postings.with_cards([keys[i] for i in batch], analyses, recall)
         for offset, index in enumerate(batch):
             slot_of_card[index] = first + offset
     return slot_of_card, postings, fresh
+
+
+# A card's analysis as the store takes it: its title's terms, its body's, and its terms
+# per recall field (by number in RECALL_FIELDS; None for a card that declares none).
+Analysed = tuple[list[str], list[str], dict[int, list[str]] | None]
+
+
+def analysed(card: SearchCard, analyzer: Analyzer, fields: SearchFields | None) -> Analysed:
+    """The card's analysis, as a build makes it."""
+    split = fields.split(card) if fields is not None else None
+    body = card.text if split is None else split[0]
+    recall = None if split is None else _recall_terms(split[1], analyzer)
+    return analyzer.terms(_title_field(card)), analyzer.terms(body), recall
+
+
+def record_analyses(
+    cards: Sequence[SearchCard],
+    analyzer: Analyzer,
+    state_dir: Path,
+    fields: SearchFields | None = None,
+) -> bool:
+    """Add these cards' analyses to the delta of the store under `state_dir`, for the next
+    build to take instead of analysing them (see the module). False, and nothing written,
+    when there is no store for this analyser to add to, or the delta would grow past
+    DELTA_CARDS cards or DELTA_TERMS terms: then build the index (which folds it in)."""
+    store_path = state_dir / STORE_NAME
+    fingerprint = _store_fingerprint(analyzer, fields)
+    if not files.state_dir_contained(state_dir) or not _store_for(store_path, fingerprint):
+        return False
+    # An earlier version of a card written again is of no more use to a build.
+    written = {card.name for card in cards}
+    known = {
+        key: entry
+        for key, entry in (_delta_entries(store_path, fingerprint) or {}).items()
+        if entry[0] not in written
+    }
+    for card in cards:
+        known[_card_key(card)] = (card.name, analysed(card, analyzer, fields))
+    terms = sum(
+        len(title) + len(body) + sum(map(len, (recall or {}).values()))
+        for _, (title, body, recall) in known.values()
+    )
+    if len(known) > DELTA_CARDS or terms > DELTA_TERMS:
+        return False
+    entries = [(key, name, *analysis) for key, (name, analysis) in known.items()]
+    data = marshal.dumps((fingerprint, entries))
+    files.write_atomically(store_path.with_name(DELTA_NAME), _DELTA_MAGIC + files.seal(data))
+    return True
+
+
+def _store_for(store_path: Path, fingerprint: str) -> bool:
+    """Whether a store of the blocked layout for this analyser is there (its header read)."""
+    try:
+        reader = _StoreReader(store_path, fingerprint)
+    except Exception:  # noqa: BLE001 - none, or unreadable: a build writes it
+        return False
+    try:
+        return reader.header is not None
+    finally:
+        reader.close()
+
+
+def _read_delta(store_path: Path | None, fingerprint: str) -> dict[str, Analysed] | None:
+    """The analyses by key the store's delta holds for this analyser (None: none, another
+    analyser's, or damaged: then the cards are analysed)."""
+    entries = _delta_entries(store_path, fingerprint)
+    return None if entries is None else {key: entry[1] for key, entry in entries.items()}
+
+
+def _delta_entries(
+    store_path: Path | None, fingerprint: str
+) -> dict[str, tuple[str, Analysed]] | None:
+    """The delta's entries: by key, the card's name and its analysis (see `_read_delta`)."""
+    if store_path is None:
+        return None
+    try:
+        sealed = files.read_regular(store_path.with_name(DELTA_NAME), MAX_STORE_BYTES)
+    except OSError:
+        return None
+    if not sealed.startswith(_DELTA_MAGIC):
+        return None
+    data = files.unseal(sealed, len(_DELTA_MAGIC))
+    if data is None:
+        return None
+    try:
+        written_for, entries = marshal.loads(data)
+    except Exception:  # noqa: BLE001 - not a delta: analyse the cards
+        return None
+    if written_for != fingerprint or type(entries) is not list:
+        return None
+    known: dict[str, tuple[str, Analysed]] = {}
+    for entry in entries:
+        if type(entry) is not tuple or len(entry) != 5:
+            return None
+        key, name, title, body, recall = entry
+        if type(key) is not str or type(name) is not str:
+            return None
+        if not _strings(title) or not _strings(body):
+            return None
+        if recall is not None and not (
+            type(recall) is dict
+            and all(
+                type(number) is int and 0 <= number < len(RECALL_FIELDS) and _strings(terms)
+                for number, terms in recall.items()
+            )
+        ):
+            return None
+        known[key] = (name, (title, body, recall))
+    return known
+
+
+def _strings(value: object) -> bool:
+    return type(value) is list and all(type(item) is str for item in value)
+
+
+def _drop_delta(store_path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path = store_path.with_name(DELTA_NAME)
+        if stat.S_ISREG(os.lstat(path).st_mode):
+            os.unlink(path)
 
 
 # Cards analysed before their postings are merged in: large enough that merging (a copy
@@ -1727,7 +1865,9 @@ def _save_quietly(
     warnings: list[str],
     match: _Match | None = None,
     card_of_slot: npt.NDArray[np.int64] | None = None,
+    delta: bool = False,
 ) -> None:
+    """`delta`: the build read the store's delta, which the saved store now holds."""
     if not files.state_dir_contained(path.parent):
         return  # a `.hql` that leads outside the vault is not written
     try:
@@ -1735,6 +1875,8 @@ def _save_quietly(
     except OSError as error:
         warnings.append(messages.search_index_unwritable(str(path), _reason(error)))
         return
+    if delta:
+        _drop_delta(path)
     if match is not None and card_of_slot is not None:
         match.record(path, seal, card_of_slot)
 

@@ -1,4 +1,5 @@
-"""`as_of(date)`: the cards as the vault stood on a day (memory.md §5; rules in hql.vault.currency).
+"""`as_of(date)`: the cards as the vault stood on a day (memory.md §5; rules in hql.vault.currency);
+`recall(query)`: concepts ranked for a question (memory.md §7; hql.notes.recall).
 
     cards | as_of("2024-05-01") | bm25("token lifetime")
 
@@ -17,7 +18,8 @@ from hql.checker import StepTyping
 from hql.interpreter import StepCall
 from hql.registry import REGISTRY, Param, StepSpec
 from hql.types import Type
-from hql.values import Date, ListValue, elements
+from hql.values import Date, Hit, ListValue, Ranking, Retrieval, elements
+from hql.version import __version__
 
 
 def check_as_of(call: StepTyping) -> Type:
@@ -53,5 +55,51 @@ REGISTRY.add(
         'cards | as_of("2024-05-01")',
         check_as_of,
         run_as_of,
+    )
+)
+
+
+# --- recall(query): concepts, not cards (memory.md §7; hql.notes.recall) ---------------
+
+
+def check_recall(call: StepTyping) -> Type:
+    element = call.element()
+    if element.name == "Hit":
+        element = element.arg
+    if not (ty.is_document(element) or element == ty.NEVER):
+        raise call.error(messages.ranks_documents("recall", element), call.input_span)
+    query = call.value("query")
+    if query != ty.STRING:
+        raise call.error(messages.query_is_text(query), call.arg_span("query"))
+    return ty.ranking_of(ty.CONCEPT)
+
+
+def run_recall(call: StepCall) -> Ranking:
+    from hql.notes.recall import recall
+    from hql.search.bm25 import METRIC, MODEL
+
+    query = call.args["query"]
+    cards = [item.card if isinstance(item, Hit) else item for item in elements(call.input)]
+    found, extra, warnings = recall(cards, query, call.vault, call.limit)
+    for message in warnings:
+        call.warn(message)
+    where = str(call.vault.state_dir) if call.vault is not None else ""
+    retrieval = Retrieval(query, where, f"{MODEL}+concepts", __version__, METRIC, False, extra)
+    hits = tuple(Hit(concept, score, retrieval, detail) for concept, score, detail in found)
+    return Ranking(hits, retrieval)
+
+
+REGISTRY.add(
+    StepSpec(
+        "recall",
+        "core",
+        (Param("query", "String"),),
+        "Collection<Card> | recall(query: String) -> Ranking<Concept>",
+        "rank concepts, not cards: concept cards, relation endpoints that have no card and the "
+        "concepts of [memory] concepts; the retrieval counts those it cannot reach",
+        'cards | recall("token rotation")',
+        check_recall,
+        run_recall,
+        absorbs=("limit",),
     )
 )

@@ -25,6 +25,10 @@ three tables:
 * `tags`: under the listing's key, per card in name order, its tags casefolded;
   written by the first program that keeps cards by tag before a ranker, so the
   next keeps them without building any card.
+* `listing_walk`: the walk the listing's key was worked out from (its files, their
+  `stat`s and the walk's warnings), under that key: kept by a writer that records its
+  own edits (hql/vault/edits.py), so the next one records its edit, and opens the vault
+  it wrote to, without walking; believed only while it gives that very key again.
 * `walk_record`: the last walk made while a watcher served the vault
   (hql/vault/watch.py), under the watcher's token: a load told the same token
   takes its walk from here instead of walking (its head, with the listing's key,
@@ -42,6 +46,7 @@ without one. Nothing here raises: every failure means "read the files".
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
 import marshal
@@ -112,6 +117,15 @@ CREATE TABLE IF NOT EXISTS tags (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     key BLOB NOT NULL,
     tags BLOB NOT NULL,
+    digest BLOB NOT NULL
+);
+"""
+# Written by a writer that records its own edits (`record_listing_walk`).
+_LISTING_WALK_SCHEMA = """
+CREATE TABLE IF NOT EXISTS listing_walk (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    key BLOB NOT NULL,
+    walk BLOB NOT NULL,
     digest BLOB NOT NULL
 );
 """
@@ -217,6 +231,28 @@ class StoredSearch:
             block, at = blocks[position // SEARCH_BLOCK], position % SEARCH_BLOCK
             found.append(SearchEntry(*(column[at] for column in block)))
         return found
+
+    def position_of(self, name: str) -> int | None:
+        """Where the card named `name` is, found by bisection over the blocks (names are in
+        order), reading only the few blocks it looks at: -1 when no card has that name,
+        None when a block is missing or damaged."""
+        if self._whole is not None:
+            names = self._whole.names
+            at = bisect.bisect_left(names, name)
+            return at if at < len(names) and names[at] == name else -1
+        low, high = 0, len(self._block_digests) - 1
+        while low < high:  # the last block whose first name is not after `name`
+            middle = (low + high + 1) // 2
+            read = self._read({middle})
+            if read is None:
+                return None
+            low, high = (middle, high) if read[middle][0][0] <= name else (low, middle - 1)
+        read = self._read({low}) if self._block_digests else {}
+        if read is None:
+            return None
+        names = read[low][0] if read else []
+        at = bisect.bisect_left(names, name)
+        return low * SEARCH_BLOCK + at if at < len(names) and names[at] == name else -1
 
     def columns(self) -> SearchColumns | None:
         """Every card's columns (None: a block is missing or damaged)."""
@@ -446,6 +482,16 @@ class Catalog:
         files, in a transaction of their own; a catalogue that cannot take it (none yet,
         locked, read-only) keeps nothing, and the next load walks."""
         self._write_one(_WALKED_SCHEMA, "walk_record", token, head, walk)
+
+    def listing_walk(self, key: bytes | None) -> bytes | None:
+        """The walk kept under the listing `key` (packed with its warnings), if any; the
+        caller checks that it gives `key` again."""
+        return None if key is None else self._read_one("listing_walk", "key", "walk", key)
+
+    def record_listing_walk(self, key: bytes | None, walk: bytes) -> None:
+        """Keep the walk (packed with its warnings) the listing `key` was worked out from."""
+        if key is not None:
+            self._write_one(_LISTING_WALK_SCHEMA, "listing_walk", key, walk)
 
     def tag_column(self, key: bytes | None, cards: int) -> list[list[str]] | None:
         """Each card's casefolded tags, recorded under the listing `key` (None: not recorded,

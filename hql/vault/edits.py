@@ -36,12 +36,19 @@ def record_edits(
     root: str | os.PathLike[str],
     edited: Mapping[str, bytes | None] | Sequence[str],
     extension_metadata: Mapping[str, Mapping[str, Any]],
+    listed: bool = False,
 ) -> bool:
     """Update the catalogue for edits of these vault-relative files; False: load it whole.
 
     `edited` may map each file to its bytes before the edit: in a vault whose notes decide
     its dialect, files whose links read the same before and after need no scan of every
-    file to know the dialect stays."""
+    file to know the dialect stays.
+
+    `listed`: the writer of these edits knows they are all it changed, so the vault is
+    not walked: the walk the listing was worked out from (kept with it by an earlier
+    edit) stands for it, with the edited files' `stat`s taken again. What others changed
+    meanwhile is then not seen here; the next load walks, finds another key and reads
+    those files (False when no walk is kept under the listing's key)."""
     from hql.vault import store
 
     relpaths = list(edited)
@@ -64,12 +71,45 @@ def record_edits(
     metadata = sorted((name, dict(entries)) for name, entries in extension_metadata.items())
     catalog, context = store._catalogue(state_dir, dialect, declared is None, shown, metadata)
     try:
-        walked = store._walk_files(shown, [], config)
+        if listed:
+            stored = catalog.last_listing()
+            key = stored[0] if stored is not None else None
+            kept = store.unpacked_listing_walk(catalog.listing_walk(key), key, shown, context)
+            if kept is None:
+                return False
+            walked, walk_warnings = _seen_again(root_path, *kept, relpaths)
+        else:
+            walk_warnings = []
+            walked = store._walk_files(shown, walk_warnings, config)
         edit = _Edit(catalog, walked, dialect, extension_metadata)
         detected = state_dir if declared is None else None
-        return edit.record(context, relpaths, before, detected)
+        if not edit.record(context, relpaths, before, detected):
+            return False
+        packed = store.packed_listing_walk(walked, walk_warnings)
+        now = catalog.last_listing()
+        if packed is not None and now is not None:
+            catalog.record_listing_walk(now[0], packed)
+        return True
     finally:
         catalog.close()
+
+
+def _seen_again(
+    root: Path, walked: walk.Walk, warnings: list[LoadWarning], relpaths: Sequence[str]
+) -> tuple[walk.Walk, list[LoadWarning]]:
+    """The kept walk with each edited file's `stat` as it is now (a file that cannot be
+    `stat`ed keeps the old one: the edit is then not recorded)."""
+    where = {relpath: at for at, relpath in enumerate(walked.relpaths)}
+    changed = {}
+    for relpath in relpaths:
+        at = where.get(relpath)
+        if at is None:
+            continue
+        try:
+            changed[at] = os.stat(root / relpath)
+        except OSError:
+            continue
+    return walked.with_statuses(changed), warnings
 
 
 class _Edit:

@@ -153,7 +153,11 @@ class CardSequence(Sequence[Card]):
         return columns
 
     def position_of(self, name: str) -> int | None:
-        """Where the card named `name` is (names are in order: a bisection), if there is one."""
+        """Where the card named `name` is (names are in order: a bisection), if there is one;
+        only the stored blocks the bisection looks at are read."""
+        found = self._search.position_of(name)
+        if found is not None:
+            return found if found >= 0 else None
         names = self._columns().names
         at = bisect.bisect_left(names, name)
         return at if at < len(names) and names[at] == name else None
@@ -161,7 +165,12 @@ class CardSequence(Sequence[Card]):
     def path_of(self, name: str) -> str | None:
         """The relative path of the card named `name`."""
         position = self.position_of(name)
-        return self._columns().relpaths[position] if position is not None else None
+        if position is None:
+            return None
+        entries = self._search.entries([position])
+        if entries is not None:
+            return entries[0].relpath
+        return self._columns().relpaths[position]
 
     def search_keys(self) -> list[tuple[str, str]]:
         """(retrieval-text digest, search title) per card."""

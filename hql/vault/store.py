@@ -186,13 +186,34 @@ class Vault:
             return cls._load(shown, root, extension_metadata or {}, use_cache)
 
     @classmethod
+    def open_listed(
+        cls, path: str | Path, *, extension_metadata: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> Vault | None:
+        """The vault as its catalogue's last listing lists it, opened without walking: what a
+        writer that recorded its own edits (`hql.vault.edits.record_listed_edits`) reads
+        next. Files changed by others since that listing are not seen (the next `open`
+        walks and sees them). None when the catalogue keeps no walk of its listing, or a
+        watcher serves the vault (then `open`)."""
+        shown = os.fspath(path)
+        root = Path(path)
+        check_root(shown, root)
+        metadata = extension_metadata or {}
+        listed = listed_walk(root, shown, metadata)
+        if listed is None:
+            return None
+        with _collector_paused():
+            return cls._load(shown, root, metadata, True, listed)
+
+    @classmethod
     def _load(
         cls,
         shown: str,
         root: Path,
         extension_metadata: Mapping[str, Mapping[str, Any]],
         use_cache: bool,
+        listed: tuple[walk.Walk, list[LoadWarning]] | None = None,
     ) -> Vault:
+        """`listed`: the walk to take instead of walking, and its warnings."""
         warnings: list[LoadWarning] = []
         config, config_warnings = load_config(root)
         declared = walk.declared_dialect(root, config.dialect)
@@ -209,8 +230,8 @@ class Vault:
         catalog, context = _catalogue(
             state_dir if cached else None, dialect, declared is None, shown, metadata
         )
-        token = watch.ask(state_dir) if cached else None
-        if token is None and cached and config.watch:
+        token = watch.ask(state_dir) if cached and listed is None else None
+        if token is None and cached and config.watch and listed is None:
             _start_watcher(root, state_dir, warnings)
         decided = declared is not None or last is not None
         note = None  # why the notes chose the reference dialect (`hql vault warnings`)
@@ -224,7 +245,11 @@ class Vault:
             walked_of = functools.cache(functools.partial(_unpacked_walk, read_walk, shown, config))
             unrecorded: list[Callable[[], None]] = []
         else:
-            walked_files = _walk_files(shown, warnings, config)
+            if listed is not None:
+                walked_files = listed[0]
+                warnings.extend(listed[1])
+            else:
+                walked_files = _walk_files(shown, warnings, config)
             if declared is None:
                 from hql.vault import detect
 
@@ -407,6 +432,67 @@ def _walk_files(shown: str, warnings: list[LoadWarning], config: VaultConfig) ->
 
         walked = walk.Walk.of(links.without_excluded(walked.found(), config.exclude))
     return walked
+
+
+def listed_walk(
+    root: Path, shown: str, extension_metadata: Mapping[str, Mapping[str, Any]]
+) -> tuple[walk.Walk, list[LoadWarning]] | None:
+    """The walk the catalogue's last listing was worked out from, and its warnings, as kept
+    under its key (`Catalog.listing_walk`), if it gives that key again; None otherwise, or
+    when a watcher serves the vault or the notes' dialect was never decided."""
+    state_dir = root / STATE_DIR
+    if not files.state_dir_contained(state_dir) or watch.ask(state_dir) is not None:
+        return None
+    config, _ = load_config(root)
+    declared = walk.declared_dialect(root, config.dialect)
+    dialect = declared
+    if dialect is None:
+        from hql.vault import detect
+
+        last = detect.last_choice(state_dir)
+        if last is None:
+            return None
+        dialect = last.dialect
+    metadata = sorted((name, dict(entries)) for name, entries in extension_metadata.items())
+    catalog, context = _catalogue(state_dir, dialect, declared is None, shown, metadata)
+    try:
+        stored = catalog.last_listing()
+        key = stored[0] if stored is not None else None
+        return unpacked_listing_walk(catalog.listing_walk(key), key, shown, context)
+    finally:
+        catalog.close()
+
+
+def unpacked_listing_walk(
+    kept: bytes | None, key: bytes | None, shown: str, context: tuple[object, ...]
+) -> tuple[walk.Walk, list[LoadWarning]] | None:
+    """A walk kept by `packed_listing_walk`, if it gives the listing `key` again."""
+    if kept is None or key is None:
+        return None
+    try:
+        warnings, packed = marshal.loads(kept)
+    except Exception:  # noqa: BLE001 - not a kept walk: walk
+        return None
+    if type(warnings) is not list or type(packed) is not bytes:
+        return None
+    if not all(type(item) is tuple and len(item) == 3 for item in warnings):
+        return None
+    walked = walk.Walk.unpacked(packed, shown)
+    if walked is None:
+        return None
+    if listing_key(walked.relpaths, walked.signature_columns(), context) != key:
+        return None
+    return walked, [LoadWarning(*item) for item in warnings]
+
+
+def packed_listing_walk(walked: walk.Walk, warnings: Sequence[LoadWarning]) -> bytes | None:
+    """The walk and its warnings as `Catalog.record_listing_walk` keeps them (None: a walk
+    that cannot be kept, one with a failed `stat`)."""
+    packed = walked.packed()
+    if packed is None:
+        return None
+    items = [(item.path, item.message, item.subject) for item in warnings]
+    return marshal.dumps((items, packed))
 
 
 def _same(walked: walk.Walk) -> walk.Walk:

@@ -177,6 +177,17 @@ class Walk:
             return None
         return cls(relpaths, _Joined(root, relpaths), formats, statuses)
 
+    def with_statuses(self, changed: dict[int, os.stat_result]) -> Walk:
+        """This walk with the `stat`s at these positions replaced (a file seen again)."""
+        statuses: Sequence[os.stat_result | OSError]
+        if isinstance(self.statuses, _RecordedStatuses):
+            statuses = self.statuses.with_statuses(changed)
+        else:
+            statuses = list(self.statuses)
+            for at, status in changed.items():
+                statuses[at] = status
+        return Walk(self.relpaths, self.paths, self.formats, statuses)
+
     @classmethod
     def of(cls, found: list[FoundFile]) -> Walk:
         return cls(
@@ -245,6 +256,14 @@ class _RecordedStatuses(Sequence[os.stat_result]):
 
     def __len__(self) -> int:
         return len(self._arrays[0])
+
+    def with_statuses(self, changed: dict[int, os.stat_result]) -> _RecordedStatuses:
+        """These columns with the `stat`s at these positions replaced."""
+        arrays = [array.array(values.typecode, values) for values in self._arrays]
+        for at, status in changed.items():
+            for values, (_, field) in zip(arrays, _SIGNATURE_COLUMNS, strict=True):
+                values[at] = getattr(status, field)
+        return _RecordedStatuses([values.tobytes() for values in arrays])
 
     @overload
     def __getitem__(self, at: int) -> os.stat_result: ...
