@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from kept_stat import rewrite_keeping_stat
+
 import hql
 import hql.notes
 from hql.api import extension_metadata
@@ -128,6 +130,29 @@ def test_anything_but_an_edit_of_the_named_files_loads_whole(tmp_path: Path) -> 
     (tmp_path / "beta.md").write_text("---\ntitle: [unclosed\n---\nbroken now\n")
     assert not record_edits(tmp_path, ["beta.md"], extension_metadata())
     assert _shape(hql.Vault.open(tmp_path)) == _fresh_load(tmp_path)
+
+
+def test_an_edit_that_keeps_size_mtime_and_inode_is_recorded(tmp_path: Path) -> None:
+    """The named file rewritten as `cp -p` does: only its change time tells the walk."""
+    _vault(tmp_path)
+    _listed(tmp_path)
+    path = tmp_path / "topics" / "note 3.md"
+    rewrite_keeping_stat(path, b"Body of note 3", b"Body of nota 3")
+    assert record_edits(tmp_path, ["topics/note 3.md"], extension_metadata())
+    vault = _opened_from_listing(tmp_path)
+    assert vault.card_alone("note 3").body == "Body of nota 3.\n"  # type: ignore[union-attr]
+    assert _shape(vault) == _fresh_load(tmp_path)
+
+
+def test_an_unnamed_file_changed_keeping_size_and_mtime_loads_whole(tmp_path: Path) -> None:
+    _vault(tmp_path)
+    _listed(tmp_path)
+    (tmp_path / "topics" / "note 1.md").write_text("changed\n")
+    rewrite_keeping_stat(tmp_path / "topics" / "note 2.md", b"Body of note 2", b"Body of nota 2")
+    assert not record_edits(tmp_path, ["topics/note 1.md"], extension_metadata())
+    vault = hql.Vault.open(tmp_path)
+    assert vault.card("note 2").body == "Body of nota 2.\n"  # type: ignore[union-attr]
+    assert _shape(vault) == _fresh_load(tmp_path)
 
 
 def test_obsidian_links_that_change_load_whole(tmp_path: Path) -> None:
