@@ -85,10 +85,10 @@ def stamp_of(status: os.stat_result) -> Stamp:
     Size, mtime and inode alone miss an edit that keeps the size and sets the mtime back
     (`cp -p`, `tar -x`, `rsync -t` writing over a file in place). The kernel sets the
     change time on every write, `utime` and rename, and nothing can set it back: a row
-    outlives such an edit only when it falls within one tick of the file system's clock
-    of the read (kernels with fine-grained timestamps for files that were `stat`ed move
-    it on every change). A `chmod`, a new link or a rename moves it too: that file is
-    simply read again. Cards show the mtime, never the change time.
+    outlives such an edit only when it falls within one tick of the kernel's clock after
+    the read (a few milliseconds where timestamps are coarse). A `chmod`, a new link or a
+    rename moves it too: that file is simply read again. Cards show the mtime, never the
+    change time.
     """
     return status.st_size, status.st_mtime_ns, status.st_ino, status.st_ctime_ns
 
