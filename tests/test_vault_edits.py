@@ -202,3 +202,20 @@ def test_a_note_whose_links_stay_needs_no_dialect_scan(tmp_path: Path, monkeypat
     vault = hql.Vault.open(tmp_path)
     assert vault.dialect == "obsidian"
     assert _shape(vault) == _fresh_load(tmp_path)
+
+
+def test_a_note_the_watcher_saw_copied_over_keeping_size_and_mtime_reaches_bm25(
+    tmp_path: Path,
+) -> None:
+    """What `hql vault watch` hands on (`refresh_seen`): a note written over by `cp -p`."""
+    from hql.notes.fresh import refresh_seen
+
+    _vault(tmp_path)
+    program = 'import bm25\ncards | bm25("yawl") | take(1) | map(h => h.card.name)'
+    assert list(hql.run(program, vault=hql.Vault.open(tmp_path)).value) == []
+    rewrite_keeping_stat(tmp_path / "topics" / "note 4.md", b"Body of note 4", b"Body of yawl 4")
+    fresh = refresh_seen(tmp_path, ["topics/note 4.md"])
+    assert fresh.catalogue and fresh.bm25 and not fresh.problems
+    vault = _opened_from_listing(tmp_path)
+    assert list(hql.run(program, vault=vault).value) == ["note 4"]
+    assert _shape(vault) == _fresh_load(tmp_path)
