@@ -12,10 +12,10 @@ three tables:
   or `("refused", message)`) and a digest of all of that.
 * `listing`: one row describing the last whole load: a key naming every
   file's (path, size, mtime_ns, inode, mode, ctime_ns), the dialect, the
-  parser, the extensions' metadata and the vault path as given; how many cards that load
-  gave and the warnings it gave after the walk. When a walk finds exactly
-  that key again, a vault opens from this row alone and reads its cards only
-  when a program needs them.
+  parser, the extensions' metadata and the vault path as given; how many
+  cards that load gave and the warnings it gave after the walk. When a walk
+  finds exactly that key again, a vault opens from this row alone and reads
+  its cards only when a program needs them.
 * `search_head` and `search_blocks`: written with the listing, under its key:
   per card of that load, in name order, its name, path, format, retrieval-text
   digest, search title and the stamp its walk found, in blocks of
@@ -165,8 +165,8 @@ class SearchColumns:
     `names`, `relpaths`, `digests` (sha256 of the retrieval text, hex) and `titles` (the
     title ranking reads, `Card.search_title`) are lists of str. `files`, when known, holds
     per card the file's format and the size, mtime_ns, inode and ctime_ns its walk found
-    (size -1: its `stat` failed); only columns with `files` are stored. `digest` names the stored
-    columns (their head's digest), b"" for columns not read from a catalogue.
+    (size -1: its `stat` failed); only columns with `files` are stored. `digest` names the
+    stored columns (their head's digest), b"" for columns not read from a catalogue.
     """
 
     __slots__ = ("names", "relpaths", "digests", "titles", "files", "digest")
