@@ -402,7 +402,7 @@ def _walk_summary(found: walk.Walk) -> list[tuple[object, ...]]:
             relpath,
             path,
             form,
-            (s.st_size, s.st_mtime_ns, s.st_ino, s.st_mode)
+            (s.st_size, s.st_mtime_ns, s.st_ino, s.st_mode, s.st_ctime_ns)
             if type(s) is os.stat_result
             else type(s).__name__,
         )

@@ -571,3 +571,38 @@ def test_a_vault_reuses_its_store_until_the_index_file_changes(root: Path) -> No
     assert _OPENED[vault][1] is not store
     assert dict(after.hits)[best] == dict(first.hits)[worst]
     assert after.hits[0][0] != best
+
+
+def test_an_index_file_written_over_keeping_its_size_and_mtime_is_read_again(root: Path) -> None:
+    """Vectors changed in place and the mtime set back (as `cp -p` of an older build over
+    it would leave it): inode, size and mtime all read as before; the change time does not."""
+    import os
+    import time
+
+    from hql.index.stores import _OPENED
+
+    vault = open_vault(root)
+    first = semantic_ranking(vault, QUERY)
+    store = _OPENED[vault][1]
+    before = index_file(root).stat()
+    best, worst = first.hits[0][0], first.hits[-1][0]
+    db = sqlite3.connect(index_file(root))
+    with db:
+        for table, key in (("card", "name"), ("section", "card")):
+            (vector,) = db.execute(
+                f"SELECT embedding FROM {table} WHERE {key} = ?", (worst,)
+            ).fetchone()
+            db.execute(f"UPDATE {table} SET embedding = ? WHERE {key} = ?", (vector, best))
+    reseal(db)
+    db.close()
+    os.utime(index_file(root), ns=(before.st_atime_ns, before.st_mtime_ns))
+    while index_file(root).stat().st_ctime_ns == before.st_ctime_ns:  # a coarse clock tick
+        time.sleep(0.005)
+        os.utime(index_file(root), ns=(before.st_atime_ns, before.st_mtime_ns))
+    after_write = index_file(root).stat()
+    kept = ("st_ino", "st_size", "st_mtime_ns")
+    assert [getattr(after_write, name) for name in kept] == [getattr(before, name) for name in kept]
+    assert after_write.st_ctime_ns != before.st_ctime_ns
+    after = semantic_ranking(vault, QUERY)
+    assert _OPENED[vault][1] is not store
+    assert dict(after.hits)[best] == dict(first.hits)[worst]

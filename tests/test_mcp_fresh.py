@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kept_stat import rewrite_keeping_stat
 
 from hql.mcp import notes as note_tools
 from hql.mcp.service import MAX_WALK_WAIT, VaultService
@@ -79,3 +80,16 @@ def test_a_write_through_the_server_is_seen_by_the_next_call(vault: Path) -> Non
     found = service.query('cards | filter(c => contains(c.body, "zebra")) | map(c => c.name)')
     assert found["value"] == ["oauth"]
     assert clock.walks == 2
+
+
+def test_an_edit_that_keeps_size_mtime_and_inode_is_seen(vault: Path) -> None:
+    """`cp -p` or `tar -x` over a card: the stat walk compares change times too."""
+    service = VaultService(vault)
+    clock = _SlowWalks(service, walk=0.01)
+    program = "cards | filter(c => contains(c.body, $w)) | map(c => c.name)"
+    assert service.query(program, params={"w": "framework"})["value"] == ["oauth"]
+    rewrite_keeping_stat(vault / "concepts" / "oauth.md", b"framework", b"frameWORK")
+    clock.now += 1.0  # past the wait after the last walk
+    assert service.query(program, params={"w": "frameWORK"})["value"] == ["oauth"]
+    assert service.query(program, params={"w": "framework"})["value"] == []
+    assert clock.walks == 2 and service.live.loads == 2

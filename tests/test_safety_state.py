@@ -210,7 +210,7 @@ def test_an_index_linked_to_itself_is_a_report(tmp_path: Path) -> None:
 
 
 def test_a_catalogue_row_with_a_non_string_key_is_a_miss(tmp_path: Path) -> None:
-    from hql.vault.catalog import Catalog
+    from hql.vault.catalog import Catalog, stamp_of
     from hql.vault.loader import parser_fingerprint
 
     card = tmp_path / "card.md"
@@ -218,7 +218,7 @@ def test_a_catalogue_row_with_a_non_string_key_is_a_miss(tmp_path: Path) -> None
     status = card.stat()
     crafted = ("ok", {"metadata": {1: "x", "b": "y"}}, "", None, [])
     writer = Catalog(tmp_path / ".hql", parser_fingerprint())  # a catalogue made to lie
-    writer.store("card.md", status.st_size, status.st_mtime_ns, status.st_ino, crafted)
+    writer.store("card.md", stamp_of(status), crafted)
     writer.save(["card.md"], None, None)
     writer.close()
     vault = Vault.open(tmp_path)

@@ -27,12 +27,13 @@ COLUMNS = [
 KEY = b"the listing key"
 
 
-def _files(count: int) -> tuple[list[str], list[int], list[int], list[int]]:
+def _files(count: int) -> tuple[list[str], list[int], list[int], list[int], list[int]]:
     return (
         ["markdown"] * count,
         [n * 10 - 1 for n in range(count)],  # the first: a failed stat
         [2**62 + n for n in range(count)],
         [2**63 + n for n in range(count)],
+        [-(2**62) + n for n in range(count)],
     )
 
 
@@ -46,7 +47,7 @@ def test_columns_read_back_as_written(columns: tuple[list[str], ...]) -> None:
     count = len(columns[0])
     stored = _stored(columns)
     assert len(stored) == -(-count // SEARCH_BLOCK)
-    read: list[list[object]] = [[] for _ in range(8)]
+    read: list[list[object]] = [[] for _ in range(9)]
     for number, row in enumerate(stored):
         size = min(SEARCH_BLOCK, count - number * SEARCH_BLOCK)
         block = _block_of(row, KEY, number, row[1], size)
@@ -71,13 +72,14 @@ def test_columns_are_stored_as_joined_texts() -> None:
 @pytest.mark.parametrize(
     "stored",
     [
-        ("joined", "a\0b", "a\0b", "a\0b", "a\0b", [1, 2], [1, 2]),  # a column short
-        ("joined", "a\0b", "a\0b", "a\0b", "a\0b", 7, [1, 2], [1, 2], [1, 2]),
-        ("joined", "a\0b", "a\0b", "a\0b", "a\0b", ["a", 2], [1, 2], [1, 2], [1, 2]),
-        ("joined", "a\0b", "a\0b", "a\0b", "a\0b\0c", "a\0b", [1, 2], [1, 2], [1, 2]),
-        ("joined", "a\0b", "a\0b", "a\0b", "a\0b", "a\0b", [1, 2], [1, 2.5], [1, 2]),
-        ("joined", "a\0b", "a\0b", "a\0b", "a\0b", "a\0b", [1, 2], [1], [1, 2]),
-        ("other", "a\0b", "a\0b", "a\0b", "a\0b", "a\0b", [1, 2], [1, 2], [1, 2]),
+        ("joined", "a\0b", "a\0b", "a\0b", "a\0b", "a\0b", [1, 2], [1, 2], [1, 2]),  # one short
+        ("joined", "a\0b", "a\0b", "a\0b", "a\0b", 7, [1, 2], [1, 2], [1, 2], [1, 2]),
+        ("joined", "a\0b", "a\0b", "a\0b", "a\0b", ["a", 2], [1, 2], [1, 2], [1, 2], [1, 2]),
+        ("joined", "a\0b", "a\0b", "a\0b", "a\0b\0c", "a\0b", [1, 2], [1, 2], [1, 2], [1, 2]),
+        ("joined", "a\0b", "a\0b", "a\0b", "a\0b", "a\0b", [1, 2], [1, 2.5], [1, 2], [1, 2]),
+        ("joined", "a\0b", "a\0b", "a\0b", "a\0b", "a\0b", [1, 2], [1], [1, 2], [1, 2]),
+        ("joined", "a\0b", "a\0b", "a\0b", "a\0b", "a\0b", [1, 2], [1, 2], [1, 2], [1, 2.5]),
+        ("other", "a\0b", "a\0b", "a\0b", "a\0b", "a\0b", [1, 2], [1, 2], [1, 2], [1, 2]),
         ["a", "b"],
     ],
 )

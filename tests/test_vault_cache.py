@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from kept_stat import rewrite_keeping_stat
 
 from hql.vault import Vault, document
 from hql.vault.catalog import CATALOG_FILE
@@ -65,6 +66,42 @@ def test_a_changed_file_is_parsed_again(root: Path, parses: list[str]) -> None:
     assert len(parses) == 1
     sessions = vault.card("sessions")
     assert sessions is not None and sessions.title == "Session cookie!"
+
+
+def test_an_edit_that_keeps_size_mtime_and_inode_is_read_again(
+    root: Path, parses: list[str]
+) -> None:
+    """`cp -p` or `tar -x` over a note: only its change time moved."""
+    assert Vault.open(root).card("sessions") is not None
+    parses.clear()
+    card = root / "sessions.hmd"
+    rewrite_keeping_stat(card, b"title: Session cookies", b"title: Session cookie!")
+    vault = Vault.open(root)
+    sessions = vault.card("sessions")
+    assert sessions is not None and sessions.title == "Session cookie!"
+    assert len(parses) == 1
+    assert sessions.mtime_ns == card.stat().st_mtime_ns  # the file's own mtime, as shown
+    parses.clear()
+    assert Vault.open(root).card("sessions").title == "Session cookie!"  # type: ignore[union-attr]
+    assert parses == []  # the new row is kept
+
+
+def test_a_catalogue_row_is_not_reused_for_an_edit_that_keeps_size_and_mtime(
+    root: Path, parses: list[str]
+) -> None:
+    """The row check alone: a file added too means the listing is not reused whatever the
+    key, so the load goes through every file's row."""
+    Vault.open(root)
+    parses.clear()
+    rewrite_keeping_stat(
+        root / "sessions.hmd", b"title: Session cookies", b"title: Session cookie!"
+    )
+    (root / "new.md").write_text("# New\n")
+    vault = Vault.open(root)
+    assert vault.card("sessions").title == "Session cookie!"  # type: ignore[union-attr]
+    assert sorted(parses) == sorted(
+        [(root / "sessions.hmd").read_text(), (root / "new.md").read_text()]
+    )
 
 
 def test_deleted_and_added_files(root: Path, parses: list[str]) -> None:
@@ -156,14 +193,14 @@ def test_a_row_whose_payload_was_changed_is_a_miss(root: Path, parses: list[str]
 
 def test_catalogue_rows_of_the_wrong_shape_are_ignored(root: Path, parses: list[str]) -> None:
     """Rows that pass their digest (written by a catalogue made to lie) but hold nonsense."""
-    from hql.vault.catalog import Catalog
+    from hql.vault.catalog import Catalog, stamp_of
     from hql.vault.loader import parser_fingerprint
 
     file = root / "oauth.hmd"
     status = file.stat()
     writer = Catalog(root / ".hql", parser_fingerprint())
     bogus = ("ok", "not a dict", 3, None, [])
-    writer.store("oauth.hmd", status.st_size, status.st_mtime_ns, status.st_ino, bogus)
+    writer.store("oauth.hmd", stamp_of(status), bogus)
     writer.save(["oauth.hmd"], None, None)
     writer.close()
     vault = Vault.open(root)
@@ -200,6 +237,24 @@ def test_a_catalogue_from_another_parser_is_ignored(root: Path, parses: list[str
     parses.clear()
     Vault.open(root)
     assert parses == []
+
+
+def test_a_catalogue_of_the_earlier_layout_is_rewritten(root: Path, parses: list[str]) -> None:
+    """A catalogue written before the change time joined a row's stamp (`files` without
+    its column, format v1): nothing in it is used, and the next save writes this layout."""
+    expected = summary(Vault.open(root, use_cache=False))
+    Vault.open(root)
+    rewrite(root, "UPDATE meta SET value = 'hql.catalog.v1' WHERE key = 'format'")
+    rewrite(root, "ALTER TABLE files DROP COLUMN ctime_ns")
+    parses.clear()
+    assert summary(Vault.open(root)) == expected
+    assert len(parses) == 6
+    parses.clear()
+    assert summary(Vault.open(root)) == expected
+    assert parses == []
+    with sqlite3.connect(root / ".hql" / CATALOG_FILE) as connection:
+        columns = [row[1] for row in connection.execute("PRAGMA table_info(files)")]
+    assert "ctime_ns" in columns
 
 
 def test_threads_share_one_vault(root: Path) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from kept_stat import rewrite_keeping_stat
+
 import hql
 import hql.notes
 from hql.api import extension_metadata
@@ -130,6 +132,29 @@ def test_anything_but_an_edit_of_the_named_files_loads_whole(tmp_path: Path) -> 
     assert _shape(hql.Vault.open(tmp_path)) == _fresh_load(tmp_path)
 
 
+def test_an_edit_that_keeps_size_mtime_and_inode_is_recorded(tmp_path: Path) -> None:
+    """The named file rewritten as `cp -p` does: only its change time tells the walk."""
+    _vault(tmp_path)
+    _listed(tmp_path)
+    path = tmp_path / "topics" / "note 3.md"
+    rewrite_keeping_stat(path, b"Body of note 3", b"Body of nota 3")
+    assert record_edits(tmp_path, ["topics/note 3.md"], extension_metadata())
+    vault = _opened_from_listing(tmp_path)
+    assert vault.card_alone("note 3").body == "Body of nota 3.\n"  # type: ignore[union-attr]
+    assert _shape(vault) == _fresh_load(tmp_path)
+
+
+def test_an_unnamed_file_changed_keeping_size_and_mtime_loads_whole(tmp_path: Path) -> None:
+    _vault(tmp_path)
+    _listed(tmp_path)
+    (tmp_path / "topics" / "note 1.md").write_text("changed\n")
+    rewrite_keeping_stat(tmp_path / "topics" / "note 2.md", b"Body of note 2", b"Body of nota 2")
+    assert not record_edits(tmp_path, ["topics/note 1.md"], extension_metadata())
+    vault = hql.Vault.open(tmp_path)
+    assert vault.card("note 2").body == "Body of nota 2.\n"  # type: ignore[union-attr]
+    assert _shape(vault) == _fresh_load(tmp_path)
+
+
 def test_obsidian_links_that_change_load_whole(tmp_path: Path) -> None:
     _vault(tmp_path)
     (tmp_path / ".obsidian").mkdir()
@@ -206,3 +231,20 @@ def test_a_writer_records_its_own_edits_without_walking(tmp_path: Path, monkeypa
     program = "import bm25\ncards | bm25($q) | take(1) | map(h => h.card.name)"
     for word, name in (("zymurgy", "note 3"), ("kvass", "note 6"), ("another", "note 5")):
         assert list(hql.run(program, vault=vault, params={"q": word}).value) == [name]
+
+
+def test_a_note_the_watcher_saw_copied_over_keeping_size_and_mtime_reaches_bm25(
+    tmp_path: Path,
+) -> None:
+    """What `hql vault watch` hands on (`refresh_seen`): a note written over by `cp -p`."""
+    from hql.notes.fresh import refresh_seen
+
+    _vault(tmp_path)
+    program = 'import bm25\ncards | bm25("yawl") | take(1) | map(h => h.card.name)'
+    assert list(hql.run(program, vault=hql.Vault.open(tmp_path)).value) == []
+    rewrite_keeping_stat(tmp_path / "topics" / "note 4.md", b"Body of note 4", b"Body of yawl 4")
+    fresh = refresh_seen(tmp_path, ["topics/note 4.md"])
+    assert fresh.catalogue and fresh.bm25 and not fresh.problems
+    vault = _opened_from_listing(tmp_path)
+    assert list(hql.run(program, vault=vault).value) == ["note 4"]
+    assert _shape(vault) == _fresh_load(tmp_path)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kept_stat import rewrite_keeping_stat
 
 import hql
 from hql.api import Outcome, Session
@@ -210,6 +211,20 @@ def test_edited_added_and_removed_cards_are_seen(mixed: Path, built: list[str]) 
     built.clear()
     _run(Vault.open(mixed), text, "quokka")  # the refreshed catalogue opens lazily again
     assert len(built) <= 3
+
+
+def test_an_edit_that_keeps_size_mtime_and_inode_is_seen(mixed: Path, built: list[str]) -> None:
+    """`cp -p` over a note (only its change time moved): the listing is not reused."""
+    _catalogued(mixed)
+    text = "import bm25\ncards | bm25($q) | take(1) | map(h => [h.card.name, h.card.body])"
+    note = mixed / "Ocean" / "oauth.md"
+    rewrite_keeping_stat(note, b"on a ship", b"on a zork")
+    answer = _run(Vault.open(mixed), text, "zork")
+    _assert_same(answer, _run(Vault.open(mixed, use_cache=False), text, "zork"))
+    assert answer.to_json()["value"] == [["oauth", "# OAuth at sea\n\nA token on a zork.\n"]]
+    built.clear()
+    again = _run(Vault.open(mixed), text, "zork")  # the refreshed catalogue opens lazily again
+    assert again.to_json()["value"] == answer.to_json()["value"] and len(built) <= 3
 
 
 def _search_rows(root: Path, statement: str, *args: Any) -> None:

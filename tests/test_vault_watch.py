@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kept_stat import rewrite_keeping_stat
 
 from hql import messages
 from hql.api import Session
@@ -146,6 +147,15 @@ def _same_size_edit(root: Path) -> None:
     note.write_bytes(bytes(data))
 
 
+def _same_size_and_mtime_edit(root: Path) -> None:
+    """As `cp -p` or `tar -x` write a note: only its change time moves."""
+    note = _a_note(root, "Ocean")
+    tail = note.read_bytes()[-12:]
+    rewrite_keeping_stat(
+        note, tail, tail.replace(tail[-2:-1], b"Q" if tail[-2:-1] != b"Q" else b"R")
+    )
+
+
 def _touch(root: Path) -> None:
     note = _a_note(root, "Reading")
     os.utime(note, ns=(0, 1_234_567_890_000_000_000))
@@ -197,6 +207,7 @@ def _config(root: Path) -> None:
 CHANGES = [
     _edit,
     _same_size_edit,
+    _same_size_and_mtime_edit,
     _touch,
     _add,
     _delete,

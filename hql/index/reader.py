@@ -1,8 +1,8 @@
 """Reading a schema v1 index and ranking cards against a question (reference §12.3).
 
-The vectors of one index revision (file identity, mtime, size) are read once
-into a float32 matrix and kept in a process-wide cache, so a question costs
-one matrix-vector product and a top-k, not a database read.
+The vectors of one index revision (file identity, mtime, size, change time) are
+read once into a float32 matrix and kept in a process-wide cache, so a question
+costs one matrix-vector product and a top-k, not a database read.
 
 A score is `exact_scores`' dot product (summed in float64, rounded once to
 float32), whichever rows it was computed with: the float32 scan only picks the
@@ -83,7 +83,7 @@ class _Sections:
 class _Loaded:
     """One revision of an index file, in memory. Rows are in card-name order."""
 
-    stamp: tuple[int, int, int]
+    stamp: Stamp
     model: schema.ModelRow
     meta: schema.MetaRow
     names: tuple[str, ...]
@@ -121,17 +121,25 @@ class _Alignment:
 _CACHE: dict[Path, _Loaded] = {}
 # An index path as given -> (its file's device and stamp when last resolved, the resolved
 # path): while that file is unchanged, opening it is one stat, not a resolve of every part.
-_RESOLVED: dict[Path, tuple[tuple[int, int, int, int], Path]] = {}
+_RESOLVED: dict[Path, tuple[tuple[int, int, int, int, int], Path]] = {}
 _QUERY_MEMO = 4096  # stored questions remembered per index revision
 _CACHE_LOCK = threading.Lock()
 
 
-def _stamp(path: Path) -> tuple[int, int, int]:
-    status = path.stat()
-    return (status.st_ino, status.st_mtime_ns, status.st_size)
+# An index file's revision: inode, mtime, size and change time (a file written over in
+# place with its mtime set back, as `cp -p` does, keeps the first three).
+Stamp = tuple[int, int, int, int]
 
 
-def _stamp_or_none(path: Path) -> tuple[int, int, int] | None:
+def _stamp_of(status: os.stat_result) -> Stamp:
+    return (status.st_ino, status.st_mtime_ns, status.st_size, status.st_ctime_ns)
+
+
+def _stamp(path: Path) -> Stamp:
+    return _stamp_of(path.stat())
+
+
+def _stamp_or_none(path: Path) -> Stamp | None:
     try:
         return _stamp(path)
     except OSError:
@@ -282,7 +290,7 @@ class SemanticIndex:
         return warnings
 
     @property
-    def stamp(self) -> tuple[int, int, int]:
+    def stamp(self) -> Stamp:
         """The file revision these vectors were read from."""
         return self._loaded.stamp
 
@@ -515,7 +523,7 @@ def _load_cached(path: Path) -> _Loaded:
     except (OSError, RuntimeError, ValueError) as error:  # RuntimeError: a symlink loop
         reason = getattr(error, "strerror", None) or str(error)
         raise SemanticIndexError(messages.index_unreadable(str(path), reason)) from None
-    stamp = (status.st_ino, status.st_mtime_ns, status.st_size)
+    stamp = _stamp_of(status)
     with _CACHE_LOCK:
         loaded = _CACHE.get(key)
         if loaded is None or loaded.stamp != stamp:
@@ -526,7 +534,7 @@ def _load_cached(path: Path) -> _Loaded:
 
 def _unchanged(path: Path) -> _Loaded | None:
     """The cached revision of `path`'s file when the path was resolved before and the file it
-    reaches now is the very file (device, inode, mtime, size) that was cached."""
+    reaches now is the very file (device, inode, mtime, size, change time) that was cached."""
     known = _RESOLVED.get(path)
     if known is None:
         return None
@@ -534,7 +542,7 @@ def _unchanged(path: Path) -> _Loaded | None:
         status = os.stat(path)
     except (OSError, ValueError):
         return None  # the full open says why
-    stamp = (status.st_ino, status.st_mtime_ns, status.st_size)
+    stamp = _stamp_of(status)
     if known[0] != (status.st_dev, *stamp):
         return None
     loaded = _CACHE.get(known[1])
@@ -547,7 +555,7 @@ def clear_cache() -> None:
         _RESOLVED.clear()
 
 
-def _load(path: Path, stamp: tuple[int, int, int]) -> _Loaded:
+def _load(path: Path, stamp: Stamp) -> _Loaded:
     if not path.is_file():
         raise SemanticIndexError(messages.index_unreadable(str(path), "not a file"))
     if not os.access(path, os.R_OK):
@@ -566,7 +574,7 @@ def _load(path: Path, stamp: tuple[int, int, int]) -> _Loaded:
         connection.close()
 
 
-def _read(connection: sqlite3.Connection, path: Path, stamp: tuple[int, int, int]) -> _Loaded:
+def _read(connection: sqlite3.Connection, path: Path, stamp: Stamp) -> _Loaded:
     missing = schema.missing_tables(connection)
     if missing:
         raise SemanticIndexError(messages.index_missing_table(str(path), missing[0]))

@@ -70,14 +70,15 @@ class LiveVault:
     """A vault loaded once and loaded again when a stat walk finds that its files changed.
 
     The walk finds documents by the loader's own rules and compares each one's
-    size, modification time and inode, and those of `hql.toml`: an agent that
-    edits a card sees its edit on the next call. On a large vault the walk itself
-    takes time, so after a walk that took t seconds the next one waits until 10 t
-    have passed (on the sample vault t is a fraction of a millisecond), and never
-    more than `MAX_WALK_WAIT`: walking costs at most a tenth of the server's time
-    until a walk takes a fifth of a second, and a change on disk is seen by every
-    call that starts `MAX_WALK_WAIT` plus one walk after it. A write through this
-    server (`expire`) is seen by the very next call.
+    size, modification time, inode and change time, and those of `hql.toml`: an
+    agent that edits a card sees its edit on the next call, and so does one that
+    copies a file over it keeping its size and modification time (`cp -p`). On a
+    large vault the walk itself takes time, so after a walk that took t seconds the
+    next one waits until 10 t have passed (on the sample vault t is a fraction of a
+    millisecond), and never more than `MAX_WALK_WAIT`: walking costs at most a
+    tenth of the server's time until a walk takes a fifth of a second, and a change
+    on disk is seen by every call that starts `MAX_WALK_WAIT` plus one walk after
+    it. A write through this server (`expire`) is seen by the very next call.
 
     With `warm`, each load is followed by building the bm25 index on a thread of
     its own, outside any call's time budget: on a large vault the first build can
@@ -124,6 +125,7 @@ class LiveVault:
 
     def _stat_walk(self) -> tuple[Any, ...]:
         from hql.vault import loader
+        from hql.vault.catalog import stamp_of
 
         stats: list[Any] = []
         # the roots outside the vault that its hql.toml allows, as the last load read them
@@ -133,10 +135,10 @@ class LiveVault:
             if not isinstance(status, os.stat_result):
                 stats.append((found.relpath, None))
                 continue
-            stats.append((found.relpath, status.st_size, status.st_mtime_ns, status.st_ino))
+            stats.append((found.relpath, *stamp_of(status)))
         try:
             config = os.stat(Path(self.root) / "hql.toml")
-            stats.append(("hql.toml", config.st_size, config.st_mtime_ns, config.st_ino))
+            stats.append(("hql.toml", *stamp_of(config)))
         except OSError:
             stats.append(("hql.toml", None))
         return tuple(stats)

@@ -1,8 +1,8 @@
 """After a write: the catalogue, the bm25 store and (when asked for) the vectors, up to date at once.
 
 `refresh(root, names)` loads the vault (the catalogue keeps a row per file by
-size, modification time and inode, so the load reads only what changed and
-writes its rows), builds the bm25 index over it (its store is keyed per card by
+size, modification time, inode and change time, so the load reads only what
+changed and writes its rows), builds the bm25 index over it (its store is keyed per card by
 content digest: only the changed cards are analysed, and the store is saved
 before this returns; after edits its writer recorded without walking the vault, the
 edited cards' analyses are only added to the store's delta, which the next build

@@ -6,20 +6,20 @@ three tables:
 
 * `meta`: the format, the parser that wrote the rows (a fingerprint of its
   code and of PyYAML) and the Python version; rows of another are ignored.
-* `files`: per document, keyed by its vault-relative path: size, mtime_ns and
-  inode of the file when it was read, the parse (marshal of the payload:
-  `("ok", authored, body, heading, links[, extras])` or `("refused",
-  message)`) and a digest of all of that.
+* `files`: per document, keyed by its vault-relative path: the file's stamp
+  when it was read (size, mtime_ns, inode and ctime_ns: `stamp_of`), the parse
+  (marshal of the payload: `("ok", authored, body, heading, links[, extras])`
+  or `("refused", message)`) and a digest of all of that.
 * `listing`: one row describing the last whole load: a key naming every
-  file's (path, size, mtime_ns, inode, mode), the dialect, the parser, the
-  extensions' metadata and the vault path as given; how many cards that load
-  gave and the warnings it gave after the walk. When a walk finds exactly
-  that key again, a vault opens from this row alone and reads its cards only
-  when a program needs them.
+  file's (path, size, mtime_ns, inode, mode, ctime_ns), the dialect, the
+  parser, the extensions' metadata and the vault path as given; how many
+  cards that load gave and the warnings it gave after the walk. When a walk
+  finds exactly that key again, a vault opens from this row alone and reads
+  its cards only when a program needs them.
 * `search_head` and `search_blocks`: written with the listing, under its key:
   per card of that load, in name order, its name, path, format, retrieval-text
-  digest, search title and the size, mtime_ns and inode its walk found, in
-  blocks of `SEARCH_BLOCK` cards (the head lists each block's digest). A ranker
+  digest, search title and the stamp its walk found, in blocks of
+  `SEARCH_BLOCK` cards (the head lists each block's digest). A ranker
   opens its stored index from these columns and builds only the cards it hands
   out (each from its `files` row), reading only the blocks that hold them.
 * `tags`: under the listing's key, per card in name order, its tags casefolded;
@@ -35,13 +35,15 @@ three tables:
   first; the files only when it reads them).
 
 The catalogue is the user's file but still input. A row is believed only
-while its file has the same size, mtime_ns and inode and its digest matches
-what it holds; its data is checked again, down to every key and value, before
-use. Anything else is a miss, and the file is parsed again. A catalogue that
-SQLite cannot read (not a database, a damaged page), that has the wrong
-tables, or that is not a regular file (a FIFO, a symlink, a device) is
-replaced by a new one; a `.hql` that cannot be written means the vault loads
-without one. Nothing here raises: every failure means "read the files".
+while its file has the same stamp and its digest matches what it holds; its
+data is checked again, down to every key and value, before use. Anything else
+is a miss, and the file is parsed again. A catalogue that SQLite cannot read
+(not a database, a damaged page), that has the wrong tables, or that is not a
+regular file (a FIFO, a symlink, a device) is replaced by a new one; a `.hql`
+that cannot be written means the vault loads without one. A catalogue of another
+format (an earlier layout of `files`) is read as empty and rewritten in this
+one's layout by the next save. Nothing here raises: every failure means "read
+the files".
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ from typing import Any, cast
 from hql import files
 
 CATALOG_FILE = "catalog.sqlite"
-FORMAT = "hql.catalog.v1"
+# v2: the change time joined the stamp that says a file is unchanged (a `files` column).
+FORMAT = "hql.catalog.v2"
 # How long a reader or writer waits for another process's lock before going without.
 BUSY_SECONDS = 2.0
 _PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]} marshal {marshal.version}"
@@ -76,18 +79,37 @@ _RETIRED_TABLES = ("search", "walked")
 _RETIRED = ("vault-cache.marshal",)
 
 Payload = tuple[Any, ...]
-Row = tuple[int, int, int, bytes, bytes]  # size, mtime_ns, inode, stored payload, digest
+# What says a file is the one a row was read from: (size, mtime_ns, inode, ctime_ns).
+Stamp = tuple[int, int, int, int]
+Row = tuple[int, int, int, int, bytes, bytes]  # the stamp, the stored payload, its digest
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS files (
+
+def stamp_of(status: os.stat_result) -> Stamp:
+    """The file's size, mtime, inode and change time, as rows and listings compare them.
+
+    Size, mtime and inode alone miss an edit that keeps the size and sets the mtime back
+    (`cp -p`, `tar -x`, `rsync -t` writing over a file in place). The kernel sets the
+    change time on every write, `utime` and rename, and nothing can set it back: a row
+    outlives such an edit only when it falls within one tick of the kernel's clock after
+    the read (a few milliseconds where timestamps are coarse). A `chmod`, a new link or a
+    rename moves it too: that file is simply read again. Cards show the mtime, never the
+    change time.
+    """
+    return status.st_size, status.st_mtime_ns, status.st_ino, status.st_ctime_ns
+
+
+_FILES_SCHEMA = """CREATE TABLE IF NOT EXISTS files (
     relpath TEXT PRIMARY KEY,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
     inode INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL,
     payload BLOB NOT NULL,
     digest BLOB NOT NULL
-);
+)"""
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+{_FILES_SCHEMA};
 CREATE TABLE IF NOT EXISTS listing (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     key BLOB NOT NULL,
@@ -156,9 +178,9 @@ class SearchColumns:
 
     `names`, `relpaths`, `digests` (sha256 of the retrieval text, hex) and `titles` (the
     title ranking reads, `Card.search_title`) are lists of str. `files`, when known, holds
-    per card the file's format and the size, mtime_ns and inode its walk found (size -1:
-    its `stat` failed); only columns with `files` are stored. `digest` names the stored
-    columns (their head's digest), b"" for columns not read from a catalogue.
+    per card the file's format and the size, mtime_ns, inode and ctime_ns its walk found
+    (size -1: its `stat` failed); only columns with `files` are stored. `digest` names the
+    stored columns (their head's digest), b"" for columns not read from a catalogue.
     """
 
     __slots__ = ("names", "relpaths", "digests", "titles", "files", "digest")
@@ -169,7 +191,7 @@ class SearchColumns:
         relpaths: list[str],
         digests: list[str],
         titles: list[str],
-        files: tuple[list[str], list[int], list[int], list[int]] | None = None,
+        files: tuple[list[str], list[int], list[int], list[int], list[int]] | None = None,
         digest: bytes = b"",
     ) -> None:
         self.names, self.relpaths, self.digests, self.titles = names, relpaths, digests, titles
@@ -205,6 +227,11 @@ class SearchEntry:
     size: int  # -1: the walk could not `stat` the file
     mtime_ns: int
     inode: int
+    ctime_ns: int
+
+    @property
+    def stamp(self) -> Stamp:
+        return self.size, self.mtime_ns, self.inode, self.ctime_ns
 
 
 class StoredSearch:
@@ -260,12 +287,12 @@ class StoredSearch:
             blocks = self._read(set(range(len(self._block_digests))))
             if blocks is None:
                 return None
-            parts: list[list[Any]] = [[] for _ in range(8)]
+            parts: list[list[Any]] = [[] for _ in range(9)]
             for number in range(len(self._block_digests)):
                 for part, column in zip(parts, blocks[number], strict=True):
                     part.extend(column)
-            names, relpaths, formats, digests, titles, sizes, mtimes, inodes = parts
-            files = (formats, sizes, mtimes, inodes)
+            names, relpaths, formats, digests, titles, sizes, mtimes, inodes, ctimes = parts
+            files = (formats, sizes, mtimes, inodes, ctimes)
             self._whole = SearchColumns(names, relpaths, digests, titles, files, self.digest)
         return self._whole
 
@@ -318,7 +345,7 @@ def _block_of(
     if digest != _digest(key, str(number).encode(), row[0]):
         return None
     block = _loads(row[0])
-    if type(block) is not tuple or len(block) != 9 or block[0] != _SEARCH_PACKING:
+    if type(block) is not tuple or len(block) != 10 or block[0] != _SEARCH_PACKING:
         return None
     columns = list(block[1:])
     for at, column in enumerate(columns[:5]):
@@ -559,13 +586,13 @@ class Catalog:
             self._connection = self._connect(self._path)
         return self._connection
 
-    def payloads(self, wanted: list[tuple[str, int, int, int]]) -> dict[str, Payload]:
-        """The checked payloads of these (relpath, size, mtime_ns, inode), read in one query;
-        a file whose row is missing, stale or damaged is left out."""
+    def payloads(self, wanted: list[tuple[str, Stamp]]) -> dict[str, Payload]:
+        """The checked payloads of these (relpath, stamp), read in one query; a file whose
+        row is missing, stale or damaged is left out."""
         if self._connection is None or self._foreign or not wanted:
             return {}
         marks = ",".join("?" * len(wanted))
-        query = f"SELECT relpath, size, mtime_ns, inode, payload, digest FROM files WHERE relpath IN ({marks})"  # noqa: S608 - only placeholders
+        query = f"SELECT {_ROW_COLUMNS} FROM files WHERE relpath IN ({marks})"  # noqa: S608 - only placeholders
         try:
             rows = {
                 row[0]: row[1:] for row in self._connection.execute(query, [w[0] for w in wanted])
@@ -573,9 +600,9 @@ class Catalog:
         except sqlite3.Error:
             return {}
         found = {}
-        for relpath, size, mtime_ns, inode in wanted:
+        for relpath, stamp in wanted:
             row = rows.get(relpath)
-            payload = _checked(relpath, size, mtime_ns, inode, row) if row is not None else None
+            payload = _checked(relpath, stamp, row) if row is not None else None
             if payload is not None:
                 found[relpath] = payload
         return found
@@ -586,8 +613,8 @@ class Catalog:
         self._order = relpaths
         self._index = None
 
-    def lookup(self, relpath: str, size: int, mtime_ns: int, inode: int) -> Payload | None:
-        """The payload parsed from this very file (same size, mtime and inode), if stored.
+    def lookup(self, relpath: str, stamp: Stamp) -> Payload | None:
+        """The payload parsed from this very file (the same `stamp_of`), if stored.
 
         Rows are checked here, one by one as they are used: a row whose digest
         or shape is wrong is simply a miss.
@@ -601,7 +628,7 @@ class Catalog:
             row = rows.pop(relpath, None)
         if row is None:
             return None
-        return _checked(relpath, size, mtime_ns, inode, row)
+        return _checked(relpath, stamp, row)
 
     def _stored_relpaths(self) -> set[str]:
         if self._connection is None:
@@ -625,16 +652,16 @@ class Catalog:
         if self._connection is None or self._rows is None:
             return
         marks = ",".join("?" * len(batch))
-        query = f"SELECT relpath, size, mtime_ns, inode, payload, digest FROM files WHERE relpath IN ({marks})"  # noqa: S608 - only placeholders
+        query = f"SELECT {_ROW_COLUMNS} FROM files WHERE relpath IN ({marks})"  # noqa: S608 - only placeholders
         try:
             for row in self._connection.execute(query, batch):
                 self._rows[row[0]] = row[1:]
         except sqlite3.Error:
             self._give_up(replace=True)
 
-    def store(self, relpath: str, size: int, mtime_ns: int, inode: int, payload: Payload) -> None:
+    def store(self, relpath: str, stamp: Stamp, payload: Payload) -> None:
         if self._path is not None:
-            self._fresh[relpath] = row_of(relpath, size, mtime_ns, inode, payload)
+            self._fresh[relpath] = row_of(relpath, stamp, payload)
 
     def keep(self, relpath: str, row: Row) -> None:
         """Store a row made by `row_of` (elsewhere, perhaps in another process)."""
@@ -728,8 +755,9 @@ class Catalog:
         search: SearchColumns | None,
     ) -> None:
         meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
-        if meta != self._meta():
-            connection.execute("DELETE FROM files")
+        if meta != self._meta():  # another parser's rows, perhaps in another format's layout
+            connection.execute("DROP TABLE IF EXISTS files")
+            connection.execute(_FILES_SCHEMA)
             connection.execute("DELETE FROM meta")
             connection.executemany("INSERT INTO meta VALUES (?, ?)", self._meta().items())
         else:
@@ -737,7 +765,7 @@ class Catalog:
             gone = [(relpath,) for relpath in self._stored if relpath not in kept]
             connection.executemany("DELETE FROM files WHERE relpath = ?", gone)
         connection.executemany(
-            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
             ((relpath, *row) for relpath, row in self._fresh.items()),
         )
         connection.execute("DELETE FROM listing")
@@ -865,26 +893,31 @@ def _digest(*parts: bytes) -> bytes:
     return hasher.digest()
 
 
-def row_of(relpath: str, size: int, mtime_ns: int, inode: int, payload: Payload) -> Row:
-    """The `files` row recording `payload` as parsed from this very file."""
+def row_of(relpath: str, stamp: Stamp, payload: Payload) -> Row:
+    """The `files` row recording `payload` as parsed from the file of this stamp."""
     stored = marshal.dumps(payload)
-    return size, mtime_ns, inode, stored, _row_digest(relpath, size, mtime_ns, inode, stored)
+    return (*stamp, stored, _row_digest(relpath, stamp, stored))
 
 
-def _row_digest(relpath: str, size: int, mtime_ns: int, inode: int, stored: bytes) -> bytes:
-    """The digest of a `files` row: its key, the file's signature and the stored parse."""
-    signature = f"{relpath}\0{size}\0{mtime_ns}\0{inode}\0".encode("utf-8", "surrogatepass")
-    hasher = hashlib.blake2b(signature, digest_size=16)
+# A `files` row as read, after its relpath: the stamp's four columns, payload, digest.
+_ROW_COLUMNS = "relpath, size, mtime_ns, inode, ctime_ns, payload, digest"
+
+
+def _row_digest(relpath: str, stamp: Stamp, stored: bytes) -> bytes:
+    """The digest of a `files` row: its key, the file's stamp and the stored parse."""
+    size, mtime_ns, inode, ctime_ns = stamp
+    signature = f"{relpath}\0{size}\0{mtime_ns}\0{inode}\0{ctime_ns}\0"
+    hasher = hashlib.blake2b(signature.encode("utf-8", "surrogatepass"), digest_size=16)
     hasher.update(stored)  # the same digest as of the two joined, without copying the parse
     return hasher.digest()
 
 
-def _checked(relpath: str, size: int, mtime_ns: int, inode: int, row: Row) -> Payload | None:
+def _checked(relpath: str, stamp: Stamp, row: Row) -> Payload | None:
     """The payload of a `files` row, if it was read from this very file and is intact."""
-    if row[0] != size or row[1] != mtime_ns or row[2] != inode:
+    if row[0] != stamp[0] or row[1] != stamp[1] or row[2] != stamp[2] or row[3] != stamp[3]:
         return None
-    stored, digest = row[3], row[4]
-    if digest != _row_digest(relpath, size, mtime_ns, inode, stored):
+    stored, digest = row[4], row[5]
+    if digest != _row_digest(relpath, stamp, stored):
         return None
     payload = _loads(stored)
     if not _well_formed(payload):

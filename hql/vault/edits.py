@@ -4,9 +4,9 @@ A whole load after one note changed reads every file's row from the catalogue,
 builds every card and writes the listing and search columns anew (half a second
 at 5,000 cards). When the catalogue's listing described the vault exactly as it
 is now except for the content of the edited files (the same paths; every other
-file with the same size, mtime, inode and mode), only those files are read: each
-one's row is stored, its search columns and tags replaced, and the warnings it gave
-in the listing swapped for the ones it gives now. The next load opens from the
+file with the same size, mtime, inode, mode and change time), only those files are
+read: each one's row is stored, its search columns and tags replaced, and the
+warnings it gave in the listing swapped for the ones it gives now. The next load opens from the
 listing, as after any walk that found nothing changed.
 
 Anything else (a file added, removed or renamed, a watcher serving the vault, a
@@ -25,7 +25,7 @@ from typing import Any
 
 from hql import files
 from hql.vault import walk, watch
-from hql.vault.catalog import Catalog, Listing, SearchColumns, listing_key, row_of
+from hql.vault.catalog import Catalog, Listing, SearchColumns, listing_key, row_of, stamp_of
 from hql.vault.config import load_config
 from hql.vault.model import Card, LoadWarning
 
@@ -214,12 +214,11 @@ class _Edit:
 
         walked = self.walked
         assert columns.files is not None
-        formats, sizes, mtimes, inodes = columns.files
+        _, sizes, mtimes, inodes, ctimes = columns.files
         relpath, path = walked.relpaths[at], walked.paths[at]
         item = loader.FoundFile(relpath, path, walked.formats[at], None)
-        listed = self.catalog.payloads(
-            [(relpath, sizes[position], mtimes[position], inodes[position])]
-        )
+        listed_stamp = (sizes[position], mtimes[position], inodes[position], ctimes[position])
+        listed = self.catalog.payloads([(relpath, listed_stamp)])
         old_payload = listed.get(relpath)
         if old_payload is None or old_payload[0] != "ok":
             return None
@@ -229,13 +228,13 @@ class _Edit:
             return None
         if data is None or len(data) > loader.MAX_CARD_BYTES:
             return None
-        size, mtime_ns, inode = read.st_size, read.st_mtime_ns, read.st_ino
+        stamp = stamp_of(read)
         payload = loader._parse(data, self.dialect)
         self.read[relpath], self.listed[relpath] = data, old_payload
         status = walked.statuses[at]
         if not isinstance(status, os.stat_result) or payload[0] != "ok":
             return None
-        if (size, mtime_ns, inode) != (status.st_size, status.st_mtime_ns, status.st_ino):
+        if stamp != stamp_of(status):
             return None  # changed again since the walk
         if self.dialect == walk.OBSIDIAN and old_payload[4] != payload[4]:
             return None  # its links changed: the load's count of unresolved links may too
@@ -249,7 +248,7 @@ class _Edit:
             or old_card.search_title != columns.titles[position]
         ):
             return None
-        card, new_warnings = self._card(item, name, known, size, mtime_ns, payload)
+        card, new_warnings = self._card(item, name, known, stamp[0], stamp[1], payload)
         first = len(warnings)
         for warning in old_warnings:
             if warning not in warnings:
@@ -258,7 +257,7 @@ class _Edit:
             first = min(first, found)
             del warnings[found]
         warnings[first:first] = new_warnings
-        self.catalog.keep(relpath, row_of(relpath, size, mtime_ns, inode, payload))
+        self.catalog.keep(relpath, row_of(relpath, stamp, payload))
         return card
 
     def _card(
@@ -286,41 +285,40 @@ class _Edit:
 def _before(
     walked: walk.Walk, columns: SearchColumns, edited: list[tuple[int, int]]
 ) -> list[bytes]:
-    """The walk's signature columns with each edited file's size, mtime and inode as the
-    listing recorded them (its mode is the writer's to keep): the key of the walk before."""
+    """The walk's signature columns with each edited file's stamp (size, mtime, inode and
+    change time) as the listing recorded it (its mode is the writer's to keep): the key of
+    the walk before."""
     now = walked.signature_columns()
     assert columns.files is not None
-    if len(now) != 4:
+    if len(now) != len(walk.SIGNATURE_CODES):
         return now  # a `stat` failed: no key of the walk before matches
-    size, mtime, inode, mode = (
-        array.array(code, data) for code, data in zip("qqQQ", now, strict=True)
+    size, mtime, inode, mode, ctime = (
+        array.array(code, data) for code, data in zip(walk.SIGNATURE_CODES, now, strict=True)
     )
-    _, sizes, mtimes, inodes = columns.files
+    _, sizes, mtimes, inodes, ctimes = columns.files
     for at, position in edited:
         size[at], mtime[at], inode[at] = sizes[position], mtimes[position], inodes[position]
-    return [size.tobytes(), mtime.tobytes(), inode.tobytes(), mode.tobytes()]
+        ctime[at] = ctimes[position]
+    return [column.tobytes() for column in (size, mtime, inode, mode, ctime)]
 
 
 def _copy(columns: SearchColumns) -> SearchColumns:
     assert columns.files is not None
-    formats, sizes, mtimes, inodes = columns.files
+    formats, sizes, mtimes, inodes, ctimes = columns.files
     return SearchColumns(
         list(columns.names),
         list(columns.relpaths),
         list(columns.digests),
         list(columns.titles),
-        (list(formats), list(sizes), list(mtimes), list(inodes)),
+        (list(formats), list(sizes), list(mtimes), list(inodes), list(ctimes)),
     )
 
 
 def _put(columns: SearchColumns, position: int, card: Card, status: Any) -> None:
     assert columns.files is not None
-    formats, sizes, mtimes, inodes = columns.files
+    formats, sizes, mtimes, inodes, ctimes = columns.files
     columns.digests[position] = card.digest
     columns.titles[position] = card.search_title
     formats[position] = card.format
-    sizes[position], mtimes[position], inodes[position] = (
-        status.st_size,
-        status.st_mtime_ns,
-        status.st_ino,
-    )
+    stamp = stamp_of(status)
+    sizes[position], mtimes[position], inodes[position], ctimes[position] = stamp

@@ -71,7 +71,7 @@ class CardMaker:
         from hql.vault import assembly, document, loader
 
         assert self._known is not None and self._contributions is not None
-        wanted = [(entry.relpath, entry.size, entry.mtime_ns, entry.inode) for entry in entries]
+        wanted = [(entry.relpath, entry.stamp) for entry in entries]
         payloads = self._catalog.payloads(wanted)
         cards = []
         ignored: list[LoadWarning] = []  # the listing holds the load's warnings

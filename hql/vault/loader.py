@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, cast
 
 from hql import messages
 from hql.vault import document, yamldata
-from hql.vault.catalog import Catalog, Payload, Row, row_of
+from hql.vault.catalog import Catalog, Payload, Row, Stamp, row_of, stamp_of
 from hql.vault.model import LoadWarning, text_digest_of
 from hql.vault.walk import (  # noqa: F401 - the walk's names, as the loader has always offered them
     FORMATS,
@@ -90,16 +90,15 @@ def _read_one(item: FoundFile, catalog: Catalog, dialect: str) -> ReadDocument |
     status = _status(item)
     if isinstance(status, str):
         return status
-    payload = catalog.lookup(item.relpath, status.st_size, status.st_mtime_ns, status.st_ino)
+    stamp = stamp_of(status)
+    payload = catalog.lookup(item.relpath, stamp)
     if payload is None:
         loaded = _read_and_parse(item, dialect)
         if isinstance(loaded, str):
             return loaded
-        size, mtime_ns, inode, payload = loaded
-        catalog.store(item.relpath, size, mtime_ns, inode, payload)
-    else:
-        size, mtime_ns = status.st_size, status.st_mtime_ns
-    return _document(item, size, mtime_ns, payload)
+        stamp, payload = loaded
+        catalog.store(item.relpath, stamp, payload)
+    return _document(item, stamp[0], stamp[1], payload)
 
 
 def _status(item: FoundFile) -> os.stat_result | str:
@@ -179,8 +178,8 @@ def _read_new(item: FoundFile, dialect: str, with_row: bool, with_digest: bool) 
     loaded = _read_and_parse(item, dialect)
     if isinstance(loaded, str):
         return loaded
-    size, mtime_ns, inode, payload = loaded
-    row = row_of(item.relpath, size, mtime_ns, inode, payload) if with_row else None
+    stamp, payload = loaded
+    row = row_of(item.relpath, stamp, payload) if with_row else None
     text_digest = None
     if with_digest and payload[0] == "ok":
         from hql.vault import assembly
@@ -188,7 +187,7 @@ def _read_new(item: FoundFile, dialect: str, with_row: bool, with_digest: bool) 
         title = assembly.title_of(payload[1], payload[3], item.relpath, dialect)
         if title is not None:  # else the card's name is its title, and names are the vault's
             text_digest = text_digest_of(title, payload[1], payload[2])
-    return size, mtime_ns, payload, row, text_digest
+    return stamp[0], stamp[1], payload, row, text_digest
 
 
 def _from_row(result: object) -> _Fresh | str | None:
@@ -198,12 +197,12 @@ def _from_row(result: object) -> _Fresh | str | None:
     if type(result) is not tuple or len(result) != 2:
         return None
     row, text_digest = result
-    if type(row) is not tuple or len(row) != 5:
+    if type(row) is not tuple or len(row) != 6:
         return None
     if text_digest is not None and type(text_digest) is not str:
         return None
-    size, mtime_ns, inode, stored, digest = row
-    if not (type(size) is type(mtime_ns) is type(inode) is int):
+    size, mtime_ns, inode, ctime_ns, stored, digest = row
+    if not (type(size) is type(mtime_ns) is type(inode) is type(ctime_ns) is int):
         return None
     if type(stored) is not bytes or type(digest) is not bytes:
         return None
@@ -226,8 +225,8 @@ def _kept(item: FoundFile, catalog: Catalog, fresh: _Fresh | str) -> ReadDocumen
     return _document(item, size, mtime_ns, payload, text_digest)
 
 
-def _read_and_parse(item: FoundFile, dialect: str) -> tuple[int, int, int, Payload] | str:
-    """Read (size and mtime from the open file, so they describe what was read) and parse."""
+def _read_and_parse(item: FoundFile, dialect: str) -> tuple[Stamp, Payload] | str:
+    """Read (the stamp from the open file, so it describes what was read) and parse."""
     try:
         data, status = _read_file(item.path)
     except FileNotFoundError:
@@ -238,7 +237,7 @@ def _read_and_parse(item: FoundFile, dialect: str) -> tuple[int, int, int, Paylo
         return messages.file_not_regular()
     if len(data) > MAX_CARD_BYTES:
         return messages.file_too_large(len(data), MAX_CARD_BYTES)
-    return status.st_size, status.st_mtime_ns, status.st_ino, _parse(data, dialect)
+    return stamp_of(status), _parse(data, dialect)
 
 
 def _read_file(path: str) -> tuple[bytes | None, os.stat_result]:

@@ -16,7 +16,15 @@ from typing import Any, cast
 
 from hql import files, messages
 from hql.vault import walk, watch
-from hql.vault.catalog import Catalog, Listing, SearchColumns, listing_key, walk_digest
+from hql.vault.catalog import (
+    Catalog,
+    Listing,
+    SearchColumns,
+    Stamp,
+    listing_key,
+    stamp_of,
+    walk_digest,
+)
 from hql.vault.config import CONFIG_FILE, VaultConfig, load_config
 from hql.vault.lazy import CardMaker, CardSequence, DeferredTable
 from hql.vault.model import Card, Edge, LoadWarning, VaultError
@@ -569,7 +577,7 @@ def _search_columns(cards: list[Card], walked: walk.Walk) -> SearchColumns:
     """The cards' search columns, with each file's format and the `stat` its walk found
     (what builds the card alone while the listing holds)."""
     where = {relpath: at for at, relpath in enumerate(walked.relpaths)}
-    stats = [_signature(walked.statuses[where[card.relpath]]) for card in cards]
+    stamps = [_stamp(walked.statuses[where[card.relpath]]) for card in cards]
     return SearchColumns(
         [card.name for card in cards],
         [card.relpath for card in cards],
@@ -577,18 +585,19 @@ def _search_columns(cards: list[Card], walked: walk.Walk) -> SearchColumns:
         [card.search_title for card in cards],
         (
             [card.format for card in cards],
-            [size for size, _, _ in stats],
-            [mtime_ns for _, mtime_ns, _ in stats],
-            [inode for _, _, inode in stats],
+            [stamp[0] for stamp in stamps],
+            [stamp[1] for stamp in stamps],
+            [stamp[2] for stamp in stamps],
+            [stamp[3] for stamp in stamps],
         ),
     )
 
 
-def _signature(status: os.stat_result | OSError) -> tuple[int, int, int]:
-    """Size, mtime_ns and inode; a size of -1 when the walk's `stat` failed."""
+def _stamp(status: os.stat_result | OSError) -> Stamp:
+    """Size, mtime_ns, inode and ctime_ns; a size of -1 when the walk's `stat` failed."""
     if type(status) is os.stat_result:
-        return status.st_size, status.st_mtime_ns, status.st_ino
-    return -1, 0, 0
+        return stamp_of(status)
+    return -1, 0, 0, 0
 
 
 def _with_cards_made(cards: tuple[Card, ...], made: dict[str, Card]) -> tuple[Card, ...]:

@@ -94,7 +94,17 @@ def declared_dialect(root: str | os.PathLike[str], configured: str | None) -> st
     return OBSIDIAN if os.path.isdir(os.path.join(root, ".obsidian")) else None
 
 
-_SIGNATURE_COLUMNS = (("q", "st_size"), ("q", "st_mtime_ns"), ("Q", "st_ino"), ("Q", "st_mode"))
+# What must be unchanged for what was read from a file to still hold: its stamp (size,
+# mtime, inode and change time: hql.vault.catalog.stamp_of says why the change time) and
+# its mode. A column of each, as array codes and `stat` fields.
+_SIGNATURE_COLUMNS = (
+    ("q", "st_size"),
+    ("q", "st_mtime_ns"),
+    ("Q", "st_ino"),
+    ("Q", "st_mode"),
+    ("q", "st_ctime_ns"),
+)
+SIGNATURE_CODES = "".join(code for code, _ in _SIGNATURE_COLUMNS)
 
 
 @dataclass(slots=True)  # not frozen: built 10k times a load, and frozen init is slower
@@ -131,14 +141,14 @@ class Walk:
     def signatures(self) -> list[object]:
         """Per document what must be unchanged for what was read from it to still hold."""
         return [
-            (status.st_size, status.st_mtime_ns, status.st_ino, status.st_mode)
+            (status.st_size, status.st_mtime_ns, status.st_ino, status.st_mode, status.st_ctime_ns)
             if type(status) is os.stat_result
             else repr(status)
             for status in self.statuses
         ]
 
     def signature_columns(self) -> list[bytes]:
-        """`signatures` as a few byte strings (size, mtime_ns, inode and mode columns), made
+        """`signatures` as a few byte strings (size, mtime_ns, inode, mode, ctime_ns), made
         without a Python object per file; a walk with a file `stat` failed on, as marshalled
         `signatures`."""
         statuses = self.statuses
@@ -202,8 +212,8 @@ _FORMAT_NAMES = frozenset(FORMATS.values())
 
 
 def _signature_columns(statuses: Sequence[os.stat_result]) -> list[bytes]:
-    """The size, mtime_ns, inode and mode of each `stat`, a byte string per column (raises
-    OverflowError for a value a column cannot hold)."""
+    """The size, mtime_ns, inode, mode and ctime_ns of each `stat`, a byte string per column
+    (raises OverflowError for a value a column cannot hold)."""
     return [
         array.array(code, map(operator.attrgetter(field), statuses)).tobytes()
         for code, field in _SIGNATURE_COLUMNS
@@ -237,7 +247,7 @@ class _Joined(Sequence[str]):
 
 class _RecordedStatuses(Sequence[os.stat_result]):
     """The `stat`s of a recorded walk, each made from the columns when first asked for
-    (size, mtime_ns, inode and mode are all a load reads of them)."""
+    (size, mtime_ns, inode, mode and ctime_ns are all a load reads of them)."""
 
     __slots__ = ("columns", "_arrays")
 
@@ -272,10 +282,16 @@ class _RecordedStatuses(Sequence[os.stat_result]):
     def __getitem__(self, at: int | slice) -> os.stat_result | list[os.stat_result]:
         if isinstance(at, slice):
             return [self[index] for index in range(len(self))[at]]
-        size, mtime_ns, inode, mode = (values[at] for values in self._arrays)
-        seconds = mtime_ns // 1_000_000_000
-        fields = (mode, inode, 0, 1, 0, 0, size, seconds, seconds, seconds)
-        return os.stat_result(fields, {"st_mtime_ns": mtime_ns, "st_mtime": mtime_ns / 1e9})
+        size, mtime_ns, inode, mode, ctime_ns = (values[at] for values in self._arrays)
+        seconds, changed = mtime_ns // 1_000_000_000, ctime_ns // 1_000_000_000
+        fields = (mode, inode, 0, 1, 0, 0, size, seconds, seconds, changed)
+        extra = {
+            "st_mtime_ns": mtime_ns,
+            "st_mtime": mtime_ns / 1e9,
+            "st_ctime_ns": ctime_ns,
+            "st_ctime": ctime_ns / 1e9,
+        }
+        return os.stat_result(fields, extra)
 
     def __iter__(self) -> Iterator[os.stat_result]:
         return map(self.__getitem__, range(len(self)))

@@ -129,16 +129,18 @@ class _Graph:
         }
 
 
-_GRAPHS: dict[tuple[Path, tuple[int, int, int]], tuple[tuple[Any, ...], _Graph]] = {}
+_GRAPHS: dict[tuple[Path, tuple[int, int, int, int]], tuple[tuple[Any, ...], _Graph]] = {}
 _GRAPHS_LOCK = threading.Lock()
 
 
-def _file_stamp(path: Path) -> tuple[int, int, int] | None:
+def _file_stamp(path: Path) -> tuple[int, int, int, int] | None:
+    """Inode, mtime, size and change time (a file copied over in place with its mtime set
+    back keeps the first three)."""
     try:
         status = path.stat()
     except OSError:
         return None
-    return (status.st_ino, status.st_mtime_ns, status.st_size)
+    return (status.st_ino, status.st_mtime_ns, status.st_size, status.st_ctime_ns)
 
 
 @functools.lru_cache(maxsize=64)
