@@ -341,3 +341,38 @@ def test_reading_the_cards_of_an_unchanged_vault_writes_nothing(
     assert len(vault.cards) == 6 and writes == []
     (root / "new.md").write_text("# New\n")
     assert len(Vault.open(root).cards) == 7 and writes == [1]
+
+
+def test_closing_the_catalogue_waits_for_a_read_in_another_thread(tmp_path: Path) -> None:
+    """A lazily built vault shares its catalogue with the threads building its cards: a
+    close while one of them reads would free the SQLite connection under it (a crash)."""
+    import threading
+
+    from hql.vault.catalog import Catalog
+
+    reading, let_go = threading.Event(), threading.Event()
+    events: list[str] = []
+
+    class SlowConnection:
+        def execute(self, *_: object) -> list[object]:
+            reading.set()
+            let_go.wait(10)
+            events.append("read")
+            return []
+
+        def close(self) -> None:
+            events.append("closed")
+
+    catalog = Catalog(tmp_path)
+    catalog._connection = SlowConnection()  # type: ignore[assignment]
+    reader = threading.Thread(target=catalog.payloads, args=([("a.md", (1, 2, 3, 4))],))
+    reader.start()
+    assert reading.wait(10)
+    closer = threading.Thread(target=catalog.close)
+    closer.start()
+    closer.join(0.3)
+    assert closer.is_alive() and events == []  # the close waits for the read
+    let_go.set()
+    reader.join(10)
+    closer.join(10)
+    assert events == ["read", "closed"]

@@ -50,16 +50,18 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import hashlib
 import marshal
 import os
 import sqlite3
 import stat
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from hql import files
 
@@ -391,6 +393,22 @@ def listing_key(
         return None
 
 
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _one_at_a_time(method: _Method) -> _Method:
+    """The method under the catalogue's lock: a vault built lazily shares its catalogue
+    with the threads that build its cards, and one closing the SQLite connection while
+    another reads from it would crash the process (sqlite3 does not guard a connection)."""
+
+    @functools.wraps(method)
+    def guarded(self: Catalog, *args: Any, **kwargs: Any) -> Any:
+        with self._guard:
+            return method(self, *args, **kwargs)
+
+    return cast(_Method, guarded)
+
+
 class Catalog:
     """The rows one load reads and the rows it parsed afresh; `save` writes them back."""
 
@@ -398,6 +416,7 @@ class Catalog:
         """`state_dir=None` is no catalogue: every lookup misses and nothing is written."""
         self._path = state_dir / CATALOG_FILE if state_dir is not None else None
         self._fingerprint = fingerprint
+        self._guard = threading.RLock()  # see `_one_at_a_time`
         self._connection: sqlite3.Connection | None = None
         self._rows: dict[str, Row] | None = None  # read on first lookup, each dropped once used
         self._stored: set[str] = set()  # the paths the catalogue held when read
@@ -412,6 +431,7 @@ class Catalog:
 
     # --- reading ------------------------------------------------------------------
 
+    @_one_at_a_time
     def listing(self, key: bytes | None) -> Listing | None:
         """The stored description of the last load, if it was made from exactly `key`."""
         if key is None:
@@ -419,6 +439,7 @@ class Catalog:
         found = self.last_listing()
         return found[1] if found is not None and found[0] == key else None
 
+    @_one_at_a_time
     def last_listing(self) -> tuple[bytes, Listing] | None:
         """The stored description of the last load and its key, whatever walk it was for."""
         if self._connection is None or self._foreign:
@@ -442,6 +463,7 @@ class Catalog:
             return None
         return key, Listing(cards, warnings)
 
+    @_one_at_a_time
     def search_columns(self, key: bytes | None, cards: int) -> StoredSearch | None:
         """The search columns stored with the listing of `key` (None: not stored, or damaged);
         their blocks are read when first needed."""
@@ -462,6 +484,7 @@ class Catalog:
             return None
         return StoredSearch(self, key, cards, blocks, found[3])
 
+    @_one_at_a_time
     def search_blocks(self, numbers: list[int]) -> dict[int, tuple[bytes, bytes]]:
         """These blocks of search columns, as stored (columns, digest), unchecked."""
         connection = self._reopened()
@@ -474,6 +497,7 @@ class Catalog:
         except sqlite3.Error:
             return {}
 
+    @_one_at_a_time
     def has_search(self, key: bytes | None) -> bool:
         if key is None or self._connection is None or self._foreign:
             return False
@@ -483,11 +507,13 @@ class Catalog:
             return False
         return found is not None and found[0] == key
 
+    @_one_at_a_time
     def recorded_walk(self, token: str) -> bytes | None:
         """The head of the walk recorded under the watcher's `token` (None: none, another,
         or damaged); the walk itself is read by `recorded_walk_files`."""
         return self._read_one("walk_record", "token", "head", token)
 
+    @_one_at_a_time
     def recorded_walk_files(self, token: str, digest: bytes) -> bytes | None:
         """The files of the walk recorded under `token`, if their digest is `digest` (the
         one its head names)."""
@@ -504,22 +530,26 @@ class Catalog:
             return None
         return cast(bytes, found[1]) if walk_digest(found[1]) == digest else None
 
+    @_one_at_a_time
     def record_walk(self, token: str, head: bytes, walk: bytes) -> None:
         """Keep a walk under `token`: its `head` (which names `walk_digest(walk)`) and its
         files, in a transaction of their own; a catalogue that cannot take it (none yet,
         locked, read-only) keeps nothing, and the next load walks."""
         self._write_one(_WALKED_SCHEMA, "walk_record", token, head, walk)
 
+    @_one_at_a_time
     def listing_walk(self, key: bytes | None) -> bytes | None:
         """The walk kept under the listing `key` (packed with its warnings), if any; the
         caller checks that it gives `key` again."""
         return None if key is None else self._read_one("listing_walk", "key", "walk", key)
 
+    @_one_at_a_time
     def record_listing_walk(self, key: bytes | None, walk: bytes) -> None:
         """Keep the walk (packed with its warnings) the listing `key` was worked out from."""
         if key is not None:
             self._write_one(_LISTING_WALK_SCHEMA, "listing_walk", key, walk)
 
+    @_one_at_a_time
     def tag_column(self, key: bytes | None, cards: int) -> list[list[str]] | None:
         """Each card's casefolded tags, recorded under the listing `key` (None: not recorded,
         or damaged)."""
@@ -533,6 +563,7 @@ class Catalog:
                 return None
         return column
 
+    @_one_at_a_time
     def record_tags(self, key: bytes | None, column: list[list[str]]) -> None:
         """Keep each card's casefolded tags under the listing `key` (see `record_walk`)."""
         if key is not None:
@@ -586,6 +617,7 @@ class Catalog:
             self._connection = self._connect(self._path)
         return self._connection
 
+    @_one_at_a_time
     def payloads(self, wanted: list[tuple[str, Stamp]]) -> dict[str, Payload]:
         """The checked payloads of these (relpath, stamp), read in one query; a file whose
         row is missing, stale or damaged is left out."""
@@ -607,12 +639,14 @@ class Catalog:
                 found[relpath] = payload
         return found
 
+    @_one_at_a_time
     def expect(self, relpaths: list[str]) -> None:
         """The order the load will look files up in: rows are read ahead in it, a batch at a
         time, so the stored forms are never all in memory at once."""
         self._order = relpaths
         self._index = None
 
+    @_one_at_a_time
     def lookup(self, relpath: str, stamp: Stamp) -> Payload | None:
         """The payload parsed from this very file (the same `stamp_of`), if stored.
 
@@ -659,20 +693,24 @@ class Catalog:
         except sqlite3.Error:
             self._give_up(replace=True)
 
+    @_one_at_a_time
     def store(self, relpath: str, stamp: Stamp, payload: Payload) -> None:
         if self._path is not None:
             self._fresh[relpath] = row_of(relpath, stamp, payload)
 
+    @_one_at_a_time
     def keep(self, relpath: str, row: Row) -> None:
         """Store a row made by `row_of` (elsewhere, perhaps in another process)."""
         if self._path is not None:
             self._fresh[relpath] = row
 
     @property
+    @_one_at_a_time
     def keeps_rows(self) -> bool:
         """Whether `store` and `keep` keep anything (not without a catalogue)."""
         return self._path is not None
 
+    @_one_at_a_time
     def holds(self, relpath: str) -> bool:
         """Whether a row of `relpath` may be stored: if not, `lookup` certainly misses."""
         if self._rows is None:
@@ -681,6 +719,7 @@ class Catalog:
 
     # --- writing ------------------------------------------------------------------
 
+    @_one_at_a_time
     def save(
         self,
         relpaths: list[str],
@@ -865,6 +904,7 @@ class Catalog:
         self.close()
         self._replace = replace
 
+    @_one_at_a_time
     def close(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
