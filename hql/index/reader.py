@@ -220,7 +220,8 @@ class SemanticIndex:
 
     def search(self, vector: np.ndarray, k: int | None = None) -> list[tuple[str, float]]:
         """Every indexed card (or the best `k`) against a unit vector, best first."""
-        return self.rank_rows(vector, self._candidates(vector, None, k), k)[0]
+        rows, ordered = self._candidates(vector, None, k)
+        return self.rank_rows(vector, rows, k, ordered)[0]
 
     def rank(
         self, vector: np.ndarray, cards: Sequence[CardLike], k: int | None = None
@@ -238,13 +239,15 @@ class SemanticIndex:
         """
         warnings = self.input_warnings(cards) if cards is not None else []
         rows = self._align(cards).rows if cards is not None else None
-        hits, sections = self.rank_rows(vector, self._candidates(vector, rows, k), k)
+        picked, ordered = self._candidates(vector, rows, k)
+        hits, sections = self.rank_rows(vector, picked, k, ordered)
         return hits, warnings, sections
 
     def _candidates(
         self, vector: np.ndarray, rows: np.ndarray | None, k: int | None
-    ) -> np.ndarray | None:
-        """The card rows (of `rows`; None: all) that can be among the best `k` (None: all).
+    ) -> tuple[np.ndarray | None, bool]:
+        """The card rows (of `rows`; None: all) that can be among the best `k` (None: all),
+        and whether they are known sorted and distinct (picked from a scan of every row).
 
         The float32 scan's scores can differ from `exact_scores` in their last bits,
         by less than `float32_slack`: every card within that of the k-th is kept.
@@ -255,15 +258,16 @@ class SemanticIndex:
 
         count = len(self._loaded.names) if rows is None else len(rows)
         if k is None or k >= count or count <= len(self._loaded.names) // _SUBSET_SHARE:
-            return rows
+            return rows, False
         if k <= 0:
-            return np.zeros(0, dtype=np.intp)
+            return np.zeros(0, dtype=np.intp), True
         scores, _ = self._card_scores(vector)
         if rows is not None:
             scores = scores[rows]
         kth = np.partition(scores, len(scores) - k)[len(scores) - k]  # the k-th largest
         positions = np.flatnonzero(scores >= kth - float32_slack(self.dimensions))
-        return positions if rows is None else rows[positions]
+        # flatnonzero's positions ascend; `rows` may repeat a row (a card given twice).
+        return (positions, True) if rows is None else (rows[positions], False)
 
     @property
     def vectors(self) -> np.ndarray:
@@ -303,13 +307,13 @@ class SemanticIndex:
         return self._align(cards).rows is None
 
     def rank_rows(
-        self, vector: np.ndarray, rows: np.ndarray | None, k: int | None
+        self, vector: np.ndarray, rows: np.ndarray | None, k: int | None, ordered: bool = False
     ) -> tuple[list[tuple[str, float]], list[SectionHit | None]]:
         """The best `k` of these card rows (None: every row), scored by `exact_scores`
-        (best section), with their sections."""
+        (best section), with their sections; `ordered`: the rows are sorted and distinct."""
         import numpy as np
 
-        if rows is not None:
+        if rows is not None and not ordered:
             rows = np.unique(np.asarray(rows, dtype=np.intp))  # sorted: ties fall to name order
         if self._one_vector_each:  # a card's score is its one vector's: no maximum to take
             part = exact_scores(self.vectors if rows is None else self.vectors[rows], vector)

@@ -379,14 +379,19 @@ def semantic_ranking(
     card_named: Callable[[str], Card | None] = call.vault.card
     if cards is not call.vault.cards:
         card_named = {card.name: card for card in cards}.get
-    sections = result.sections or [None] * len(result.hits)
-    kept = [
-        (card, score, section)
-        for (name, score), section in zip(result.hits, sections, strict=True)
-        if (card := card_named(name)) is not None
-    ]
-    details = [{"section": section.to_json()} if section else None for _, _, section in kept]
-    return _ranking([(card, score) for card, score, _ in kept], retrieval, details)
+    hits: list[Hit] = []
+    if result.sections:
+        for (name, score), section in zip(result.hits, result.sections, strict=True):
+            card = card_named(name)
+            if card is not None:
+                detail = {"section": section.to_json()} if section else None
+                hits.append(Hit(card, score, retrieval, detail))
+    else:  # an index without sections: no hit has a detail
+        for name, score in result.hits:
+            card = card_named(name)
+            if card is not None:
+                hits.append(Hit(card, score, retrieval, None))
+    return Ranking(tuple(hits), retrieval)
 
 
 def restated(hits: Sequence[Hit], retrieval: Retrieval) -> Ranking:
