@@ -51,7 +51,12 @@ def _others(before: dict[int, Any]) -> dict[int, tuple[float, int, bool]]:
     }
 
 
-def test_a_call_arriving_among_runaways_is_served_while_they_wait(vault: Any) -> None:
+def test_a_call_arriving_among_runaways_is_served_while_they_wait(
+    vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A holder not seen for WANTS seconds is passed over (its own test is below); on a loaded
+    # machine a thread can wait that long for a core, so this test counts turns without it.
+    monkeypatch.setattr(deadline, "WANTS", 600.0)
     answers: list[Any] = []
     before = deadline.turns()
 
