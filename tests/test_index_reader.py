@@ -548,6 +548,19 @@ def test_an_index_accepted_for_one_vault_is_checked_again_for_another(
     assert SemanticIndex.open(index_file(root), root).card_names
 
 
+def _give_the_worsts_vectors(root: Path, best: str, worst: str) -> None:
+    """The best card's vectors become the worst card's, sealed as a build that wrote them."""
+    db = sqlite3.connect(index_file(root))
+    with db:
+        for table, key in (("card", "name"), ("section", "card")):
+            (vector,) = db.execute(
+                f"SELECT embedding FROM {table} WHERE {key} = ?", (worst,)
+            ).fetchone()
+            db.execute(f"UPDATE {table} SET embedding = ? WHERE {key} = ?", (vector, best))
+    reseal(db)
+    db.close()
+
+
 def test_a_vault_reuses_its_store_until_the_index_file_changes(root: Path) -> None:
     from hql.index.stores import _OPENED
 
@@ -558,15 +571,7 @@ def test_a_vault_reuses_its_store_until_the_index_file_changes(root: Path) -> No
     assert _OPENED[vault][1] is store
     # The best card's vectors become the worst card's: the next question reads the new file.
     best, worst = first.hits[0][0], first.hits[-1][0]
-    db = sqlite3.connect(index_file(root))
-    with db:
-        for table, key in (("card", "name"), ("section", "card")):
-            (vector,) = db.execute(
-                f"SELECT embedding FROM {table} WHERE {key} = ?", (worst,)
-            ).fetchone()
-            db.execute(f"UPDATE {table} SET embedding = ? WHERE {key} = ?", (vector, best))
-    reseal(db)  # a build that wrote these vectors
-    db.close()
+    _give_the_worsts_vectors(root, best, worst)
     after = semantic_ranking(vault, QUERY)
     assert _OPENED[vault][1] is not store
     assert dict(after.hits)[best] == dict(first.hits)[worst]
@@ -586,15 +591,7 @@ def test_an_index_file_written_over_keeping_its_size_and_mtime_is_read_again(roo
     store = _OPENED[vault][1]
     before = index_file(root).stat()
     best, worst = first.hits[0][0], first.hits[-1][0]
-    db = sqlite3.connect(index_file(root))
-    with db:
-        for table, key in (("card", "name"), ("section", "card")):
-            (vector,) = db.execute(
-                f"SELECT embedding FROM {table} WHERE {key} = ?", (worst,)
-            ).fetchone()
-            db.execute(f"UPDATE {table} SET embedding = ? WHERE {key} = ?", (vector, best))
-    reseal(db)
-    db.close()
+    _give_the_worsts_vectors(root, best, worst)
     os.utime(index_file(root), ns=(before.st_atime_ns, before.st_mtime_ns))
     while index_file(root).stat().st_ctime_ns == before.st_ctime_ns:  # a coarse clock tick
         time.sleep(0.005)
