@@ -498,13 +498,7 @@ class VaultService:
             "retrieval": None,
             "reports": reports_json(outcome),
         }
-        ranking = outcome.value if outcome.evaluated and not outcome.failed else None
-        if ranking is not None:
-            answer["retrieval"] = _plain(ranking.retrieval.as_tree())
-            answer["hits"] = [
-                _hit_json(rank, hit) for rank, hit in enumerate(ranking.hits, start=1)
-            ]
-        return answer
+        return _with_ranking(answer, outcome, "hits", _hit_json)
 
     def recall(self, question: str, k: int = 10) -> dict[str, Any]:
         if k < 1:
@@ -518,13 +512,7 @@ class VaultService:
             "retrieval": None,
             "reports": reports_json(outcome),
         }
-        ranking = outcome.value if outcome.evaluated and not outcome.failed else None
-        if ranking is not None:
-            answer["retrieval"] = _plain(ranking.retrieval.as_tree())
-            answer["concepts"] = [
-                _concept_json(rank, hit) for rank, hit in enumerate(ranking.hits, start=1)
-            ]
-        return answer
+        return _with_ranking(answer, outcome, "concepts", _concept_json)
 
     def explain(self, program: str) -> dict[str, Any]:
         from hql.explain import describe_ranking, trace
@@ -887,6 +875,17 @@ def _semantic_offer(vault: Vault) -> dict[str, Any]:
         "dimensions": result.model.dimensions,
         "cards": result.cards,
     }
+
+
+def _with_ranking(
+    answer: dict[str, Any], outcome: Outcome, key: str, item: Callable[[int, Any], Any]
+) -> dict[str, Any]:
+    """`answer` with the ranking's provenance and its hits under `key`, when it ran."""
+    ranking = outcome.value if outcome.evaluated and not outcome.failed else None
+    if ranking is not None:
+        answer["retrieval"] = _plain(ranking.retrieval.as_tree())
+        answer[key] = [item(rank, hit) for rank, hit in enumerate(ranking.hits, start=1)]
+    return answer
 
 
 def _hit_json(rank: int, hit: Any) -> dict[str, Any]:
