@@ -4,9 +4,12 @@ and the concepts of `[memory] concepts`; the retrieval counts the concepts it ca
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import hql
+import hql.notes
 from hql.explain import describe_retrieval
 
 NOTES = {
@@ -165,3 +168,24 @@ def test_the_mcp_recall_tool_answers_concepts_and_what_it_cannot_reach(tmp_path:
     with pytest.raises(ToolFailure):
         service.recall("token", k=0)
     assert offered("recall", allow_write=False)  # a reading tool: offered without --allow-write
+
+
+def test_a_memory_table_of_the_wrong_shape_is_said_not_ignored(tmp_path: Path) -> None:
+    vault = _vault(tmp_path / "v", extra="[memory]\nconcepts = 5\n")
+    warned = [report.message for report in _recall(vault, "compost").reports]
+    assert any("`memory.concepts` should be a file name" in m for m in warned), warned
+
+    root = tmp_path / "w"
+    _vault(root, extra='[memory]\nsimilar_threshold = "x"\n')
+    from hql.notes.reconcile import remember
+
+    answer = remember(hql.notes.open(root), "Compost needs turning every week.", create=True)
+    assert answer["written"] is True
+    assert any("`memory.similar_threshold` should be" in w for w in answer["warnings"]), answer
+    done = subprocess.run(
+        [sys.executable, "-m", "hql", "--vault", str(root), "note", "remember", "Rye bread."],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "warning: hql.toml: `memory.similar_threshold` should be" in done.stderr

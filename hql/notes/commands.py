@@ -228,6 +228,8 @@ def parse_value(text: str) -> Any:
 
 
 def _print(answer: dict[str, Any], args: argparse.Namespace) -> None:
+    for warning in answer.get("warnings", ()):
+        print(f"warning: {warning}", file=sys.stderr)
     if args.format == "json":
         print(json.dumps(answer, ensure_ascii=False, indent=2))
         return

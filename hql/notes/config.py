@@ -6,7 +6,8 @@
                                   # (default: hql.context.similarity.DEFAULT_THRESHOLD)
     concepts = "concepts.jsonl"   # recall: concepts listed outside the vault's cards
 
-An entry of the wrong shape means its default, and `hql note` says so once.
+An entry of the wrong shape means its default, and `recall` (an evaluation warning) and
+`remember` (its answer's `warnings`, printed on stderr by `hql note`) say so.
 """
 
 from __future__ import annotations

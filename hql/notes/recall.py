@@ -320,11 +320,13 @@ def recall(
     extra (analysis, score bound, the concepts' reach); warnings to give."""
     from hql.notes.config import memory_config
 
-    concepts_file = None
+    concepts_file: str | None = None
+    config_warnings: tuple[str, ...] = ()
     if vault is not None:
         config = memory_config(Path(vault.root), vault.config.raw)
-        concepts_file = config.concepts
+        concepts_file, config_warnings = config.concepts, config.warnings
     index, gathered, warnings = concept_index(vault, cards, concepts_file)
+    warnings = [*config_warnings, *warnings]
     position = {id(doc): number for number, doc in enumerate(gathered.docs)}
     found = []
     for hit in index.search(query, limit):

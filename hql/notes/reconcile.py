@@ -46,33 +46,37 @@ def remember(
         answer["action"] = "merge"
         return answer
     title = title.strip() if title and title.strip() else title_from(text)
-    similar = similar_notes(notes, f"{title} {text}")
+    similar, warnings = similar_notes(notes, f"{title} {text}")
     if similar and not create:
-        return {
+        answer = {
             "ok": True,
             "written": False,
             "action": "propose",
             "similar": [item.to_json() for item in similar],
             "message": messages.remember_decide(len(similar)),
         }
-    answer = notes.new(title, text, properties=properties, dry_run=dry_run).to_json()
-    answer["similar"] = [item.to_json() for item in similar]
+    else:
+        answer = notes.new(title, text, properties=properties, dry_run=dry_run).to_json()
+        answer["similar"] = [item.to_json() for item in similar]
+    if warnings:
+        answer["warnings"] = warnings
     return answer
 
 
-def similar_notes(notes: Notes, text: str) -> list[Any]:
-    """The notes at least the threshold alike to `text`, most alike first."""
+def similar_notes(notes: Notes, text: str) -> tuple[list[Any], list[str]]:
+    """The notes at least the threshold alike to `text`, most alike first, and what was
+    wrong with the `[memory]` table that sets the threshold."""
     from hql.context.similarity import DEFAULT_THRESHOLD, near_duplicates
     from hql.notes.config import memory_config
     from hql.notes.fresh import bm25_store
 
     vault = notes.vault()
-    if not len(vault):
-        return []
     config = memory_config(notes.root, vault.config.raw)
+    if not len(vault):
+        return [], list(config.warnings)
     threshold = config.similar_threshold or DEFAULT_THRESHOLD
     candidates = [hit.card for hit in bm25_store(vault).search(text, CANDIDATES)]
-    return near_duplicates(text, candidates, threshold)
+    return near_duplicates(text, candidates, threshold), list(config.warnings)
 
 
 def title_from(text: str) -> str:
