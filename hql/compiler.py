@@ -518,9 +518,8 @@ def get_field(receiver: Any, name: str) -> Any:
     if isinstance(receiver, Task):
         return getattr(receiver, name)
     if isinstance(receiver, Concept):
-        if name in ("labels", "links"):
-            return ListValue(receiver.labels if name == "labels" else receiver.links)
-        return getattr(receiver, name)
+        value = getattr(receiver, name)
+        return ListValue(value) if name in ("labels", "links") else value
     if isinstance(receiver, Edge):
         return Data(receiver.data) if name == "data" else getattr(receiver, name)
     if isinstance(receiver, Hit):
