@@ -117,3 +117,33 @@ def test_the_context_block_does_not_let_a_superseded_note_back_in_by_its_words(
     reasons = {item["card"]: item["reason"] for item in block.diagnostics["rejected"]}
     assert reasons["lifetime 2023"] == "status: superseded"
     assert reasons["old checklist"] == "status: archived"
+
+
+def test_a_catalogued_vault_knows_who_is_superseded_without_building_every_card(
+    tmp_path: Path, built: list[str]
+) -> None:
+    """Who supersedes whom is kept in the catalogue: a process that asks for one card's
+    status (the context read path asks for each candidate's) builds that card alone, and a
+    write is seen (the record is kept per listing)."""
+    from hql.context.read_path import assemble
+
+    root = tmp_path / "v"
+    _vault(root)
+    for name in range(40):  # enough other notes that building them all would show
+        (root / f"other {name}.md").write_text(f"Unrelated note {name} about gardening.\n")
+    assert len(hql.Vault.open(root).cards) == 46  # a whole load writes the catalogue
+    expected = assemble(hql.Vault.open(root), "when do access tokens expire?").diagnostics
+    for _ in range(2):  # the first works the record out once, the second reads it
+        vault = hql.Vault.open(root)
+        built.clear()
+        card = vault.card_alone("lifetime 2023")
+        assert hql.notes.status_of(card, vault) == "superseded"
+        assert card.superseded_by == ["lifetime 2024"]
+        assert assemble(vault, "when do access tokens expire?").diagnostics == expected
+        assert vault._cards is None
+    assert len(built) < 10, built
+    (root / "glossary.md").write_text('---\nsupersedes: "[[lifetime 2024]]"\n---\nTokens.\n')
+    vault = hql.Vault.open(root)
+    card = vault.card_alone("lifetime 2024")
+    assert hql.notes.status_of(card, vault) == "superseded"
+    assert card.superseded_by == ["glossary"]

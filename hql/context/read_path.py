@@ -284,7 +284,7 @@ def _candidates(
     ranked = {hit.card.name for hit in ranking.hits} | {item["card"] for item in gated}
     status_of = status_hook()
     for name, (rank, matched) in kept_by_words.items():
-        card = vault.card(name)
+        card = vault.card_alone(name)
         if name in ranked or card is None or recall_fields(card, mapping).declared:
             continue
         status = _status(card, vault, mapping, status_of)
@@ -459,7 +459,7 @@ __all__ = ["assemble", "sources_of"]
 def find_card(vault: Any, name: str) -> Any:
     """The card a block names: the project's by its name, a library's by its qualified name
     (or its own name when no other card has it)."""
-    card = vault.card(name)
+    card = vault.card_alone(name)
     if card is not None:
         return card
     for library in getattr(vault, "libraries", ()):

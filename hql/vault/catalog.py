@@ -144,6 +144,14 @@ CREATE TABLE IF NOT EXISTS tags (
     digest BLOB NOT NULL
 );
 """
+_SUPERSEDED_SCHEMA = """
+CREATE TABLE IF NOT EXISTS superseded (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    key BLOB NOT NULL,
+    entries BLOB NOT NULL,
+    digest BLOB NOT NULL
+);
+"""
 # Written by a writer that records its own edits (`record_listing_walk`).
 _LISTING_WALK_SCHEMA = """
 CREATE TABLE IF NOT EXISTS listing_walk (
@@ -569,6 +577,23 @@ class Catalog:
         if key is not None:
             self._write_one(_TAGS_SCHEMA, "tags", key, marshal.dumps(column))
 
+    def superseded_entries(self, key: bytes | None) -> list[Any] | None:
+        """Who supersedes whom in the load the listing `key` describes, as
+        `record_superseded` kept it (None: not recorded, or damaged)."""
+        if key is None:
+            return None
+        entries = _loads(self._read_one("superseded", "key", "entries", key))
+        if type(entries) is not list or not all(_superseded_entry(e) for e in entries):
+            return None
+        return entries
+
+    @_one_at_a_time
+    def record_superseded(self, key: bytes | None, entries: list[Any]) -> None:
+        """Keep [old name, [[newer name, its first day or None], ...]] per superseded card
+        under the listing `key` (see `record_walk`)."""
+        if key is not None:
+            self._write_one(_SUPERSEDED_SCHEMA, "superseded", key, marshal.dumps(entries))
+
     def _read_one(self, table: str, key_column: str, column: str, key: str | bytes) -> bytes | None:
         """`table`'s one row's value, if stored under `key` and its digest matches."""
         connection = self._reopened()
@@ -963,6 +988,19 @@ def _checked(relpath: str, stamp: Stamp, row: Row) -> Payload | None:
     if not _well_formed(payload):
         return None
     return cast(Payload, payload)
+
+
+def _superseded_entry(entry: object) -> bool:
+    if type(entry) is not list or len(entry) != 2 or type(entry[0]) is not str:
+        return False
+    newer = entry[1]
+    return type(newer) is list and all(
+        type(item) is list
+        and len(item) == 2
+        and type(item[0]) is str
+        and (item[1] is None or type(item[1]) is str)
+        for item in newer
+    )
 
 
 def _loads(stored: object) -> object:

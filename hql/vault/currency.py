@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, cast
 
 SUPERSEDES = "supersedes"
 STATUSES = ("active", "draft", "archived", "superseded", "pending")
@@ -70,26 +70,40 @@ def ends(card: Any) -> datetime.date | None:
     return day_of(metadata.get("valid_to"))
 
 
-def superseded_map(table: Any) -> dict[str, tuple[str, ...]]:
-    """Per superseded card name, the names of the cards that supersede it (sorted)."""
-    found = getattr(table, "_superseded", None)
+# Per superseded card name: (the name of a card superseding it, the day that card holds
+# from or None), one per such card, by name.
+Superseding = dict[str, tuple[tuple[str, datetime.date | None], ...]]
+
+
+def superseding(table: Any) -> Superseding:
+    """Who supersedes whom among a link table's cards, worked out once per table (a table of
+    cards built alone asks the catalogue first: see hql.vault.lazy.DeferredTable)."""
+    found = getattr(table, "_superseding", None)
     if found is None:
-        building: dict[str, set[str]] = {}
-        for card in table.cards:
-            for target in supersedes_of(card):
-                resolved = table.resolve_reference(target)
-                if resolved is not None and resolved != card.name:
-                    building.setdefault(resolved, set()).add(card.name)
-        found = {name: tuple(sorted(newer)) for name, newer in building.items()}
-        table._superseded = found
-    return found
+        stored = getattr(table, "stored_superseding", None)
+        found = stored() if stored is not None else None
+        if found is None:
+            found = superseding_of(table.cards, table.resolve_reference)
+        table._superseding = found
+    return cast(Superseding, found)
+
+
+def superseding_of(cards: Iterable[Any], resolve: Callable[[str], str | None]) -> Superseding:
+    """`superseding` worked out from every card (`resolve` reads a target as a link does)."""
+    building: dict[str, dict[str, datetime.date | None]] = {}
+    for card in cards:
+        for target in supersedes_of(card):
+            resolved = resolve(target)
+            if resolved is not None and resolved != card.name:
+                building.setdefault(resolved, {})[card.name] = starts(card)
+    return {name: tuple(sorted(newer.items())) for name, newer in building.items()}
 
 
 def superseded_by(card: Any) -> list[str]:
     table = card._table
     if table is None:
         return []
-    return list(superseded_map(table).get(card.name, ()))
+    return [name for name, _ in superseding(table).get(card.name, ())]
 
 
 def status(card: Any, on: datetime.date | None = None) -> str:
@@ -108,17 +122,7 @@ def status(card: Any, on: datetime.date | None = None) -> str:
         return "superseded"
     table = card._table
     if table is not None:
-        by_name = _by_name(table)
-        for newer in superseded_map(table).get(card.name, ()):
-            newer_card = by_name.get(newer)
-            newer_start = starts(newer_card) if newer_card is not None else None
+        for _, newer_start in superseding(table).get(card.name, ()):
             if newer_start is None or newer_start <= day:
                 return "superseded"
     return own if own in ("draft", "active", "superseded") else "active"
-
-
-def _by_name(table: Any) -> dict[str, Any]:
-    found = getattr(table, "_card_by_name", None)
-    if found is None:
-        found = table._card_by_name = {card.name: card for card in table.cards}
-    return found

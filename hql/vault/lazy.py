@@ -91,6 +91,36 @@ class CardMaker:
             cards.append(card)
         return cards
 
+    def superseding(self, table: Callable[[], Any]) -> Any:
+        """hql.vault.currency's `superseding` for this load: from the catalogue, else from
+        `table()` (the link table of the vault's cards, or None), then kept there."""
+        import datetime
+
+        from hql.vault import currency
+
+        entries = self._catalog.superseded_entries(self._key)
+        if entries is not None:
+            try:
+                return {
+                    old: tuple(
+                        (name, None if day is None else datetime.date.fromisoformat(day))
+                        for name, day in newer
+                    )
+                    for old, newer in entries
+                }
+            except ValueError:
+                pass  # a damaged day: worked out again below
+        whole = table()
+        if whole is None:
+            return None
+        found = currency.superseding(whole)
+        kept = [
+            [old, [[name, None if day is None else day.isoformat()] for name, day in newer]]
+            for old, newer in sorted(found.items())
+        ]
+        self._catalog.record_superseded(self._key, kept)
+        return found
+
     def tags(self, cards: Callable[[], Sequence[Card] | None]) -> list[list[str]] | None:
         """Each card's tags, casefolded, in name order: from the catalogue, else from
         `cards()` (the vault's cards as listed, or None), then kept there for next time."""
@@ -208,13 +238,13 @@ class CardSequence(Sequence[Card]):
         wanted = [value for field, value in conditions if field == "tag_tree"]
         positions = [at for at, relpath in enumerate(relpaths) if _folder_meets(relpath, folders)]
         if wanted:
-            tags = self._maker.tags(self._whole_if_built)
+            tags = self._maker.tags(self.whole_if_built)
             if tags is None:
                 return None
             positions = [at for at in positions if _tags_meet(tags[at], wanted)]
         return CardSubset(self, positions)
 
-    def _whole_if_built(self) -> tuple[Card, ...] | None:
+    def whole_if_built(self) -> tuple[Card, ...] | None:
         """The vault's cards as listed here, built now if need be (None: they differ)."""
         self._build_all()
         return self._whole()
@@ -346,11 +376,36 @@ class CardSubset(Sequence[Card]):
 
 
 class DeferredTable:
-    """The link table of a card built alone: the vault builds every card on first use."""
+    """The link table of a card built alone: the vault builds every card on first use, except
+    for who supersedes whom, which the catalogue keeps (`stored_superseding`)."""
 
-    def __init__(self, build_all: Callable[[], tuple[Card, ...]], dialect: str) -> None:
+    def __init__(
+        self,
+        build_all: Callable[[], tuple[Card, ...]],
+        dialect: str,
+        maker: CardMaker | None = None,
+    ) -> None:
         self._build_all = build_all
         self._dialect = dialect
+        self._maker = maker
+        self._superseding: Any = None  # hql.vault.currency's, once worked out
+        # The vault's cards when they are the ones listed (set by the CardSequence), else None.
+        self.listed: Callable[[], tuple[Card, ...] | None] | None = None
+
+    def stored_superseding(self) -> Any:
+        """hql.vault.currency's `superseding` as the catalogue keeps it for this load, else
+        worked out from every card and kept there (None: the cards differ from the listing)."""
+        if self._maker is None:
+            return None
+        return self._maker.superseding(self._whole_table)
+
+    def _whole_table(self) -> Any:
+        """The link table of the vault's cards, when they are the cards listed (else None)."""
+        cards = self.listed() if self.listed is not None else None
+        if not cards:
+            return None
+        table = cards[0]._table
+        return None if isinstance(table, DeferredTable) else table
 
     def __getattr__(self, name: str) -> Any:
         cards = self._build_all()

@@ -46,11 +46,15 @@ class Library:
         """The library's card as the candidate set holds it (tagged, qualified on a clash)."""
         found = self._tagged.get(card.path)
         if found is None:
-            name = f"{self.name}:{card.name}" if card.name in self._taken else None
-            found = card.in_library(self.name, self.scope, name)
+            name = self.name_of(card.name)
+            found = card.in_library(self.name, self.scope, name if name != card.name else None)
             with self._lock:
                 found = self._tagged.setdefault(card.path, found)
         return found
+
+    def name_of(self, name: str) -> str:
+        """The name a card of this library has in the candidate set (qualified on a clash)."""
+        return f"{self.name}:{name}" if name in self._taken else name
 
     @property
     def cards(self) -> tuple[Card, ...]:
@@ -69,9 +73,12 @@ def open_libraries(project: Vault, use_cache: bool = True) -> tuple[Library, ...
     from hql.vault.model import VaultError
     from hql.vault.store import Vault
 
-    taken = set(project._by_name)  # a bare name is the project's
+    specs = project.config.libraries
+    if not specs:
+        return ()
+    taken = set(card_names(project))  # a bare name is the project's
     found = []
-    for spec in project.config.libraries:
+    for spec in specs:
         root = library_root(project.root, spec.path)
         vault: Vault | None = None
         warning = None
@@ -89,9 +96,20 @@ def open_libraries(project: Vault, use_cache: bool = True) -> tuple[Library, ...
         library = Library(spec, root, vault, warning)
         library._taken = frozenset(taken)
         if vault is not None:
-            taken |= {library.tagged(card).name for card in vault.cards}
+            taken |= {library.name_of(name) for name in card_names(vault)}
         found.append(library)
     return tuple(found)
+
+
+def card_names(vault: Vault) -> list[str]:
+    """A vault's card names; one opened from its catalogue answers from its stored columns,
+    building no card (a process that asks one question need not read every note)."""
+    from hql.vault.lazy import CardSequence
+
+    lazy = vault.lazy_cards()
+    if isinstance(lazy, CardSequence):
+        return lazy.names
+    return [card.name for card in lazy]
 
 
 def library_root(project_root: Path, written: str) -> Path:

@@ -322,8 +322,10 @@ class Vault:
                 maker = CardMaker(shown, catalog, search, extension_metadata, dialect, key)
                 built = functools.partial(getattr, vault, "_cards")
                 build_all = functools.partial(getattr, vault, "cards")
-                table = DeferredTable(build_all, dialect)
-                return CardSequence(search, maker, built, build_all, table)
+                table = DeferredTable(build_all, dialect, maker)
+                cards = CardSequence(search, maker, built, build_all, table)
+                table.listed = cards.whole_if_built
+                return cards
 
             vault._lazy_source = sequence
         vault.dialect = dialect
