@@ -260,3 +260,26 @@ def test_the_mcp_context_tool(project: Path) -> None:
         service.context(PROMPT, 120, 8, "markdown", False)
     with pytest.raises(ToolFailure, match="budget"):
         service.context(PROMPT, 0, 8, "markdown", False)
+
+
+def test_a_note_kept_by_its_words_beyond_the_prompt_ranking_carries_its_evidence(
+    tmp_path: Path,
+) -> None:
+    """The prompt ranking keeps its best 50 by evidence; a plain note its words keep beyond
+    those is scored as the ranking would have scored it (not 0), and says why."""
+    root = tmp_path / "v"
+    root.mkdir()
+    for number in range(60):  # titles the prompt names in part: more evidence than the runbook
+        (root / f"signing keys {number:02}.md").write_text(f"Entry {number} of the register.\n")
+    (root / "staging runbook.md").write_text(
+        "To rotate the signing keys of the staging cluster, run the rotation job and "
+        "check that the staging cluster accepts the new signing keys.\n"
+    )
+    block = assemble(hql.Vault.open(root), "rotate the signing keys of the staging cluster")
+    chosen = {entry["card"]: entry for entry in block.diagnostics["selected"]}
+    runbook = chosen["staging runbook"]
+    assert runbook["rule"] == "words"
+    assert runbook["score"] > 0
+    item = next(item for item in block.items if item.name == "staging runbook")
+    assert item.score == runbook["score"]
+    assert any(said.startswith("title +") for said in item.matched_by), item.matched_by

@@ -233,7 +233,7 @@ def _candidates(
     """This library's candidates, each marked with the rule that passes it (or why not), the
     cards its gates rejected, and the versions that ranked them."""
     from hql.context.fields import recall_fields
-    from hql.context.prompt import mapping_for, rank_prompt, status_hook
+    from hql.context.prompt import evidence_for_query, mapping_for, rank_prompt, status_hook
     from hql.search.shared import analyzer_for, bm25_index
 
     vault = source.vault
@@ -283,16 +283,20 @@ def _candidates(
     # superseded or archived note is not let back in by its words).
     ranked = {hit.card.name for hit in ranking.hits} | {item["card"] for item in gated}
     status_of = status_hook()
+    measured = evidence_for_query(prompt, vault)
     for name, (rank, matched) in kept_by_words.items():
-        card = vault.card_alone(name)
-        if name in ranked or card is None or recall_fields(card, mapping).declared:
+        card = None if name in ranked else vault.card_alone(name)
+        if card is None or recall_fields(card, mapping).declared:
             continue
         status = _status(card, vault, mapping, status_of)
         if status not in statuses:
             reason = messages.evidence_gate_status(status)
             gated.append({"card": name, "library": source.library, "reason": reason})
             continue
-        hit = Hit(source.tag(card), 0.0, ranking.retrieval, {"matched": matched})
+        # Its evidence, as the ranking would have given it (its words let it pass).
+        own = measured(card)
+        detail = {"evidence": own.as_tree(), "matched": matched}
+        hit = Hit(source.tag(card), float(own.score), ranking.retrieval, detail)
         found.append(Candidate(hit, source.library, rank, WORDS_RULE))
     from hql.context.log import labels_of
 
