@@ -187,3 +187,74 @@ def test_term_list_holds_the_analysis_terms_analysed_or_not(text: str) -> None:
     full = analyzer.analyze(text).terms
     assert sorted(unread) == sorted(full)
     assert analyzer.term_list(text) == full  # analysed: the analysis's own
+
+
+_MIXED_TEXTS = [
+    "Deploy the OAuth2 token refresh; ship it (deploy) to production",
+    "The Café of Müller: Ёлка, Ελλάδα and Straße",
+    "东京的天气很好 and 1.234,50 EUR, R$ 20,00, US$20.00, 3.14 or 1,000",
+    "がんの治療 と 日本語の文章; 한국어 문장입니다",
+    "ภาษาไทย และ ภาษาลาว ພາສາລາວ",
+    "Tiếng Việt có dấu: con mèo đang ngủ",
+    "हिन्दी भाषा। l'homme n'est pas_là",
+    "opening hours and the opening of 𠀀𠀁 astral",
+    "",
+    "the of and",  # stop words only
+]
+
+
+def _random_texts(count: int) -> list[str]:
+    import random
+
+    rng = random.Random(30)
+    pieces = [
+        *"abcdefghijklmnopqrstuvwxyz0123456789",
+        *"ÀÉÎõüßçñ",
+        *"东京天气日本語がんのカタ한국어",
+        *"ภาษาไทย",
+        *"ơưạềỹ",
+        *" .,;:'_-$\n\t",
+        "ship",
+        "deploy",
+        "opening hours",
+        "the ",
+        "20,00",
+        "1.234,5",
+    ]
+    return ["".join(rng.choices(pieces, k=rng.randint(0, 80))) for _ in range(count)]
+
+
+@pytest.mark.parametrize(
+    "section", [None, {"ignore": ["token"], "synonyms": [["deploy", "ship"], ["hours", "time"]]}]
+)
+def test_term_numbers_number_the_terms_of_each_text_in_order(
+    section: dict[str, object] | None,
+) -> None:
+    """An index numbers terms through `TermNumbers`: each text's numbers are its terms'
+    (`Analyzer.terms`) in the same order, a new term numbered where it first occurs."""
+    from hql.text.analyzer import TermNumbers
+
+    texts = [*_MIXED_TEXTS, *_random_texts(300), *_MIXED_TEXTS]
+    known = {"deploy": 0, "pref:deplo": 1, "unused": 2}
+    expected: dict[str, int] = dict(known)
+    reference = Analyzer.from_config(section)
+    wanted = []
+    for text in texts:
+        terms = reference.terms(text)
+        for term in terms:
+            expected.setdefault(term, len(expected))
+        wanted.append([expected[term] for term in terms])
+    numbers = TermNumbers(Analyzer.from_config(section), known)
+    flat: list[int] = []
+    lengths = [numbers.add(text, flat) for text in texts]
+    got, at = [], 0
+    for length in lengths:
+        got.append(flat[at : at + length])
+        at += length
+    assert got == wanted
+    assert numbers.new_terms(len(known)) == list(expected)[len(known) :]
+    assert any(len(numbered) > 2 for numbered in wanted)  # the texts give terms
+    # Terms analysed earlier take the same numbers, new ones the next.
+    again: list[int] = []
+    assert numbers.add_terms(["ship", "zz-new"], again) == 2
+    assert again == [expected["ship"], len(expected)]

@@ -29,14 +29,13 @@ import contextlib
 import copy
 import errno
 import hashlib
-import itertools
 import json
 import marshal
 import os
 import stat
 import threading
 import weakref
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -53,7 +52,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from hql.search.fields import SearchFields
-    from hql.text.analyzer import Analysis, Analyzer
+    from hql.text.analyzer import Analysis, Analyzer, TermNumbers
 
 K1 = 1.2
 B = 0.75
@@ -305,21 +304,18 @@ class _Postings:
         )
         return kept, renumber
 
-    def with_cards(
-        self,
-        keys: Sequence[str],
-        analyses: Sequence[tuple[Sequence[str], Sequence[str]]],
-        recall: Sequence[Mapping[int, Sequence[str]] | None] = (),
-    ) -> _Postings:
-        """These postings plus new slots, one per (title terms, text terms), numbered last;
-        `recall` (when given, one per analysis) holds a card's terms per recall field (by
-        its number in RECALL_FIELDS), None for a card that declares none."""
+    def with_cards(self, keys: Sequence[str], added: _NewCards) -> _Postings:
+        """These postings plus new slots, one per key, numbered last: `added` holds their
+        terms as numbers (`TermNumbers` over this vocabulary, whose new terms it names)."""
         first_slot = len(self.keys)
-        text_term, text_slot, text_tf = self._entries([text for _, text in analyses], first_slot)
-        title_term, title_slot, title_tf = self._entries(
-            [title for title, _ in analyses], first_slot
-        )
-        added = self._recall_entries(recall, first_slot)
+        term_ids, vocabulary = self.term_ids, self.vocabulary
+        if added.new_terms:
+            start = len(vocabulary)
+            term_ids.update({term: start + at for at, term in enumerate(added.new_terms)})
+            vocabulary.extend(added.new_terms)
+        text_term, text_slot, text_tf = _counted(*added.text, first_slot)
+        title_term, title_slot, title_tf = _counted(*added.title, first_slot)
+        recall = _recall_entries(added, first_slot)
         new_term, new_slot, new_text_tf = text_term, text_slot, text_tf
         new_title_tf = np.zeros(len(new_term), dtype=np.uint16)
         # Give each title entry to the text entry of the same (term, slot); a title term
@@ -332,10 +328,10 @@ class _Postings:
             title_slot,
             (None, title_tf),
         )
-        if len(added.term):
+        if len(recall.term):
             # A term found only in a recall field has an entry too (its field counts are
             # the recall entries'), so every (term, card) that scores has one.
-            present = np.unique((added.term.astype(np.int64) << 32) | added.slot)
+            present = np.unique((recall.term.astype(np.int64) << 32) | recall.slot)
             new_term, new_slot, (new_text_tf, new_title_tf) = _joined(
                 new_term,
                 new_slot,
@@ -346,88 +342,22 @@ class _Postings:
             )
         # Old entries are sorted and new slots are numbered last, so inserting each new
         # entry after the old entries of its term keeps the (term, slot) order.
-        vocabulary_size = len(self.vocabulary)
+        vocabulary_size = len(vocabulary)
         old_count = np.zeros(vocabulary_size, dtype=np.int64)
         old_count[: len(self.term_count)] = self.term_count
         at_old = np.cumsum(old_count)[new_term]
         return _Postings(
             [*self.keys, *keys],
-            self.vocabulary,
-            np.concatenate([self.title_length, _lengths(title for title, _ in analyses)]),
-            np.concatenate([self.text_length, _lengths(text for _, text in analyses)]),
+            vocabulary,
+            np.concatenate([self.title_length, np.asarray(added.title[1], dtype=np.float32)]),
+            np.concatenate([self.text_length, np.asarray(added.text[1], dtype=np.float32)]),
             old_count + np.bincount(new_term, minlength=vocabulary_size),
             np.insert(self.slot, at_old, new_slot),
             np.insert(self.title_tf, at_old, new_title_tf),
             np.insert(self.text_tf, at_old, new_text_tf),
-            self.term_ids,
-            fielded=self.fielded.with_entries(added),
+            term_ids,
+            fielded=self.fielded.with_entries(recall),
         )
-
-    def _recall_entries(
-        self, recall: Sequence[Mapping[int, Sequence[str]] | None], first_slot: int
-    ) -> _Fielded:
-        """The recall fields' entries of new slots numbered from `first_slot`."""
-        owners = [at for at, fields in enumerate(recall) if fields]
-        if not owners:
-            return _Fielded.empty()
-        lengths = np.zeros((len(owners), len(RECALL_FIELDS)), dtype=np.float32)
-        terms, slots, kinds, tfs = [], [], [], []
-        for kind in range(len(RECALL_FIELDS)):
-            texts = [(fields or {}).get(kind, ()) for fields in recall]
-            lengths[:, kind] = [len(texts[at]) for at in owners]
-            term, slot, tf = self._entries(texts, first_slot)
-            terms.append(term)
-            slots.append(slot)
-            kinds.append(np.full(len(term), kind, dtype=np.uint8))
-            tfs.append(tf)
-        term, slot, kind_of = np.concatenate(terms), np.concatenate(slots), np.concatenate(kinds)
-        order = np.lexsort((kind_of, slot, term))
-        return _Fielded(
-            np.asarray(owners, dtype=np.int32) + np.int32(first_slot),
-            lengths,
-            term[order],
-            slot[order],
-            kind_of[order],
-            np.concatenate(tfs)[order],
-        )
-
-    def _entries(
-        self, analyses: Sequence[Sequence[str]], first_slot: int
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.uint16]]:
-        """(term id, slot, frequency) per distinct term of each text, sorted by term, slot.
-
-        Unseen terms get the next ids and join the vocabulary. Counting is done by
-        sorting every occurrence by term (a stable radix sort keeps slots in order) and
-        measuring the runs of equal (term, slot), which is much cheaper than a Counter
-        per text.
-        """
-        lengths = [len(terms) for terms in analyses]
-        total = sum(lengths)
-        term_ids = self.term_ids
-        known = len(term_ids)
-        # A defaultdict numbering unseen terms lets `map` do the lookups at C speed.
-        numbering = defaultdict(itertools.count(known).__next__, term_ids)
-        ids = np.fromiter(
-            map(numbering.__getitem__, itertools.chain.from_iterable(analyses)), np.int32, total
-        )
-        if len(numbering) > known:
-            new_terms = list(itertools.islice(numbering, known, None))
-            term_ids.update(zip(new_terms, range(known, known + len(new_terms)), strict=True))
-            self.vocabulary.extend(new_terms)
-        slots = np.repeat(
-            np.arange(first_slot, first_slot + len(analyses), dtype=np.int32), lengths
-        )
-        order = _stable_order(ids)
-        ids, slots = ids[order], slots[order]
-        starts = (
-            np.flatnonzero(
-                np.concatenate([[True], (ids[1:] != ids[:-1]) | (slots[1:] != slots[:-1])])
-            )
-            if total
-            else np.zeros(0, dtype=np.intp)
-        )
-        frequencies = np.diff(np.append(starts, total))
-        return ids[starts], slots[starts], np.minimum(frequencies, 65535).astype(np.uint16)
 
     @property
     def slots(self) -> int:
@@ -879,6 +809,72 @@ class _StoredPostings(_Postings):
 
 
 _ENTRY_TYPES = (np.int32, np.uint16, np.uint16)
+
+# The terms of several texts as numbers: every text's in a row, and how many each has.
+_Numbered = tuple[list[int], list[int]]
+
+
+@dataclass
+class _NewCards:
+    """The terms of cards joining the postings, as numbers (see `_numbered_cards`): their
+    texts', their titles', and per recall field (None: no card declares one) with the
+    cards that declare any; `new_terms` are the terms first numbered for them."""
+
+    text: _Numbered
+    title: _Numbered
+    recall: list[_Numbered] | None
+    owners: list[int]
+    new_terms: list[str]
+
+
+def _counted(
+    numbers: list[int], lengths: list[int], first_slot: int
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.uint16]]:
+    """(term, slot, frequency) per distinct term of each text (its terms `lengths[i]`
+    numbers in a row, slots from `first_slot`), sorted by term, slot.
+
+    Counting is done by sorting every occurrence by term (a stable radix sort keeps slots
+    in order) and measuring the runs of equal (term, slot), which is much cheaper than a
+    Counter per text.
+    """
+    total = len(numbers)
+    ids = np.array(numbers, dtype=np.int32) if total else np.zeros(0, dtype=np.int32)
+    slots = np.repeat(np.arange(first_slot, first_slot + len(lengths), dtype=np.int32), lengths)
+    order = _stable_order(ids)
+    ids, slots = ids[order], slots[order]
+    starts = (
+        np.flatnonzero(np.concatenate([[True], (ids[1:] != ids[:-1]) | (slots[1:] != slots[:-1])]))
+        if total
+        else np.zeros(0, dtype=np.intp)
+    )
+    frequencies = np.diff(np.append(starts, total))
+    return ids[starts], slots[starts], np.minimum(frequencies, 65535).astype(np.uint16)
+
+
+def _recall_entries(added: _NewCards, first_slot: int) -> _Fielded:
+    """The recall fields' entries of new slots numbered from `first_slot`."""
+    recall = added.recall
+    if recall is None or not added.owners:
+        return _Fielded.empty()
+    owners = np.asarray(added.owners, dtype=np.int64)
+    lengths = np.array([lengths for _, lengths in recall], dtype=np.float32).T[owners]
+    terms, slots, kinds, tfs = [], [], [], []
+    for kind, (numbers, counts) in enumerate(recall):
+        term, slot, tf = _counted(numbers, counts, first_slot)
+        terms.append(term)
+        slots.append(slot)
+        kinds.append(np.full(len(term), kind, dtype=np.uint8))
+        tfs.append(tf)
+    term, slot, kind_of = np.concatenate(terms), np.concatenate(slots), np.concatenate(kinds)
+    order = np.lexsort((kind_of, slot, term))
+    return _Fielded(
+        owners.astype(np.int32) + np.int32(first_slot),
+        lengths,
+        term[order],
+        slot[order],
+        kind_of[order],
+        np.concatenate(tfs)[order],
+    )
 
 
 def _stable_order(values: npt.NDArray[np.int32]) -> npt.NDArray[np.intp]:
@@ -1663,21 +1659,23 @@ def _merged(
 ) -> tuple[list[int], _Postings, list[int]]:
     """The postings of these cards made from stored ones: each card's slot, the postings,
     the cards not in the store (analysed afresh, or taken from `known`: analyses by key)."""
+    from hql.text.analyzer import TermNumbers
+
     slot_of_card, postings = _reuse_stored_slots(keys, postings)
     fresh = [index for index, slot in enumerate(slot_of_card) if slot < 0]
     known = known or {}
-    # The fresh cards join in batches, so the term lists held at once are a batch's, not
-    # the vault's: peak memory grows with the vocabulary and the postings, not the text.
+    if not fresh:
+        return slot_of_card, postings, fresh  # the stored vocabulary is not even read
+    numbers = TermNumbers(analyzer, postings.term_ids)
+    # The fresh cards join in batches, so the texts held at once are a batch's, not the
+    # vault's: peak memory grows with the vocabulary and the postings, not the text.
     for start in range(0, len(fresh), _BATCH):
         batch = fresh[start : start + _BATCH]
         _prefetch(cards, [i for i in batch if keys[i] not in known])
-        analyses, recall = [], []
-        for i in batch:
-            title, body, fielded = known.get(keys[i]) or analysed(cards[i], analyzer, fields)
-            analyses.append((title, body))
-            recall.append(fielded)
+        texts = [known.get(keys[i]) or _texts(cards[i], fields) for i in batch]
+        added = _numbered_cards(texts, numbers, len(postings.vocabulary))
         first = len(postings.keys)
-        postings = postings.with_cards([keys[i] for i in batch], analyses, recall)
+        postings = postings.with_cards([keys[i] for i in batch], added)
         for offset, index in enumerate(batch):
             slot_of_card[index] = first + offset
     return slot_of_card, postings, fresh
@@ -1686,6 +1684,56 @@ def _merged(
 # A card's analysis as the store takes it: its title's terms, its body's, and its terms
 # per recall field (by number in RECALL_FIELDS; None for a card that declares none).
 Analysed = tuple[list[str], list[str], dict[int, list[str]] | None]
+# A card's texts as a build analyses them: its title, its body, its recall fields' texts
+# (by number in RECALL_FIELDS, None for a card that declares none).
+_Texts = tuple[str, str, dict[int, str] | None]
+
+
+def _texts(card: SearchCard, fields: SearchFields | None) -> _Texts:
+    """The texts of a card a build analyses (see `analysed`)."""
+    split = fields.split(card) if fields is not None else None
+    body = card.text if split is None else split[0]
+    recall = None
+    if split is not None:
+        recall = {
+            number: split[1][name]
+            for number, name in enumerate(RECALL_FIELDS)
+            if split[1].get(name)
+        }
+    return _title_field(card), body, recall
+
+
+def _numbered_cards(
+    cards: Sequence[_Texts | Analysed], numbers: TermNumbers, vocabulary: int
+) -> _NewCards:
+    """The terms of these cards (their texts, or their analyses made earlier) as numbers:
+    all their texts' first, then their titles', then each recall field's, so that a term
+    new to the vocabulary (of `vocabulary` terms so far) is numbered where it first occurs
+    in that order."""
+
+    def numbered(part: Callable[[_Texts | Analysed], str | list[str] | None]) -> _Numbered:
+        flat: list[int] = []
+        lengths = []
+        for card in cards:
+            text = part(card)
+            if text is None:
+                lengths.append(0)
+            elif isinstance(text, str):
+                lengths.append(numbers.add(text, flat))
+            else:
+                lengths.append(numbers.add_terms(text, flat))
+        return flat, lengths
+
+    text = numbered(lambda card: card[1])
+    title = numbered(lambda card: card[0])
+    owners = [at for at, card in enumerate(cards) if card[2]]
+    recall = None
+    if owners:
+        recall = [
+            numbered(lambda card, number=number: (card[2] or {}).get(number))
+            for number in range(len(RECALL_FIELDS))
+        ]
+    return _NewCards(text, title, recall, owners, numbers.new_terms(vocabulary))
 
 
 def analysed(card: SearchCard, analyzer: Analyzer, fields: SearchFields | None) -> Analysed:

@@ -34,10 +34,11 @@ import json
 import re
 import threading
 import unicodedata
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import chain
+from itertools import chain, count, islice
 from typing import Any, NamedTuple
 
 from hql import messages
@@ -275,20 +276,32 @@ class Analyzer:
         return Analysis(kept, tuple(terms), ignored, tuple(synonyms))
 
     def _terms(self, tokens: _Tokens) -> tuple[list[str], list[tuple[str, str]]]:
+        table = self._table_of(tokens)
+        # Each distinct token's terms (word, prefix) are worked out once per analyser.
+        terms = list(chain.from_iterable(map(table.__getitem__, tokens.words)))
+        return terms, self._add_joined_terms(tokens, table, terms)
+
+    def _table_of(self, tokens: _Tokens) -> _TokenTable:
+        """The token table the text of these tokens takes its terms from."""
         if tokens.high and self._deferred_stop:
             self._fold_deferred_stop_words()
         table = self._tokens_vietnamese if tokens.vietnamese else self._tokens
         if len(table) > _TOKEN_CACHE_LIMIT:
             table.clear()
-        # Each distinct token's terms (word, prefix) are worked out once per analyser.
-        terms = list(chain.from_iterable(map(table.__getitem__, tokens.words)))
+        return table
+
+    def _add_joined_terms(
+        self, tokens: _Tokens, table: _TokenTable, terms: list[str]
+    ) -> list[tuple[str, str]]:
+        """Add the terms made of several tokens (bigrams, then synonyms) to `terms`; returns
+        the synonyms found."""
         if tokens.has_cjk:
             terms.extend(_bigram_terms(tokens.words, table.stop))
         synonyms = []
         if not self._synonym_starts.isdisjoint(tokens.words):
             synonyms = self._synonyms.find(tokens.words)
             terms.extend(SYNONYM_MARK + group for _, group in synonyms)
-        return terms, synonyms
+        return synonyms
 
     def _fold_deferred_stop_words(self) -> None:
         # Threads racing here compute the same set; the list empties only once it is in use.
@@ -296,6 +309,57 @@ class Analyzer:
         self._stop = stop
         self._tokens.stop = stop
         self._deferred_stop = ()
+
+
+class TermNumbers:
+    """The terms of many texts as numbers, for an index: `numbers` maps each term to its
+    number, and a term met for the first time takes the next one (so numbers follow first
+    occurrence). A text's numbers are its terms' (`Analyzer.terms`), in the same order; each
+    distinct token's are looked up once, so a text costs its segmentation and a dictionary
+    lookup per word."""
+
+    def __init__(self, analyzer: Analyzer, numbers: Mapping[str, int]) -> None:
+        self._analyzer = analyzer
+        self.numbers: dict[str, int] = defaultdict(count(len(numbers)).__next__, numbers)
+        self._of_table: dict[int, _TokenNumbers] = {}
+
+    def add(self, text: str, into: list[int]) -> int:
+        """Append the numbers of the text's terms to `into`; returns how many there are."""
+        analyzer = self._analyzer
+        tokens = _tokenize(text)
+        table = analyzer._table_of(tokens)
+        numbered = self._of_table.get(id(table))
+        if numbered is None or len(numbered) > _TOKEN_CACHE_LIMIT:
+            numbered = self._of_table[id(table)] = _TokenNumbers(table, self.numbers)
+        before = len(into)
+        into.extend(chain.from_iterable(map(numbered.__getitem__, tokens.words)))
+        if tokens.has_cjk or not analyzer._synonym_starts.isdisjoint(tokens.words):
+            joined: list[str] = []
+            analyzer._add_joined_terms(tokens, table, joined)
+            into.extend(map(self.numbers.__getitem__, joined))
+        return len(into) - before
+
+    def add_terms(self, terms: Iterable[str], into: list[int]) -> int:
+        """Append the numbers of these terms (an analysis made earlier) to `into`."""
+        before = len(into)
+        into.extend(map(self.numbers.__getitem__, terms))
+        return len(into) - before
+
+    def new_terms(self, known: int) -> list[str]:
+        """The terms numbered from `known` on, in number order."""
+        return list(islice(self.numbers, known, None))
+
+
+class _TokenNumbers(dict[str, tuple[int, ...]]):
+    """token -> the numbers of the terms it contributes (its `_TokenTable` entry's)."""
+
+    def __init__(self, table: _TokenTable, numbers: dict[str, int]) -> None:
+        super().__init__()
+        self._table, self._numbers = table, numbers
+
+    def __missing__(self, token: str) -> tuple[int, ...]:
+        numbers = self[token] = tuple(map(self._numbers.__getitem__, self._table[token]))
+        return numbers
 
 
 def _wholly_high(word: str) -> bool:
