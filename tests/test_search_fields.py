@@ -182,3 +182,55 @@ def test_the_store_keeps_the_recall_fields(tmp_path: Path) -> None:
         got, want = scores(updated, question), scores(fresh, question)
         assert [name for name, _ in got] == [name for name, _ in want]
         assert [score for _, score in got] == pytest.approx([score for _, score in want])
+
+
+def test_recall_fields_join_in_batches_and_onto_a_store_as_in_one_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cards built in batches of two, or added to a stored index of some of them, hold the
+    postings (recall fields' included) one build of them all holds."""
+    from hql.search import bm25
+
+    cards = {
+        **CARDS,
+        "aliases": _card("title: Deploys\naliases: [ship it, rollout]\n", "Shipping the app."),
+        "summary": _card(
+            "title: Quarter\nsummary: planning the release train\n", "The quarter plan."
+        ),
+        "plain": _card("title: Release notes\n", "A release, planned for the quarter."),
+        "quiet": _card("title: Stop\ntopics: [the]\n", "Only a stop word in its topic."),
+    }
+    vault = _vault(tmp_path / "v", cards)
+    fields = fields_of()
+    whole = Bm25Index.build(list(vault.cards), Analyzer(), fields=fields)
+    monkeypatch.setattr(bm25, "_BATCH", 2)
+    batched = Bm25Index.build(list(vault.cards), Analyzer(), fields=fields)
+    state = tmp_path / "state"
+    Bm25Index.build(list(vault.cards)[::2], Analyzer(), state, fields=fields)
+    added = Bm25Index.build(list(vault.cards), Analyzer(), state, fields=fields)
+    assert added.analysed == len(cards) - len(list(vault.cards)[::2])
+    for index in (batched, added):
+        for question in ("release train", "ship it", "quarter planning", "rollout", "the"):
+            expected = [(h.card.name, h.score, dict(h.matched)) for h in whole.search(question)]
+            got = [(h.card.name, h.score, dict(h.matched)) for h in index.search(question)]
+            assert got == expected
+
+    def recall_entries(index: Bm25Index[object]) -> set[tuple[str, str, int, int]]:
+        postings, names = index._postings, [card.name for card in index.cards]
+        card_of_slot = index._card_of_slot
+        fielded = postings.fielded
+        return {
+            (postings.vocabulary[term], names[card_of_slot[slot]], kind, tf)
+            for term, slot, kind, tf in zip(
+                fielded.term.tolist(),
+                fielded.slot.tolist(),
+                fielded.kind.tolist(),
+                fielded.tf.tolist(),
+                strict=True,
+            )
+        }
+
+    assert recall_entries(batched) == recall_entries(whole) == recall_entries(added)
+    # The cards declaring recall fields, one of them with no term in them (a stop word).
+    owners = [whole.cards[at].name for at in whole._card_of_slot[whole._postings.fielded.owner]]
+    assert sorted(owners) == ["quiet", "summary", "train-lesson"]

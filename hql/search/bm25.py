@@ -29,6 +29,7 @@ import contextlib
 import copy
 import errno
 import hashlib
+import itertools
 import json
 import marshal
 import os
@@ -208,6 +209,24 @@ class _Fielded:
             self.tf[entries],
         )
 
+    @classmethod
+    def joined(cls, parts: Sequence[_Fielded]) -> _Fielded:
+        """The entries of these parts (their owners numbered in order), sorted as
+        `with_entries` sorts them."""
+        parts = [part for part in parts if len(part.owner)]
+        if len(parts) <= 1:
+            return parts[0] if parts else cls.empty()
+        return parts[0].with_entries(
+            cls(
+                np.concatenate([part.owner for part in parts[1:]]),
+                np.concatenate([part.length for part in parts[1:]]),
+                *(
+                    np.concatenate([getattr(part, name) for part in parts[1:]])
+                    for name in ("term", "slot", "kind", "tf")
+                ),
+            )
+        )
+
     def with_entries(self, added: _Fielded) -> _Fielded:
         """These entries and the added ones (whose owners are numbered after these)."""
         if not len(added.owner):
@@ -304,59 +323,40 @@ class _Postings:
         )
         return kept, renumber
 
-    def with_cards(self, keys: Sequence[str], added: _NewCards) -> _Postings:
-        """These postings plus new slots, one per key, numbered last: `added` holds their
-        terms as numbers (`TermNumbers` over this vocabulary, whose new terms it names)."""
-        first_slot = len(self.keys)
+    def with_cards(self, parts: Sequence[_Added], new_terms: Sequence[str]) -> _Postings:
+        """These postings plus new slots, numbered last (the parts' in order, each part's
+        numbered on from the last); `new_terms` join the vocabulary, in number order."""
         term_ids, vocabulary = self.term_ids, self.vocabulary
-        if added.new_terms:
+        if new_terms:
             start = len(vocabulary)
-            term_ids.update({term: start + at for at, term in enumerate(added.new_terms)})
-            vocabulary.extend(added.new_terms)
-        text_term, text_slot, text_tf = _counted(*added.text, first_slot)
-        title_term, title_slot, title_tf = _counted(*added.title, first_slot)
-        recall = _recall_entries(added, first_slot)
-        new_term, new_slot, new_text_tf = text_term, text_slot, text_tf
-        new_title_tf = np.zeros(len(new_term), dtype=np.uint16)
-        # Give each title entry to the text entry of the same (term, slot); a title term
-        # missing from the card text becomes an entry of its own.
-        new_term, new_slot, (new_text_tf, new_title_tf) = _joined(
-            new_term,
-            new_slot,
-            (new_text_tf, new_title_tf),
-            title_term,
-            title_slot,
-            (None, title_tf),
-        )
-        if len(recall.term):
-            # A term found only in a recall field has an entry too (its field counts are
-            # the recall entries'), so every (term, card) that scores has one.
-            present = np.unique((recall.term.astype(np.int64) << 32) | recall.slot)
-            new_term, new_slot, (new_text_tf, new_title_tf) = _joined(
-                new_term,
-                new_slot,
-                (new_text_tf, new_title_tf),
-                (present >> 32).astype(np.int32),
-                (present & 0xFFFFFFFF).astype(np.int32),
-                (None, None),
-            )
-        # Old entries are sorted and new slots are numbered last, so inserting each new
-        # entry after the old entries of its term keeps the (term, slot) order.
-        vocabulary_size = len(vocabulary)
-        old_count = np.zeros(vocabulary_size, dtype=np.int64)
+            term_ids.update({term: start + at for at, term in enumerate(new_terms)})
+            vocabulary.extend(new_terms)
+        size = len(vocabulary)
+        new_count = np.zeros(size, dtype=np.int64)
+        for part in parts:
+            new_count += np.bincount(part.term, minlength=size)
+        new_slot, new_title_tf, new_text_tf = _gathered(parts, new_count)
+        old_count = np.zeros(size, dtype=np.int64)
         old_count[: len(self.term_count)] = self.term_count
-        at_old = np.cumsum(old_count)[new_term]
+        slot, title_tf, text_tf = new_slot, new_title_tf, new_text_tf
+        if len(self.slot):
+            # Old entries are sorted and new slots are numbered last, so inserting each new
+            # entry after the old entries of its term keeps the (term, slot) order.
+            at_old = np.repeat(np.cumsum(old_count), new_count)
+            slot = np.insert(self.slot, at_old, new_slot)
+            title_tf = np.insert(self.title_tf, at_old, new_title_tf)
+            text_tf = np.insert(self.text_tf, at_old, new_text_tf)
         return _Postings(
-            [*self.keys, *keys],
+            [*self.keys, *itertools.chain.from_iterable(part.keys for part in parts)],
             vocabulary,
-            np.concatenate([self.title_length, np.asarray(added.title[1], dtype=np.float32)]),
-            np.concatenate([self.text_length, np.asarray(added.text[1], dtype=np.float32)]),
-            old_count + np.bincount(new_term, minlength=vocabulary_size),
-            np.insert(self.slot, at_old, new_slot),
-            np.insert(self.title_tf, at_old, new_title_tf),
-            np.insert(self.text_tf, at_old, new_text_tf),
+            np.concatenate([self.title_length, *(part.title_length for part in parts)]),
+            np.concatenate([self.text_length, *(part.text_length for part in parts)]),
+            old_count + new_count,
+            slot,
+            title_tf,
+            text_tf,
             term_ids,
-            fielded=self.fielded.with_entries(recall),
+            fielded=self.fielded.with_entries(_Fielded.joined([part.fielded for part in parts])),
         )
 
     @property
@@ -818,13 +818,12 @@ _Numbered = tuple[list[int], list[int]]
 class _NewCards:
     """The terms of cards joining the postings, as numbers (see `_numbered_cards`): their
     texts', their titles', and per recall field (None: no card declares one) with the
-    cards that declare any; `new_terms` are the terms first numbered for them."""
+    cards that declare any."""
 
     text: _Numbered
     title: _Numbered
     recall: list[_Numbered] | None
     owners: list[int]
-    new_terms: list[str]
 
 
 def _counted(
@@ -875,6 +874,86 @@ def _recall_entries(added: _NewCards, first_slot: int) -> _Fielded:
         kind_of[order],
         np.concatenate(tfs)[order],
     )
+
+
+@dataclass
+class _Added:
+    """New slots' entries, sorted by term then slot, with their keys and field lengths."""
+
+    keys: list[str]
+    title_length: npt.NDArray[np.float32]
+    text_length: npt.NDArray[np.float32]
+    term: npt.NDArray[np.int32]
+    slot: npt.NDArray[np.int32]
+    title_tf: npt.NDArray[np.uint16]
+    text_tf: npt.NDArray[np.uint16]
+    fielded: _Fielded
+
+
+def _added(keys: list[str], added: _NewCards, first_slot: int) -> _Added:
+    """The entries of new slots numbered from `first_slot`, one per key."""
+    text_term, text_slot, text_tf = _counted(*added.text, first_slot)
+    title_term, title_slot, title_tf = _counted(*added.title, first_slot)
+    recall = _recall_entries(added, first_slot)
+    new_term, new_slot, new_text_tf = text_term, text_slot, text_tf
+    new_title_tf = np.zeros(len(new_term), dtype=np.uint16)
+    # Give each title entry to the text entry of the same (term, slot); a title term
+    # missing from the card text becomes an entry of its own.
+    new_term, new_slot, (new_text_tf, new_title_tf) = _joined(
+        new_term,
+        new_slot,
+        (new_text_tf, new_title_tf),
+        title_term,
+        title_slot,
+        (None, title_tf),
+    )
+    if len(recall.term):
+        # A term found only in a recall field has an entry too (its field counts are
+        # the recall entries'), so every (term, card) that scores has one.
+        present = np.unique((recall.term.astype(np.int64) << 32) | recall.slot)
+        new_term, new_slot, (new_text_tf, new_title_tf) = _joined(
+            new_term,
+            new_slot,
+            (new_text_tf, new_title_tf),
+            (present >> 32).astype(np.int32),
+            (present & 0xFFFFFFFF).astype(np.int32),
+            (None, None),
+        )
+    return _Added(
+        keys,
+        np.asarray(added.title[1], dtype=np.float32),
+        np.asarray(added.text[1], dtype=np.float32),
+        new_term,
+        new_slot,
+        new_title_tf,
+        new_text_tf,
+        recall,
+    )
+
+
+def _gathered(
+    parts: Sequence[_Added], counts: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint16], npt.NDArray[np.uint16]]:
+    """The (slot, title_tf, text_tf) of the parts' entries in (term, slot) order, `counts`
+    per term: each entry is put in its place (after the earlier parts' entries of its
+    term), no sort of them all."""
+    total = int(counts.sum())
+    slot = np.empty(total, dtype=np.int32)
+    title_tf = np.empty(total, dtype=np.uint16)
+    text_tf = np.empty(total, dtype=np.uint16)
+    free = np.cumsum(counts) - counts  # where each term's next entry goes
+    for part in parts:
+        entries = len(part.term)
+        if not entries:
+            continue
+        runs = np.flatnonzero(np.concatenate([[True], part.term[1:] != part.term[:-1]]))
+        run_length = np.diff(np.append(runs, entries))
+        place = free[part.term] + (np.arange(entries) - np.repeat(runs, run_length))
+        slot[place] = part.slot
+        title_tf[place] = part.title_tf
+        text_tf[place] = part.text_tf
+        free[part.term[runs]] += run_length
+    return slot, title_tf, text_tf
 
 
 def _stable_order(values: npt.NDArray[np.int32]) -> npt.NDArray[np.intp]:
@@ -1669,16 +1748,17 @@ def _merged(
     numbers = TermNumbers(analyzer, postings.term_ids)
     # The fresh cards join in batches, so the texts held at once are a batch's, not the
     # vault's: peak memory grows with the vocabulary and the postings, not the text.
+    vocabulary, first = len(postings.vocabulary), len(postings.keys)
+    parts = []
     for start in range(0, len(fresh), _BATCH):
         batch = fresh[start : start + _BATCH]
         _prefetch(cards, [i for i in batch if keys[i] not in known])
         texts = [known.get(keys[i]) or _texts(cards[i], fields) for i in batch]
-        added = _numbered_cards(texts, numbers, len(postings.vocabulary))
-        first = len(postings.keys)
-        postings = postings.with_cards([keys[i] for i in batch], added)
-        for offset, index in enumerate(batch):
-            slot_of_card[index] = first + offset
-    return slot_of_card, postings, fresh
+        parts.append(_added([keys[i] for i in batch], _numbered_cards(texts, numbers), first))
+        for index in batch:
+            slot_of_card[index] = first
+            first += 1
+    return slot_of_card, postings.with_cards(parts, numbers.new_terms(vocabulary)), fresh
 
 
 # A card's analysis as the store takes it: its title's terms, its body's, and its terms
@@ -1703,13 +1783,10 @@ def _texts(card: SearchCard, fields: SearchFields | None) -> _Texts:
     return _title_field(card), body, recall
 
 
-def _numbered_cards(
-    cards: Sequence[_Texts | Analysed], numbers: TermNumbers, vocabulary: int
-) -> _NewCards:
+def _numbered_cards(cards: Sequence[_Texts | Analysed], numbers: TermNumbers) -> _NewCards:
     """The terms of these cards (their texts, or their analyses made earlier) as numbers:
     all their texts' first, then their titles', then each recall field's, so that a term
-    new to the vocabulary (of `vocabulary` terms so far) is numbered where it first occurs
-    in that order."""
+    new to the vocabulary is numbered where it first occurs in that order."""
 
     def numbered(part: Callable[[_Texts | Analysed], str | list[str] | None]) -> _Numbered:
         flat: list[int] = []
@@ -1733,7 +1810,7 @@ def _numbered_cards(
             numbered(lambda card, number=number: (card[2] or {}).get(number))
             for number in range(len(RECALL_FIELDS))
         ]
-    return _NewCards(text, title, recall, owners, numbers.new_terms(vocabulary))
+    return _NewCards(text, title, recall, owners)
 
 
 def analysed(card: SearchCard, analyzer: Analyzer, fields: SearchFields | None) -> Analysed:
