@@ -317,3 +317,45 @@ def test_cards_join_the_postings_in_batches_with_the_same_scores(
     for question in ("spelt", "volcanes", "長城 长城", "opening hours", "bread rye"):
         expected = [(h.card.name, h.score, h.matched) for h in whole.search(question)]
         assert [(h.card.name, h.score, h.matched) for h in batched.search(question)] == expected
+
+
+def _postings_of(index: Bm25Index[Card]) -> tuple[object, ...]:
+    postings = index._postings
+    return (
+        list(postings.keys),
+        list(postings.vocabulary),
+        postings.term_count.tolist(),
+        postings.slot.tolist(),
+        postings.title_tf.tolist(),
+        postings.text_tf.tolist(),
+        postings.title_length.tolist(),
+        postings.text_length.tolist(),
+    )
+
+
+@pytest.mark.parametrize("worker_fails", [False, True])
+def test_batches_analysed_by_worker_processes_number_terms_as_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker_fails: bool
+) -> None:
+    """Worker processes analyse the batches of a large build; the postings and the store
+    are the same as one process makes, also when a worker fails (its batches are then
+    analysed in the building process)."""
+    cards = load_cards(MULTILINGUAL)
+    monkeypatch.setattr(bm25, "_BATCH", 2)
+    alone = Bm25Index.build(cards, Analyzer(), tmp_path / "alone")
+    monkeypatch.setattr(bm25, "_PARALLEL_BATCHES", 2)
+    monkeypatch.setattr(bm25, "_processors", lambda: 2)
+    made: list[object] = []
+    pool = bm25._worker_pool
+    monkeypatch.setattr(bm25, "_worker_pool", lambda *a: made.append(pool(*a)) or made[-1])
+    if worker_fails:
+
+        def failing(texts: object) -> object:
+            raise RuntimeError("a worker fails")
+
+        monkeypatch.setattr(bm25, "_numbered_alone", failing)  # forked workers inherit it
+    shared = Bm25Index.build(cards, Analyzer(), tmp_path / "shared")
+    assert made and made[0] is not None  # workers did take part
+    assert _postings_of(shared) == _postings_of(alone)
+    stored = [(tmp_path / name / STORE_NAME).read_bytes() for name in ("alone", "shared")]
+    assert stored[0] == stored[1]

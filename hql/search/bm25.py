@@ -25,6 +25,7 @@ would grow it further.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 import errno
@@ -811,7 +812,7 @@ class _StoredPostings(_Postings):
 _ENTRY_TYPES = (np.int32, np.uint16, np.uint16)
 
 # The terms of several texts as numbers: every text's in a row, and how many each has.
-_Numbered = tuple[list[int], list[int]]
+_Numbered = tuple["list[int] | npt.NDArray[np.int32]", list[int]]
 
 
 @dataclass
@@ -827,7 +828,7 @@ class _NewCards:
 
 
 def _counted(
-    numbers: list[int], lengths: list[int], first_slot: int
+    numbers: list[int] | npt.NDArray[np.int32], lengths: list[int], first_slot: int
 ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.uint16]]:
     """(term, slot, frequency) per distinct term of each text (its terms `lengths[i]`
     numbers in a row, slots from `first_slot`), sorted by term, slot.
@@ -837,7 +838,7 @@ def _counted(
     Counter per text.
     """
     total = len(numbers)
-    ids = np.array(numbers, dtype=np.int32) if total else np.zeros(0, dtype=np.int32)
+    ids = np.asarray(numbers, dtype=np.int32) if total else np.zeros(0, dtype=np.int32)
     slots = np.repeat(np.arange(first_slot, first_slot + len(lengths), dtype=np.int32), lengths)
     order = _stable_order(ids)
     ids, slots = ids[order], slots[order]
@@ -1746,19 +1747,142 @@ def _merged(
     if not fresh:
         return slot_of_card, postings, fresh  # the stored vocabulary is not even read
     numbers = TermNumbers(analyzer, postings.term_ids)
-    # The fresh cards join in batches, so the texts held at once are a batch's, not the
-    # vault's: peak memory grows with the vocabulary and the postings, not the text.
+    # The fresh cards join in batches, so the texts held at once are a few batches', not
+    # the vault's: peak memory grows with the vocabulary and the postings, not the text.
+    batches = [fresh[start : start + _BATCH] for start in range(0, len(fresh), _BATCH)]
+
+    def texts_of(batch: list[int]) -> list[_Texts | Analysed]:
+        _prefetch(cards, [i for i in batch if keys[i] not in known])
+        return [known.get(keys[i]) or _texts(cards[i], fields) for i in batch]
+
     vocabulary, first = len(postings.vocabulary), len(postings.keys)
     parts = []
-    for start in range(0, len(fresh), _BATCH):
-        batch = fresh[start : start + _BATCH]
-        _prefetch(cards, [i for i in batch if keys[i] not in known])
-        texts = [known.get(keys[i]) or _texts(cards[i], fields) for i in batch]
-        parts.append(_added([keys[i] for i in batch], _numbered_cards(texts, numbers), first))
+    numbered = _numbered_batches(map(texts_of, batches), len(batches), analyzer, numbers)
+    for batch, added in zip(batches, numbered, strict=True):
+        parts.append(_added([keys[i] for i in batch], added, first))
         for index in batch:
             slot_of_card[index] = first
             first += 1
     return slot_of_card, postings.with_cards(parts, numbers.new_terms(vocabulary)), fresh
+
+
+def _numbered_batches(
+    batches: Iterator[list[_Texts | Analysed]],
+    count: int,
+    analyzer: Analyzer,
+    numbers: TermNumbers,
+) -> Iterator[_NewCards]:
+    """Each batch's terms as numbers (`_numbered_cards`), in order. With two processors or
+    more and several batches, worker processes analyse the batches (each numbering terms
+    its own way) and their numbers are made these `numbers` here, batch after batch: the
+    same numbers as analysing them here one after the other."""
+    workers = min(_processors(), count) if count >= _PARALLEL_BATCHES else 1
+    pool = _worker_pool(workers, analyzer) if workers > 1 else None
+    if pool is None:
+        for texts in batches:
+            yield _numbered_cards(texts, numbers)
+        return
+    with pool:
+        renumber = _Renumbering(numbers)
+        pending: collections.deque[tuple[list[_Texts | Analysed], Any]] = collections.deque()
+        for texts in batches:
+            pending.append(
+                (texts, None if renumber.broken else pool.submit(_numbered_alone, texts))
+            )
+            if len(pending) > workers:
+                yield renumber(*pending.popleft())
+        while pending:
+            yield renumber(*pending.popleft())
+
+
+class _Renumbering:
+    """Makes the numbers of batches analysed by workers, taken in batch order, the vault's.
+
+    A worker numbers the terms of its batches from 0, each new to it taking the next
+    number, and says which terms its batch numbered first. Each such term new to the
+    vault takes the vault's next number, in that order: the terms a batch holds new to
+    the vault are among those new to its worker (a term its worker met before was in an
+    earlier batch), in the order of their first occurrence, so numbering them so gives
+    each term the number analysing every batch here, in order, would have.
+    """
+
+    def __init__(self, numbers: TermNumbers) -> None:
+        self._numbers = numbers
+        self._own: dict[int, npt.NDArray[np.int32]] = {}  # per worker: its number -> ours
+        self.broken = False  # a worker failed: every batch from then on is analysed here
+
+    def __call__(self, texts: list[_Texts | Analysed], done: Any) -> _NewCards:
+        if done is not None and not self.broken:
+            try:
+                worker, terms, added = done.result()
+            except Exception:  # noqa: BLE001 - a worker that died or failed: analyse here
+                self.broken = True
+            else:
+                return self._renumbered(worker, terms, added)
+        return _numbered_cards(texts, self._numbers)
+
+    def _renumbered(self, worker: int, terms: list[str], added: _NewCards) -> _NewCards:
+        numbered = np.fromiter(
+            map(self._numbers.numbers.__getitem__, terms), dtype=np.int32, count=len(terms)
+        )
+        own = self._own[worker] = np.concatenate(
+            [self._own.get(worker, np.zeros(0, dtype=np.int32)), numbered]
+        )
+
+        def renumbered(part: _Numbered) -> _Numbered:
+            return own[np.asarray(part[0], dtype=np.intp)], part[1]
+
+        recall = None if added.recall is None else [renumbered(part) for part in added.recall]
+        return _NewCards(renumbered(added.text), renumbered(added.title), recall, added.owners)
+
+
+def _processors() -> int:
+    available = getattr(os, "sched_getaffinity", None)
+    return len(available(0)) if available is not None else os.cpu_count() or 1
+
+
+def _worker_pool(workers: int, analyzer: Analyzer) -> Any:
+    """Processes forked from this one (they share its analyser as it is); None where a
+    process cannot be forked."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    try:
+        return ProcessPoolExecutor(
+            workers,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=_start_worker,
+            initargs=(analyzer,),
+        )
+    except (OSError, ValueError):
+        return None
+
+
+_WORKER_NUMBERS: list[TermNumbers] = []  # in a worker: its numbering of terms
+
+
+def _start_worker(analyzer: Analyzer) -> None:
+    from hql.text.analyzer import TermNumbers
+
+    _WORKER_NUMBERS[:] = [TermNumbers(analyzer, {})]
+
+
+def _numbered_alone(texts: list[_Texts | Analysed]) -> tuple[int, list[str], _NewCards]:
+    """In a worker: which worker it is, the terms the batch numbered first (in number
+    order), and the batch's terms as this worker's numbers."""
+    numbers = _WORKER_NUMBERS[0]
+    known = len(numbers.numbers)
+    added = _numbered_cards(texts, numbers)
+    arrays = [(np.asarray(flat, dtype=np.int32), lengths) for flat, lengths in added.recall or []]
+    added = _NewCards(
+        (np.asarray(added.text[0], dtype=np.int32), added.text[1]),
+        (np.asarray(added.title[0], dtype=np.int32), added.title[1]),
+        arrays if added.recall is not None else None,
+        added.owners,
+    )
+    return os.getpid(), numbers.new_terms(known), added
 
 
 # A card's analysis as the store takes it: its title's terms, its body's, and its terms
@@ -1932,6 +2056,9 @@ def _drop_delta(store_path: Path) -> None:
 # of the postings so far) stays a small share of the build, small enough that their term
 # lists stay a few MB.
 _BATCH = 4096
+# A build of this many batches or more analyses them in worker processes (see
+# `_numbered_batches`): a vault of fewer cards is analysed sooner than workers start.
+_PARALLEL_BATCHES = 3
 
 
 def _recall_terms(texts: Mapping[str, str], analyzer: Analyzer) -> dict[int, list[str]]:
