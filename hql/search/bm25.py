@@ -1842,22 +1842,26 @@ def _processors() -> int:
 
 
 def _worker_pool(workers: int, analyzer: Analyzer) -> Any:
-    """Processes forked from this one (they share its analyser as it is); None where a
-    process cannot be forked."""
+    """Processes forked from this one (they start with its analyser as it is); None where
+    a process cannot be forked."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     if "fork" not in multiprocessing.get_all_start_methods():
         return None
     try:
-        return ProcessPoolExecutor(
+        pool = ProcessPoolExecutor(
             workers,
             mp_context=multiprocessing.get_context("fork"),
             initializer=_start_worker,
             initargs=(analyzer,),
         )
-    except (OSError, ValueError):
+        # The first task forks every worker: now, before the cards are read, so that the
+        # workers share none of their memory.
+        pool.submit(int)
+    except (OSError, ValueError, RuntimeError):
         return None
+    return pool
 
 
 _WORKER_NUMBERS: list[TermNumbers] = []  # in a worker: its numbering of terms
