@@ -238,13 +238,20 @@ def finish_replace(temporary: Path, target: Path) -> None:
     os.replace(temporary, target)
 
 
-def write_atomically(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Replace the file at `path` (through a symlink) by `data`, all or nothing. Returns the target."""
+def write_atomically(
+    path: str | os.PathLike[str], data: bytes | Iterable[bytes | memoryview]
+) -> Path:
+    """Replace the file at `path` (through a symlink) by `data` (bytes, or parts written one
+    after the other: never joined in memory), all or nothing. Returns the target."""
     target = write_target(path)
     temporary = temporary_beside(target)
     try:
         with open(temporary, "wb") as handle:
-            handle.write(data)
+            if isinstance(data, bytes):
+                handle.write(data)
+            else:
+                for part in data:
+                    handle.write(part)
         finish_replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -29,6 +29,7 @@ import collections
 import contextlib
 import copy
 import errno
+import functools
 import hashlib
 import itertools
 import json
@@ -95,7 +96,8 @@ class SearchCard(Protocol):
     (bytes; equal digests, equal names and keys in the same order): the store's slots,
     once matched to the cards of a digest, are matched again by reading the record.
     One whose names strictly increase may say so (`in_name_order = True`): ties are then
-    broken by position, without reading the names.
+    broken by position, without reading the names. One that offers `passing(positions)`
+    builds the cards a build analyses for that once, not kept (None: read them as usual).
     """
 
     @property
@@ -161,6 +163,14 @@ def _prefetch(cards: Sequence[SearchCard], positions: Sequence[int]) -> None:
     prefetch = getattr(cards, "prefetch", None)
     if prefetch is not None:
         prefetch(positions)
+
+
+def _passing(cards: Sequence[SearchCard], positions: list[int]) -> Sequence[SearchCard] | None:
+    """The cards at these positions built for reading their texts once, by a sequence that
+    builds its cards on first read (`passing`), None when it does not."""
+    passing = getattr(cards, "passing", None)
+    made: Sequence[SearchCard] | None = passing(positions) if passing is not None else None
+    return made if made is not None and len(made) == len(positions) else None
 
 
 def _title_field(card: SearchCard) -> str:
@@ -418,7 +428,10 @@ class _Postings:
         head = _BLOCKED + len(header).to_bytes(8, "little") + seal + header
         path.parent.mkdir(parents=True, exist_ok=True)
         files.clean_stale_temporaries(path.parent, path.name, also=(".bm25-",))
-        files.write_atomically(path, b"".join([head, *parts, *(a.tobytes() for a in blocked)]))
+        # The postings are written from their arrays, never copied whole into one buffer.
+        files.write_atomically(
+            path, [head, *parts, *(memoryview(cast("Any", a)).cast("B") for a in blocked)]
+        )
         return seal
 
     @classmethod
@@ -890,6 +903,11 @@ class _Added:
     text_tf: npt.NDArray[np.uint16]
     fielded: _Fielded
 
+    def release(self) -> None:
+        """Drop the entries (once the postings hold them); keys, lengths and fields stay."""
+        self.term, self.slot = np.zeros(0, np.int32), np.zeros(0, np.int32)
+        self.title_tf = self.text_tf = np.zeros(0, np.uint16)
+
 
 def _added(keys: list[str], added: _NewCards, first_slot: int) -> _Added:
     """The entries of new slots numbered from `first_slot`, one per key."""
@@ -954,6 +972,7 @@ def _gathered(
         title_tf[place] = part.title_tf
         text_tf[place] = part.text_tf
         free[part.term[runs]] += run_length
+        part.release()  # placed: the postings hold them now
     return slot, title_tf, text_tf
 
 
@@ -1752,8 +1771,14 @@ def _merged(
     batches = [fresh[start : start + _BATCH] for start in range(0, len(fresh), _BATCH)]
 
     def texts_of(batch: list[int]) -> list[_Texts | Analysed]:
-        _prefetch(cards, [i for i in batch if keys[i] not in known])
-        return [known.get(keys[i]) or _texts(cards[i], fields) for i in batch]
+        wanted = [i for i in batch if keys[i] not in known]
+        read: Mapping[int, SearchCard] | Sequence[SearchCard] = cards
+        passing = _passing(cards, wanted)
+        if passing is not None:
+            read = dict(zip(wanted, passing, strict=True))
+        else:
+            _prefetch(cards, wanted)
+        return [known.get(keys[i]) or _texts(read[i], fields) for i in batch]
 
     vocabulary, first = len(postings.vocabulary), len(postings.keys)
     parts = []
@@ -1879,7 +1904,9 @@ def _numbered_alone(texts: list[_Texts | Analysed]) -> tuple[int, list[str], _Ne
     numbers = _WORKER_NUMBERS[0]
     known = len(numbers.numbers)
     added = _numbered_cards(texts, numbers)
-    arrays = [(np.asarray(flat, dtype=np.int32), lengths) for flat, lengths in added.recall or []]
+    arrays: list[_Numbered] = [
+        (np.asarray(flat, dtype=np.int32), lengths) for flat, lengths in added.recall or []
+    ]
     added = _NewCards(
         (np.asarray(added.text[0], dtype=np.int32), added.text[1]),
         (np.asarray(added.title[0], dtype=np.int32), added.title[1]),
@@ -1935,10 +1962,16 @@ def _numbered_cards(cards: Sequence[_Texts | Analysed], numbers: TermNumbers) ->
     recall = None
     if owners:
         recall = [
-            numbered(lambda card, number=number: (card[2] or {}).get(number))
+            numbered(functools.partial(_recall_part, number))
             for number in range(len(RECALL_FIELDS))
         ]
     return _NewCards(text, title, recall, owners)
+
+
+def _recall_part(number: int, card: _Texts | Analysed) -> str | list[str] | None:
+    """A card's text (or terms) of the recall field of this number, None if it has none."""
+    recall = card[2]
+    return recall.get(number) if recall else None
 
 
 def analysed(card: SearchCard, analyzer: Analyzer, fields: SearchFields | None) -> Analysed:

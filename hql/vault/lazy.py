@@ -300,6 +300,19 @@ class CardSequence(Sequence[Card]):
                 object.__setattr__(card, "_table", self._table)
                 self._made[position] = card
 
+    def passing(self, positions: Sequence[int]) -> list[Card] | None:
+        """The cards at these positions built for one reading (their texts, say) and kept
+        nowhere: a reader of every card then holds a few at a time, not the vault. None:
+        read them through the sequence (the vault has built its cards, or these cannot be
+        built as listed)."""
+        if self._whole() is not None or not positions:
+            return None
+        made = self._maker.make(positions)
+        if made is not None:
+            for card in made:
+                object.__setattr__(card, "_table", self._table)
+        return made
+
     def __iter__(self) -> Iterator[Card]:
         """Every card: the vault builds them all (if a file changed since it was opened,
         they are the cards as they are now; `stale` says so)."""
