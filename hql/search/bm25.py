@@ -345,7 +345,7 @@ class _Postings:
         size = len(vocabulary)
         new_count = np.zeros(size, dtype=np.int64)
         for part in parts:
-            new_count += np.bincount(part.term, minlength=size)
+            new_count[part.terms] += part.runs  # each term once per part
         new_slot, new_title_tf, new_text_tf = _gathered(parts, new_count)
         old_count = np.zeros(size, dtype=np.int64)
         old_count[: len(self.term_count)] = self.term_count
@@ -897,7 +897,8 @@ class _Added:
     keys: list[str]
     title_length: npt.NDArray[np.float32]
     text_length: npt.NDArray[np.float32]
-    term: npt.NDArray[np.int32]
+    terms: npt.NDArray[np.int32]  # the terms of the entries, each once, increasing
+    runs: npt.NDArray[np.int64]  # how many entries each of them has
     slot: npt.NDArray[np.int32]
     title_tf: npt.NDArray[np.uint16]
     text_tf: npt.NDArray[np.uint16]
@@ -905,7 +906,8 @@ class _Added:
 
     def release(self) -> None:
         """Drop the entries (once the postings hold them); keys, lengths and fields stay."""
-        self.term, self.slot = np.zeros(0, np.int32), np.zeros(0, np.int32)
+        self.terms, self.slot = np.zeros(0, np.int32), np.zeros(0, np.int32)
+        self.runs = np.zeros(0, np.int64)
         self.title_tf = self.text_tf = np.zeros(0, np.uint16)
 
 
@@ -938,11 +940,14 @@ def _added(keys: list[str], added: _NewCards, first_slot: int) -> _Added:
             (present & 0xFFFFFFFF).astype(np.int32),
             (None, None),
         )
+    # The entries' terms are kept as runs (a batch holds each term's entries in a row).
+    starts = np.flatnonzero(np.concatenate([[True], new_term[1:] != new_term[:-1]]))
     return _Added(
         keys,
         np.asarray(added.title[1], dtype=np.float32),
         np.asarray(added.text[1], dtype=np.float32),
-        new_term,
+        new_term[starts],
+        np.diff(np.append(starts, len(new_term))),
         new_slot,
         new_title_tf,
         new_text_tf,
@@ -962,16 +967,15 @@ def _gathered(
     text_tf = np.empty(total, dtype=np.uint16)
     free = np.cumsum(counts) - counts  # where each term's next entry goes
     for part in parts:
-        entries = len(part.term)
+        entries = len(part.slot)
         if not entries:
             continue
-        runs = np.flatnonzero(np.concatenate([[True], part.term[1:] != part.term[:-1]]))
-        run_length = np.diff(np.append(runs, entries))
-        place = free[part.term] + (np.arange(entries) - np.repeat(runs, run_length))
+        starts = np.cumsum(part.runs) - part.runs
+        place = np.repeat(free[part.terms] - starts, part.runs) + np.arange(entries)
         slot[place] = part.slot
         title_tf[place] = part.title_tf
         text_tf[place] = part.text_tf
-        free[part.term[runs]] += run_length
+        free[part.terms] += part.runs
         part.release()  # placed: the postings hold them now
     return slot, title_tf, text_tf
 
