@@ -1677,6 +1677,9 @@ class Bm25Index(Generic[CardT]):
         postings, ptr = self._postings, self._ptr
         vocabulary, terms = postings.vocabulary, len(postings.vocabulary)
         position_of_slot = self._card_of_slot.astype(np.int32)
+        # Slots in the order of their cards (as a first build numbers them): a term's
+        # entries, in slot order, are in position order already.
+        in_order = bool(np.all(position_of_slot[1:] > position_of_slot[:-1]))
         first = 0
         while first < terms:
             last = int(np.searchsorted(ptr, ptr[first] + _ROWS_AT_ONCE, side="right")) - 1
@@ -1688,9 +1691,11 @@ class Bm25Index(Generic[CardT]):
                 first, counts, slot, title_tf, text_tf, np.repeat(self._idf[first:last], counts)
             )
             positions = position_of_slot[slot]
-            order = np.lexsort((positions, np.repeat(np.arange(last - first), counts)))
-            at = positions[order].astype("<i4").tobytes()
-            shares = impacts[order].astype("<f4").tobytes()
+            if not in_order:
+                order = np.lexsort((positions, np.repeat(np.arange(last - first), counts)))
+                positions, impacts = positions[order], impacts[order]
+            at = positions.astype("<i4").tobytes()
+            shares = impacts.astype("<f4").tobytes()
             bounds = (4 * (ptr[first : last + 1] - start)).tolist()
             idfs = self._idf[first:last].tolist()
             for offset in range(last - first):
