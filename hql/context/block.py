@@ -19,6 +19,7 @@ evidence rule of the read path), in rank order:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -218,6 +219,8 @@ def read_hint(name: str) -> str:
     return messages.context_read_hint(name)
 
 
+# Kept by body: a card recalled by one prompt is often recalled by the next.
+@functools.lru_cache(maxsize=4096)
 def excerpt(body: str, limit: int = EXCERPT_CHARS) -> str | None:
     """The opening of a card's body as one line: headings, code fences and blank lines left out,
     cut at a word before `limit` characters."""
