@@ -2516,10 +2516,13 @@ def context_rejected_declared(score: int, floor: int) -> str:
     )
 
 
-def context_none_passed(candidates: int, best: int, floor: int) -> str:
+def context_none_passed(candidates: int, best: int, floor: int, meaning: bool = False) -> str:
+    rule = (
+        "neither their words nor their meaning kept any" if meaning else "the words rule kept none"
+    )
     return (
         f"no card passed: {plural(candidates, 'candidate')}, the best evidence {best} is below "
-        f"the threshold {floor} and the words rule kept none"
+        f"the threshold {floor} and {rule}"
     )
 
 
@@ -2647,6 +2650,29 @@ def mcp_context_overrun(seconds: float) -> str:
 
 def context_rejected_words(score: int, floor: int) -> str:
     return f"evidence {score} below the threshold {floor}, and the words rule did not keep it"
+
+
+def context_rejected_meaning(score: int, floor: int) -> str:
+    return (
+        f"evidence {score} below the threshold {floor}, and neither its words nor its meaning "
+        "kept it (`hybrid | relevant`'s rule, words-or-meaning)"
+    )
+
+
+def context_meaning_not_embedded() -> str:
+    return (
+        "ranked by words: the vault has a semantic index but does not embed a new question "
+        "([semantics] embed_queries = false, or no [semantics.embedder]), and every prompt is new"
+    )
+
+
+def context_meaning_failed(library: str, reason: str) -> str:
+    which = "the vault" if library == "project" else f"the library `{library}`"
+    return f"context ranks {which} by words alone, not by meaning: {reason}"
+
+
+def context_matched_meaning(cosine: float) -> str:
+    return f"meaning (cosine {cosine:.2f})"
 
 
 def context_not_considered(considered: int) -> str:

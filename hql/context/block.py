@@ -270,6 +270,9 @@ def matched_by(detail: Mapping[str, Any]) -> tuple[str, ...]:
         ranks = [f"#{n} rank {place['rank']}" for n, place in enumerate(inputs, 1) if place]
         if ranks:
             said.append(", ".join(ranks))
+    meaning = detail.get("meaning")
+    if isinstance(meaning, float):
+        said.append(messages.context_matched_meaning(meaning))
     section = detail.get("section")
     if isinstance(section, Mapping) and section.get("heading"):
         said.append(messages.context_matched_section(" > ".join(section["heading"])))

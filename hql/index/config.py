@@ -464,6 +464,12 @@ def _seconds(table: Mapping[str, object], label: str, default: float) -> float:
 QUESTION_DIGEST = "sha256:"
 
 
+def meaning_configured(config: SemanticsConfig) -> bool:
+    """Whether the vault ranks by meaning by default (`hybrid` for MCP `search` and the
+    context read path): it names an index file, or keeps its vectors in another store."""
+    return config.index is not None or config.store != "sqlite"
+
+
 def question_key(text: str, config: SemanticsConfig) -> str:
     """How a question is stored in the index: as written, or (`store_question_text = false`)
     by its SHA-256 digest, so an index file never holds what was asked."""
