@@ -16,14 +16,14 @@ A candidate passes when
 A library whose vault ranks by meaning (`[semantics]` names an index, and a new prompt can be
 embedded) ranks as `hybrid` does: the prompt's words (the words rule's BM25 scores) and its
 meaning (the semantic index, the prompt embedded and never stored) fused by standing, and a
-plain note passes by `hybrid | relevant`'s rule (`words-or-meaning`): its meaning stands out,
-or the words rule keeps it and its meaning does not contradict it. The diagnostics say which
+plain note passes when the words rule keeps it (as without an index) or its meaning stands out
+(`hybrid | relevant`'s meaning side), the words rule's notes first. The diagnostics say which
 ranker each library used (`versions`), and why meaning could not be used when it could not
 (a warning too): the read path then ranks that library by words. A vault without a semantic
 index ranks by words alone, as it always did.
 
 Passing cards are ordered by evidence, then those the words rule kept in its
-order (libraries interleaved by rank, the project first); near-duplicates are
+order, then those kept by meaning (libraries interleaved by rank, the project first); near-duplicates are
 collapsed (a project's card over a library's). A prompt about one speaker of the
 candidate transcripts whose words someone else said (hql.context.speakers) leaves the
 transcripts out. The block is filled within the budget. Every candidate that did not make it is in the diagnostics with its
@@ -446,12 +446,19 @@ def _words_or_meaning(
     by_words: dict[str, Kept],
     meaning: Any,
 ) -> tuple[dict[str, Kept], dict[str, Any]]:
-    """The plain notes `hybrid | relevant` keeps for the prompt (`words-or-meaning`, the rule
-    of hql.search.relevance): the words rule's BM25 arm and the meaning arm fused by standing,
-    a note kept when its meaning stands out or the words rule keeps it and its meaning does
-    not contradict it; the best `depth` in fused order, and the rule's record."""
+    """The plain notes the words rule keeps, in its order, then those whose meaning stands
+    out (the meaning side of `hybrid | relevant`'s rule, hql.search.relevance: the semantic
+    arm's own rule keeps it, within MEANING_WINDOW robust spreads of the best it kept) in
+    `hybrid`'s order (the words rule's BM25 arm and the meaning arm fused by standing); at
+    most `depth` of them, and the rule's record.
+
+    The words rule is not narrowed by meaning here, as `hybrid | relevant` narrows bm25's:
+    the read path's words rule already reaches further than `relevant`'s, and a note
+    recording a long conversation reads as little like a short question as an unrelated
+    note does (on LoCoMo, with MiniLM, narrowing it put the evidence session in the block
+    for 0.79 of the questions instead of 0.93: bench/meaning.py --only locomo-context)."""
     from hql.search.fusion import HYBRID_DEPTH, fuse_standing
-    from hql.search.relevance import Meaning, cosine_rule, words_or_meaning
+    from hql.search.relevance import MEANING_WINDOW, Meaning, cosine_rule, meaning_reach
 
     words = index.hits_of(_prompt_scores(index, prompt, variants), prompt, HYBRID_DEPTH)
     cosines = dict(meaning.hits)
@@ -462,28 +469,33 @@ def _words_or_meaning(
     }
     model = meaning.retrieval.model
     judged = {name for name, _ in cosine_rule(meaning.hits, _second, model)[0]}
-    fused, standings, _ = fuse_standing(
-        [[(hit.card.name, hit.score) for hit in words], meaning.hits]
+    arm = fuse_standing([[(hit.card.name, hit.score) for hit in words], meaning.hits])
+    standing = arm[1][1]
+    spread = standing.spread if standing is not None else 0.0
+    reach = meaning_reach(
+        [Meaning(cosine, name in judged) for name, cosine in meaning.hits], spread
     )
-    arm = standings[1]
-    median, spread = (arm.median, arm.spread) if arm is not None else (0.0, 0.0)
-
-    def said(name: str) -> Meaning | None:
-        cosine = cosines.get(name)
-        return None if cosine is None else Meaning(cosine, name in judged)
-
-    names, cutoff = words_or_meaning(
-        [item.key for item in fused], by_words.__contains__, said, median, spread, model
-    )
-    kept: dict[str, Kept] = {}
-    for rank, name in enumerate(names[:depth]):
-        detail: dict[str, Any] = dict(by_words[name].said) if name in by_words else {}
-        if name in cosines:
-            detail["meaning"] = round(cosines[name], 4)
+    kept = dict(sorted(by_words.items(), key=lambda item: item[1].rank)[:depth])
+    for item in arm[0]:
+        name = item.key
+        if len(kept) >= depth:
+            break
+        if name in kept or name not in judged or cosines[name] < reach:
+            continue
+        detail: dict[str, Any] = {"meaning": round(cosines[name], 4)}
         if name in sections:
             detail["section"] = sections[name].to_json()
-        kept[name] = Kept(rank, detail, WORDS_RULE if name in by_words else MEANING_RULE)
-    return kept, cutoff.to_json()
+        kept[name] = Kept(len(kept), detail, MEANING_RULE)
+    record: dict[str, Any] = {
+        "rule": "words-or-meaning",
+        "window": MEANING_WINDOW,
+        "spread": spread,
+        "by_words": sum(1 for found in kept.values() if found.rule == WORDS_RULE),
+        "by_meaning": sum(1 for found in kept.values() if found.rule == MEANING_RULE),
+    }
+    if reach < float("inf"):
+        record["reach"] = reach
+    return kept, record
 
 
 def _second(pair: tuple[str, float]) -> float:
