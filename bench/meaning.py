@@ -15,7 +15,8 @@ categories 1-4) and MRR. Pirá (PT questions, EN documents) and SciFact: nDCG@10
 `--dump` writes each question's arms (bm25 and semantic top 100 with scores) as JSON, to
 study fusion rules offline.
 
-`--only locomo-context`: `hql context` on bench/context.py's LoCoMo vault (every question,
+`--only help-context`: `hql context` on the Help vault's questions with the model's index
+and without one. `--only locomo-context`: `hql context` on bench/context.py's LoCoMo vault (every question,
 unanswerable ones too, budget 1,500 tokens) with a MiniLM index against the same notes
 without one, same run: the evidence session in the block, empty blocks.
 
@@ -429,6 +430,9 @@ def run(name: str, model: str, cache: Path, dump: dict[str, Any] | None, source:
     if name == "speed":
         speed(cache)
         return
+    if name == "help-context":
+        help_context(model, cache, source)
+        return
     notes, questions = datasets[name]()
     short = {MINILM_MODEL: "minilm", DYNAMIC: "minilm-dynamic"}.get(model, "e5")
     root = cache / "vaults" / f"{name}-{short}"
@@ -506,6 +510,48 @@ def locomo_context(cache: Path) -> None:
         print(f"{label:44}" + "".join(f"{value:>10.3f}" for value in figures), flush=True)
 
 
+def help_context(model: str, cache: Path, source: Path) -> None:
+    """`hql context` on the Help vault's questions with the model's index (built as `--only
+    help` builds it) against the same notes without one: a right note in the block (and in
+    its first three), off-topic questions with an empty block."""
+    import shutil
+    import tempfile
+
+    from hql.context.read_path import assemble
+
+    notes, questions = help_vault(source)
+    short = "minilm" if model == MINILM_MODEL else "e5"
+    root = cache / "vaults" / f"help-{short}"
+    write_notes(root, notes, model)
+    build_index(
+        Vault.open(root),
+        queries=[q for q, _ in questions],
+        embedder=CachedEmbedder(model, cache),
+        stream=sys.stderr,
+    )
+    plain = Path(tempfile.mkdtemp()) / "help"
+    shutil.copytree(root, plain, ignore=shutil.ignore_patterns(".hql", "hql.toml"))
+    print(
+        f"hql context on the Help vault ({short}): right note in the block (in its first 3), "
+        "off-topic questions with an empty block"
+    )
+    for side, vault in (("no index", Vault.open(plain)), (short, Vault.open(root))):
+        kept = first = empty = 0
+        for question, gold in questions:
+            block = assemble(vault, question)
+            got = [_key(vault, vault.card(item.name)) for item in block.items]
+            kept += bool(gold) and bool(gold & set(got))
+            first += bool(gold) and bool(gold & set(got[:3]))
+            empty += not gold and not got
+        answerable = sum(1 for _, gold in questions if gold)
+        print(
+            f"  {side:9} {kept}/{answerable} ({first}/{answerable}), "
+            f"{empty}/{len(questions) - answerable}",
+            flush=True,
+        )
+    shutil.rmtree(plain.parent)
+
+
 def speed(cache: Path, count: int = 128, rounds: int = 3) -> None:
     """CPU seconds to embed SciFact passages with today's MiniLM and the dynamic int8 one,
     alternated in one process (one thread each); and how close their vectors are."""
@@ -555,7 +601,9 @@ def main() -> None:
         model = (
             (DYNAMIC if args.model == DYNAMIC else MODELS[args.model])
             if args.model
-            else (E5_MODEL if name in ("pira", "pira-mixed", "help") else MINILM_MODEL)
+            else (
+                E5_MODEL if name in ("pira", "pira-mixed", "help", "help-context") else MINILM_MODEL
+            )
         )
         run(name, model, Path(args.cache), dump, Path(args.help_vault))
     if dump is not None:
