@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+from contextlib import closing
 import sqlite3
 from pathlib import Path
 
@@ -111,7 +112,7 @@ def test_an_off_topic_prompt_still_abstains_and_is_never_stored(indexed: Path) -
     cutoff = block.diagnostics["versions"]["libraries"]["project"]["cutoff"]
     assert cutoff["by_words"] == cutoff["by_meaning"] == 0 and "reach" not in cutoff
     index = indexed / ".hql" / "index.sqlite"
-    with sqlite3.connect(index) as connection:
+    with closing(sqlite3.connect(index)) as connection:
         stored = [row[0] for row in connection.execute("SELECT text FROM query")]
     assert stored == []
     data = index.read_bytes()
