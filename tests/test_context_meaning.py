@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
-from contextlib import closing
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
