@@ -573,9 +573,11 @@ def fuse_needs_rankings(found: object) -> str:
 
 def hybrid_rule() -> str:
     return (
-        "each arm's best 100 (bm25, semantic) measured in that arm's own spread: a card's "
-        "standing is (score - the arm's median) / (1.4826 x its median absolute deviation), "
-        "a card an arm left out stands as that arm's last; cards are ordered by the sum"
+        "each arm's best 100 (bm25, semantic) measured in that arm's own steps: a card's "
+        "standing is (score - the arm's median) / step, the step being 1.4826 x its median "
+        "absolute deviation or a fifth of its best's lead over the median, whichever is wider "
+        "(no arm's best stands more than 5 steps up); a card an arm left out stands as that "
+        "arm's last; cards are ordered by the sum"
     )
 
 

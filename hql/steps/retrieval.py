@@ -770,7 +770,7 @@ def hybrid_ranking(
     retrieval = Retrieval(
         query,
         "",
-        "hql.hybrid.v2",
+        "hql.hybrid.v3",
         __version__,
         HYBRID_METRIC,
         any(arm.retrieval.approximate for arm in arms),
