@@ -17,13 +17,14 @@ A library whose vault ranks by meaning (`[semantics]` names an index, and a new 
 embedded) ranks as `hybrid` does: the prompt's words (the words rule's BM25 scores) and its
 meaning (the semantic index, the prompt embedded and never stored) fused by standing, and a
 plain note passes when the words rule keeps it (as without an index) or its meaning stands out
-(`hybrid | relevant`'s meaning side), the words rule's notes first. The diagnostics say which
+(`hybrid | relevant`'s meaning side), in `hybrid`'s order. The diagnostics say which
 ranker each library used (`versions`), and why meaning could not be used when it could not
 (a warning too): the read path then ranks that library by words. A vault without a semantic
 index ranks by words alone, as it always did.
 
 Passing cards are ordered by evidence, then those the words rule kept in its
-order, then those kept by meaning (libraries interleaved by rank, the project first); near-duplicates are
+order (with an index, those kept by words or meaning in hybrid's order; libraries
+interleaved by rank, the project first); near-duplicates are
 collapsed (a project's card over a library's). A prompt about one speaker of the
 candidate transcripts whose words someone else said (hql.context.speakers) leaves the
 transcripts out. The block is filled within the budget. Every candidate that did not make it is in the diagnostics with its
@@ -47,7 +48,7 @@ from hql.context.block import (
 )
 from hql.context.collapse import collapsed_hits, priority_of
 from hql.context.speakers import SOMEONE_ELSE_MARGIN
-from hql.record import record
+from hql.record import record, replace
 from hql.values import Hit
 from hql.version import __version__
 
@@ -446,18 +447,18 @@ def _words_or_meaning(
     by_words: dict[str, Kept],
     meaning: Any,
 ) -> tuple[dict[str, Kept], dict[str, Any]]:
-    """The plain notes the words rule keeps, in its order, then those whose meaning stands
-    out (the meaning side of `hybrid | relevant`'s rule, hql.search.relevance: the semantic
-    arm's own rule keeps it, within MEANING_WINDOW robust spreads of the best it kept) in
-    `hybrid`'s order (the words rule's BM25 arm and the meaning arm fused by standing); at
-    most `depth` of them, and the rule's record.
+    """The plain notes the words rule keeps, and those whose meaning stands out (the meaning
+    side of `hybrid | relevant`'s rule, hql.search.relevance: the semantic arm's own rule
+    keeps it, within MEANING_WINDOW robust spreads of the best it kept) while there is room
+    (`depth` in all), in `hybrid`'s order (the words rule's BM25 arm and the meaning arm
+    fused by standing); and the rule's record.
 
     The words rule is not narrowed by meaning here, as `hybrid | relevant` narrows bm25's:
     the read path's words rule already reaches further than `relevant`'s, and a note
     recording a long conversation reads as little like a short question as an unrelated
     note does (on LoCoMo, with MiniLM, narrowing it put the evidence session in the block
-    for 0.79 of the questions instead of 0.93; as it is, 0.932 against 0.930 without an
-    index: bench/meaning.py --only locomo-context)."""
+    for 0.79 of the questions instead of 0.93; as it is, 0.930 as without an index:
+    bench/meaning.py --only locomo-context)."""
     from hql.search.fusion import HYBRID_DEPTH, fuse_standing
     from hql.search.relevance import MEANING_WINDOW, Meaning, cosine_rule, meaning_reach
 
@@ -487,6 +488,9 @@ def _words_or_meaning(
         if name in sections:
             detail["section"] = sections[name].to_json()
         kept[name] = Kept(len(kept), detail, MEANING_RULE)
+    place = {item.key: at for at, item in enumerate(arm[0])}
+    order = sorted(kept, key=lambda name: (place.get(name, len(place)), kept[name].rank))
+    kept = {name: replace(kept[name], rank=rank) for rank, name in enumerate(order)}
     record: dict[str, Any] = {
         "rule": "words-or-meaning",
         "window": MEANING_WINDOW,
