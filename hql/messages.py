@@ -877,6 +877,24 @@ def embedder_packages_missing(model: str, packages: str, extra: str) -> str:
     )
 
 
+def embedder_int8_unsupported(provider: str, model: str) -> str:
+    return (
+        f"`int8 = true` applies to the local model `sentence-transformers/all-MiniLM-L6-v2` "
+        f"only; this embedder is {provider} `{model}`"
+    )
+
+
+def embedder_int8_copy_changed(path: str, found: str) -> str:
+    return (
+        f"the int8 model at `{path}` is not the one HQL made there (sha256 {found[:16]}…): "
+        "delete it and it is made again from the shipped model"
+    )
+
+
+def embedder_int8_model_failed(path: str, reason: str) -> str:
+    return f"could not make the int8 model at `{path}`: {reason}"
+
+
 def embedder_model_file_changed(model: str, path: str, found: str) -> str:
     return (
         f"the model file of `{model}` at `{path}` is not the one HQL was checked with "
