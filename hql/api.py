@@ -10,6 +10,7 @@ A `Session` keeps bindings and imports between programs (the REPL uses one).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import os
@@ -151,7 +152,41 @@ def resolve_mode(flag: str | None, vault: Vault | None) -> tuple[str, str]:
 
 
 def initial_scope(vault: Vault | None) -> Scope:
+    """The scope a session starts from: the default imports and the vault's `imports`."""
     reg = registry()
+    known = _known(reg)
+    try:
+        memo = _INITIAL.get(vault) if vault is not None else _NO_VAULT
+    except TypeError:  # a vault that cannot be weakly referenced
+        memo = None
+    if memo and memo[0] == known:
+        return memo[1].copy()
+    scope = _initial_scope(reg, vault)
+    entry = (_known(reg), scope.copy())  # after loading any installed extension
+    if vault is None:
+        _NO_VAULT[:] = entry
+    else:
+        with contextlib.suppress(TypeError):
+            _INITIAL[vault] = entry
+    return scope
+
+
+def _known(reg: Any) -> tuple[int, int, int]:
+    """What the registry knows, counted: an extension registered later may change a scope
+    or make a refused program valid."""
+    steps = sum(len(extension.steps) for extension in reg.extensions.values())
+    return (len(reg.extensions), steps, len(reg.functions))
+
+
+# Each loaded vault's initial scope (its configuration is a snapshot), with what the
+# registry knew when it was worked out; a session copies it.
+_INITIAL: weakref.WeakKeyDictionary[Any, tuple[tuple[int, int, int], Scope]] = (
+    weakref.WeakKeyDictionary()
+)
+_NO_VAULT: list[Any] = []
+
+
+def _initial_scope(reg: Any, vault: Vault | None) -> Scope:
     prelude = vault.config.prelude if vault is not None else True
     imports = reg.default_imports(prelude)
     if vault is not None:
@@ -286,9 +321,7 @@ class Session:
         vault = self.vault
         revision = None if vault is None else (id(vault), getattr(vault, "revision", None))
         params = tuple(sorted((name, str(found)) for name, found in types.items()))
-        reg = registry()  # an extension registered later may make a refused program valid
-        steps = sum(len(extension.steps) for extension in reg.extensions.values())
-        known = (len(reg.extensions), steps, len(reg.functions))
+        known = _known(registry())  # an extension registered later may make a refused program valid
         return (text, params, revision, self.mode, self.optimize, self._scope_key, known)
 
     def _check(self, text: str, source: Source, types: dict[str, Type]) -> _Checked | None:
@@ -402,12 +435,17 @@ def _vault_of(vault: object) -> Vault | None:
     if isinstance(vault, str | bytes | os.PathLike):
         path = os.fspath(vault)
         return open_vault(os.fsdecode(path) if isinstance(path, bytes) else path)
+    if isinstance(vault, _library_vault()):
+        return vault
+    raise HostError(messages.api_vault_expected(type(vault).__name__))
+
+
+@functools.cache
+def _library_vault() -> type[Vault]:
     # The class itself: hql.vault resolves its `Vault` name lazily, on every lookup.
     from hql.vault.store import Vault as LibraryVault
 
-    if isinstance(vault, LibraryVault):
-        return vault
-    raise HostError(messages.api_vault_expected(type(vault).__name__))
+    return LibraryVault
 
 
 def run(
