@@ -34,6 +34,7 @@ from hql.syntax.parser import parse
 from hql.types import Type
 
 if TYPE_CHECKING:
+    from hql.interpreter import Interpreter
     from hql.vault import Vault
 
 MODES = {"strict": "strict", "collect": "collect", "all": "collect"}
@@ -138,17 +139,17 @@ def open_listed_vault(path: str | os.PathLike[str]) -> Vault | None:
 
 def resolve_mode(flag: str | None, vault: Vault | None) -> tuple[str, str]:
     """The report mode and where it came from: the flag, the vault's hql.toml, $HQL_REPORT, the default."""
-    candidates = [
-        (flag, "this query"),
-        (vault.config.report_mode if vault is not None else None, "the vault's hql.toml"),
-        (os.environ.get("HQL_REPORT") or None, "$HQL_REPORT"),
-    ]
-    for mode, origin in candidates:
-        if mode is not None:
-            if mode not in MODES:
-                raise HostError(messages.unknown_report_mode(mode))
-            return MODES[mode], origin
-    return "strict", "the default"
+    mode: str | None = flag
+    origin = "this query"
+    if mode is None and vault is not None:
+        mode, origin = vault.config.report_mode, "the vault's hql.toml"
+    if mode is None:
+        mode, origin = os.environ.get("HQL_REPORT") or None, "$HQL_REPORT"
+        if mode is None:
+            return "strict", "the default"
+    if mode not in MODES:
+        raise HostError(messages.unknown_report_mode(mode))
+    return MODES[mode], origin
 
 
 def initial_scope(vault: Vault | None) -> Scope:
@@ -209,6 +210,7 @@ class _Checked:
     plan: Plan | None
     scope: Scope
     vault: Any  # a weak reference to the vault the plan was checked against, or None
+    changed: bool = False  # whether the program changed the scope it was checked in
 
 
 class PlanCache:
@@ -270,21 +272,35 @@ class Session:
         self.seconds = seconds
         self.optimize = optimize  # run the planner's rewrites (off only to compare answers)
         self.mode, self.mode_origin = resolve_mode(mode, self.vault)
-        self.scope = initial_scope(self.vault)
+        # Worked out when first needed; at once when the vault's imports could be refused.
+        self._scope: Scope | None = None
+        if self.vault is not None and self.vault.config.imports:
+            self._scope = initial_scope(self.vault)
         self.values: dict[str, Any] = {}
         self.cache = PLANS if cache is None else cache  # PlanCache(0): check every program afresh
         self._scope_key: tuple[Any, ...] = ("initial",)  # what the cache knows this scope by
+
+    @property
+    def scope(self) -> Scope:
+        """What the checker knows from the programs run so far (never changed in place)."""
+        if self._scope is None:
+            self._scope = initial_scope(self.vault)
+        return self._scope
+
+    @scope.setter
+    def scope(self, scope: Scope) -> None:
+        self._scope = scope
 
     def reset(self) -> None:
         self.scope = initial_scope(self.vault)
         self.values = {}
         self._scope_key = ("initial",)
 
-    def _adopt(self, scope: Scope) -> None:
+    def _adopt(self, checked: _Checked) -> None:
         """Keep the scope a program left; a changed scope is a new one to the plan cache."""
-        if scope != self.scope:
+        if checked.changed:
             self._scope_key = ("session", next(_SCOPES))
-        self.scope = scope
+            self.scope = checked.scope
 
     def check(
         self,
@@ -294,6 +310,15 @@ class Session:
         params: Mapping[str, Type] | None = None,
     ) -> tuple[Outcome, Plan | None, Scope]:
         """Parse and check (or find the plan checked before); `params` are `$name` types."""
+        outcome, checked = self._checked(text, origin, params)
+        if checked is None:
+            return outcome, None, self.scope.copy()
+        return outcome, checked.plan, checked.scope.copy()
+
+    def _checked(
+        self, text: str, origin: str, params: Mapping[str, Type] | None
+    ) -> tuple[Outcome, _Checked | None]:
+        """`check`: the outcome so far and what checking gave (None: refused unchecked)."""
         text = _encodable(text)
         source = Source(text, origin)
         outcome = Outcome(source)
@@ -310,12 +335,12 @@ class Session:
                 refusal = messages.too_deep_to_check()
             if checked is None:  # too deep or too large to check: reported, never cached
                 outcome.reports.append(evaluation(refusal, Span(0, len(source.data))))
-                return outcome, None, self.scope.copy()
+                return outcome, None
             self.cache.put(key, checked)
         outcome.reports.extend(checked.reports)
         if checked.plan is not None and not outcome.failed:
             outcome.type = checked.plan.result  # a program that failed to check has no type
-        return outcome, checked.plan, checked.scope.copy()
+        return outcome, checked
 
     def _cache_key(self, text: str, types: dict[str, Type]) -> tuple[Any, ...]:
         vault = self.vault
@@ -342,7 +367,7 @@ class Session:
             from hql.planner import optimize
 
             plan = optimize(plan)
-        return _Checked(tuple(reports), plan, scope, vault)
+        return _Checked(tuple(reports), plan, scope, vault, scope != self.scope)
 
     def run(
         self,
@@ -381,13 +406,13 @@ class Session:
     def _run(
         self, text: str, origin: str, evaluate: bool, params: Mapping[str, Any] | None
     ) -> Outcome:
-        from hql.interpreter import Interpreter
-
+        Interpreter = _interpreter_class()  # noqa: N806
         types, bound = parameters(params)
-        outcome, plan, scope = self.check(text, origin, params=types)
-        if plan is None or outcome.failed or not evaluate:
-            if plan is not None and not outcome.failed:
-                self._adopt(scope)
+        outcome, checked = self._checked(text, origin, types)
+        plan = checked.plan if checked is not None else None
+        if checked is None or plan is None or outcome.failed or not evaluate:
+            if checked is not None and plan is not None and not outcome.failed:
+                self._adopt(checked)
             return outcome
         values = dict(self.values)
         interpreter = Interpreter(plan, self.vault, values, params=bound, text=outcome.source.data)
@@ -410,9 +435,16 @@ class Session:
             )
         outcome.reports.extend(interpreter.reports)
         if not outcome.failed:
-            self._adopt(scope)
+            self._adopt(checked)
             self.values = values
         return outcome
+
+
+@functools.cache
+def _interpreter_class() -> type[Interpreter]:
+    from hql.interpreter import Interpreter
+
+    return Interpreter
 
 
 def _encodable(text: str) -> str:

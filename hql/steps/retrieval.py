@@ -331,6 +331,15 @@ def _passing(
 # --- semantic ------------------------------------------------------------------------------
 
 
+@functools.cache
+def _semantic_library() -> tuple[Any, Callable[..., Any]]:
+    """hql.index's errors and its ranking, imported when a program first asks `semantic`."""
+    from hql.index import errors
+    from hql.index.semantic import semantic_ranking
+
+    return errors, semantic_ranking
+
+
 def semantic_ranking(
     call: StepCall,
     query: str,
@@ -338,24 +347,22 @@ def semantic_ranking(
     limit: int | None = None,
     exact: bool = False,
 ) -> Ranking:
-    from hql.index.errors import EmbedderUnavailable, SemanticIndexError, StoreUnavailable
-    from hql.index.semantic import semantic_ranking as rank
-
+    errors, rank = _semantic_library()
     assert call.vault is not None
     try:
         result = rank(
-            call.vault,  # type: ignore[arg-type]
+            call.vault,
             query,
             cards,
             limit,
             exact=exact,
             store_filter=call.hint("store_filter") or (),
         )
-    except (EmbedderUnavailable, StoreUnavailable) as error:
+    except (errors.EmbedderUnavailable, errors.StoreUnavailable) as error:
         if getattr(error, "on_unavailable", "fail") == "lexical":
             fell_back = (
                 messages.semantic_store_fell_back
-                if isinstance(error, StoreUnavailable)
+                if isinstance(error, errors.StoreUnavailable)
                 else messages.semantic_fell_back
             )
             call.warn(fell_back(error.message))
@@ -366,7 +373,7 @@ def semantic_ranking(
             }
             return restated(fallback.hits, replace(fallback.retrieval, extra=extra))
         raise call.fail(error.message) from None
-    except SemanticIndexError as error:
+    except errors.SemanticIndexError as error:
         raise call.fail(error.message) from None
     for message in result.warnings:
         call.warn(message)
