@@ -1494,6 +1494,9 @@ class Bm25Index(Generic[CardT]):
         self._field_scale = _field_scales(fielded.length, [weights[name] for name in RECALL_FIELDS])
         self._impacts: dict[int, tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]] = {}
         self._impacts_held = 0
+        self._worked_out = 0  # terms whose impacts were worked out one by one
+        # Every entry's slot and impact, in term order (`_ptr`), once a process asked many.
+        self._every: tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]] | None = None
 
     def _impact_of(self, term_id: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
         """The slot and impact of each entry of a term (kept for the next queries, within a
@@ -1502,6 +1505,12 @@ class Bm25Index(Generic[CardT]):
         if known is not None:
             return known
         start, end = int(self._ptr[term_id]), int(self._ptr[term_id + 1])
+        every = self._every
+        if every is None and self._worked_out >= _TERMS_ONE_BY_ONE:
+            every = self._every_impact()
+        if every is not None:
+            return every[0][start:end], every[1][start:end]
+        self._worked_out += 1
         slot, title_tf, text_tf = self._postings.entries(start, end)
         weighted = self._impacts_at(term_id, None, slot, title_tf, text_tf, self._idf[term_id])
         if self._impacts_held + len(weighted) > _IMPACTS_KEPT:
@@ -1510,6 +1519,37 @@ class Bm25Index(Generic[CardT]):
         self._impacts[term_id] = (slot, weighted)
         self._impacts_held += len(weighted)
         return slot, weighted
+
+    def _every_impact(
+        self,
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]] | None:
+        """Every term's entries and impacts, worked out a run of terms at a time as
+        `term_rows` does (the same floats as term by term), when they fit in
+        `_IMPACTS_KEPT`: a process that asks many questions then finds the impacts of a
+        new question's terms made, as a repeated question does. None: too many."""
+        ptr = self._ptr
+        total = int(ptr[-1])
+        if total > _IMPACTS_KEPT:
+            return None
+        postings, terms = self._postings, len(ptr) - 1
+        slots = np.empty(total, dtype=np.int32)
+        impacts = np.empty(total, dtype=np.float32)
+        first = 0
+        while first < terms:
+            last = int(np.searchsorted(ptr, ptr[first] + _ROWS_AT_ONCE, side="right")) - 1
+            last = min(max(last, first + 1), terms)
+            start, end = int(ptr[first]), int(ptr[last])
+            counts = postings.term_count[first:last]
+            slot, title_tf, text_tf = postings.entries(start, end)
+            slots[start:end] = slot
+            impacts[start:end] = self._impacts_at(
+                first, counts, slot, title_tf, text_tf, np.repeat(self._idf[first:last], counts)
+            )
+            first = last
+        self._every = (slots, impacts)
+        self._impacts.clear()  # each term's are in `_every` now
+        self._impacts_held = 0
+        return self._every
 
     def _add_recall_fields(
         self, term_id: int, slot: npt.NDArray[np.int32], weighted: npt.NDArray[np.float32]
@@ -1609,6 +1649,9 @@ _ROWS_AT_ONCE = 1 << 20
 
 # Entries whose impacts an index keeps between queries (4 bytes each).
 _IMPACTS_KEPT = 8_000_000
+# Terms whose impacts are worked out one by one (a few questions' worth); the next term
+# has every term's worked out at once, within `_IMPACTS_KEPT` (`Bm25Index._every_impact`).
+_TERMS_ONE_BY_ONE = 64
 
 # How many queries' scores of the whole index an index keeps (`scores`): a long prompt's
 # variants (at most 8 segments, the prompt, its technical tokens) and a little more.
