@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import operator
 import os
 import re
 import threading
@@ -56,7 +57,7 @@ class Outcome:
 
     @property
     def failed(self) -> bool:
-        return any(report.failed for report in self.reports)
+        return any(map(_FAILED, self.reports))
 
     def text(self) -> str:
         """The plain display of the value (the type when the program was only checked)."""
@@ -175,8 +176,12 @@ def initial_scope(vault: Vault | None) -> Scope:
 def _known(reg: Any) -> tuple[int, int, int]:
     """What the registry knows, counted: an extension registered later may change a scope
     or make a refused program valid."""
-    steps = sum(len(extension.steps) for extension in reg.extensions.values())
+    steps = sum(map(len, map(_STEPS_OF, reg.extensions.values())))
     return (len(reg.extensions), steps, len(reg.functions))
+
+
+_STEPS_OF = operator.attrgetter("steps")
+_FAILED = operator.attrgetter("failed")
 
 
 # Each loaded vault's initial scope (its configuration is a snapshot), with what the

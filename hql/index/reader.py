@@ -497,7 +497,7 @@ def _top_few(scores: np.ndarray, k: int | None) -> tuple[list[int], list[float]]
     if len(scores) > _FEW_HITS or (k is not None and k <= 0):
         return None
     values = scores.tolist()
-    if not all(value == value for value in values):
+    if any(map(math.isnan, values)):
         return None
     # Best first; a stable sort keeps equal scores in position (= name) order.
     order = sorted(range(len(values)), key=values.__getitem__, reverse=True)

@@ -383,21 +383,23 @@ def semantic_ranking(
     retrieval = Retrieval(
         query, source.index, source.model, source.revision, source.metric, source.approximate, said
     )
-    card_named: Callable[[str], Card | None] = call.vault.card
-    if cards is not call.vault.cards:
+    vault = call.vault
+    card_named: Callable[[str], Card | None] = vault.card_lookup()
+    if cards is not vault.cards:
         card_named = {card.name: card for card in cards}.get
     hits: list[Hit] = []
-    if result.sections:
+    if any(result.sections):
         for (name, score), section in zip(result.hits, result.sections, strict=True):
             card = card_named(name)
             if card is not None:
                 detail = {"section": section.to_json()} if section else None
                 hits.append(Hit(card, score, retrieval, detail))
-    else:  # an index without sections: no hit has a detail
+    else:  # no hit scored by a section (or an index without sections): none has a detail
+        append = hits.append
         for name, score in result.hits:
             card = card_named(name)
             if card is not None:
-                hits.append(Hit(card, score, retrieval, None))
+                append(Hit(card, score, retrieval, None))
     return Ranking(tuple(hits), retrieval)
 
 
