@@ -1349,12 +1349,21 @@ class Bm25Index(Generic[CardT]):
         if not term_ids or not self.cards:
             return None
         scores = np.zeros(len(self.cards), dtype=np.float32)
+        # The terms' entries are added a batch of terms at a time, by one unbuffered `add.at`
+        # over their entries in term order: each slot's sum is made in the same order, so
+        # the same float32 as adding one term after another.
+        slot_parts: list[npt.NDArray[np.int32]] = []
+        impact_parts: list[npt.NDArray[np.float32]] = []
+        held = 0
         for term_id, weight in term_ids:
             slots, impact = self._impact_of(term_id)
-            if weight == 1.0:
-                scores[slots] += impact
-            else:
-                scores[slots] += np.float32(weight) * impact
+            slot_parts.append(slots)
+            impact_parts.append(impact if weight == 1.0 else np.float32(weight) * impact)
+            held += len(slots)
+            if held >= _ADDED_AT_ONCE:
+                _add_entries(scores, slot_parts, impact_parts)
+                held = 0
+        _add_entries(scores, slot_parts, impact_parts)
         if among is not None:
             scores[~self._slot_mask(among)] = 0.0
         return scores, term_ids
@@ -1642,6 +1651,24 @@ class Bm25Index(Generic[CardT]):
     def unknown_idf(self) -> float:
         """The idf a query term no card holds counts with (see `score_bound`)."""
         return float(_idf(len(self.cards), 0))
+
+
+# Entries of a query's terms added to the scores together (`Bm25Index._scored`).
+_ADDED_AT_ONCE = 1 << 20
+
+
+def _add_entries(
+    scores: npt.NDArray[np.float32],
+    slot_parts: list[npt.NDArray[np.int32]],
+    impact_parts: list[npt.NDArray[np.float32]],
+) -> None:
+    """Add each part's impacts at its slots, part after part (then forget the parts)."""
+    if len(slot_parts) == 1:
+        scores[slot_parts[0]] += impact_parts[0]  # one term: its slots are distinct
+    elif slot_parts:
+        np.add.at(scores, np.concatenate(slot_parts), np.concatenate(impact_parts))
+    slot_parts.clear()
+    impact_parts.clear()
 
 
 # Entries of the postings whose word-index rows are worked out together.
