@@ -86,7 +86,8 @@ class Compiler:
 
     def __init__(self, plan: Plan, vault: Vault | None) -> None:
         self.plan = plan
-        self.vault = vault
+        # Weakly: a plan kept in a cache keeps its closures, never the vault they ran on.
+        self._vault = weakref.ref(vault) if vault is not None else None
         self._compiled: dict[t.Node, Compiled] = {}
         self._arguments: dict[t.Node, list[tuple[str, Compiled]]] = {}
         # The parameters of the lambda whose body is being compiled (none outside a body).
@@ -224,8 +225,7 @@ class Compiler:
         from hql.context.fields import recall_fields
         from hql.context.prompt import mapping_for, status_hook
 
-        vault = self.vault
-        mapping = mapping_for(vault)
+        mapping = mapping_for(self._vault() if self._vault is not None else None)
         derived = status_hook() if name == "status" else None
 
         def recalled(it: Interpreter) -> Any:
@@ -233,7 +233,7 @@ class Compiler:
             if not isinstance(card, Card):
                 return get_field(card, name)
             if derived is not None:  # hql.notes derives `superseded` from `supersedes:`
-                return derived(card, vault)
+                return derived(card, it.vault)
             value = getattr(recall_fields(card, mapping), name)
             if isinstance(value, tuple):
                 return ListValue(value)

@@ -268,3 +268,20 @@ def test_runs_of_one_plan_in_several_threads_keep_their_own_scopes() -> None:
     for thread in threads:
         thread.join()
     assert answers == dict.fromkeys(range(4), "same")
+
+
+def test_a_cached_plan_keeps_its_closures_but_not_the_vault(tmp_path: Path) -> None:
+    import gc
+    import weakref
+
+    root = tmp_path / "v"
+    root.mkdir()
+    (root / "a.md").write_text("---\npriority: 2\n---\n# a\n", encoding="utf-8")
+    vault = hql.Vault.open(root)
+    text = "cards | map(c => [c.name, c.priority, c.status]) | count"
+    assert value(text, vault) == "1"
+    assert value(text, vault) == "1"  # the plan and its closures, from the cache
+    gone = weakref.ref(vault)
+    del vault
+    gc.collect()
+    assert gone() is None
