@@ -1515,7 +1515,7 @@ class Bm25Index(Generic[CardT]):
             return known
         start, end = int(self._ptr[term_id]), int(self._ptr[term_id + 1])
         every = self._every
-        if every is None and self._worked_out >= _TERMS_ONE_BY_ONE:
+        if every is None and self._worked_out == _TERMS_ONE_BY_ONE:  # tried once
             every = self._every_impact()
         if every is not None:
             return every[0][start:end], every[1][start:end]
