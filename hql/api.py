@@ -469,11 +469,11 @@ def _vault_of(vault: object) -> Vault | None:
     Anything else is a HostError naming what was given (never an AttributeError later)."""
     if vault is None:
         return None
+    if isinstance(vault, _library_vault()):  # first: the os.PathLike test is an ABC's
+        return vault
     if isinstance(vault, str | bytes | os.PathLike):
         path = os.fspath(vault)
         return open_vault(os.fsdecode(path) if isinstance(path, bytes) else path)
-    if isinstance(vault, _library_vault()):
-        return vault
     raise HostError(messages.api_vault_expected(type(vault).__name__))
 
 
