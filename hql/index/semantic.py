@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hql import messages
@@ -19,12 +18,13 @@ from hql.index.embedders import Embedder, make_embedder
 from hql.index.errors import EmbedderUnavailable, SemanticIndexError, StoreUnavailable
 from hql.index.reader import CardLike, SectionHit, VaultLike, raw_config
 from hql.index.stores import SearchFilter, Store, open_store
+from hql.record import field, record
 
 if TYPE_CHECKING:
     import numpy as np
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SemanticRetrieval:
     """How a ranking was made; shared by all of its hits."""
 
@@ -38,7 +38,7 @@ class SemanticRetrieval:
     search: dict[str, Any] = field(default_factory=dict)  # SearchMethod.to_tree()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SemanticRanking:
     """Cards best first (score, then name), the warnings of the scan, and the retrieval.
 
