@@ -27,11 +27,12 @@ setup-dev: $(BIN)/python
 # The local embedders, without torch: multilingual-e5-small (numpy only) and
 # all-MiniLM-L6-v2 (int8 ONNX on onnxruntime). Only a sentence-transformers model
 # from the local cache needs torch (`hql[transformers]`); the suite skips that test.
+# `onnx` (`hql[minilm-int8]`) makes MiniLM's fully int8 copy (`int8 = true`).
 # The MCP SDK (`hql[mcp]`) lets the suite talk to `hql mcp`; hnswlib (`hql[ann]`) keeps
 # the HNSW graph of `[semantics] ann`; qdrant-client (`hql[qdrant]`) runs the Qdrant
 # store's tests in its embedded local mode.
 setup-extras: setup-dev
-	$(BIN)/pip install --quiet -e '.[dev,embed,minilm,mcp,ann,qdrant]'
+	$(BIN)/pip install --quiet -e '.[dev,embed,minilm,minilm-int8,mcp,ann,qdrant]'
 	$(CHECKOUT_ON_PATH)
 
 demo: setup

@@ -14,6 +14,11 @@ LoCoMo: session recall@5 (the share of a question's evidence sessions in the top
 categories 1-4) and MRR. Pirá (PT questions, EN documents) and SciFact: nDCG@10.
 `--dump` writes each question's arms (bm25 and semantic top 100 with scores) as JSON, to
 study fusion rules offline.
+
+`--only help-context`: `hql context` on the Help vault's questions with the model's index
+and without one. `--only locomo-context`: `hql context` on bench/context.py's LoCoMo vault
+(every question, unanswerable ones too, budget 1,500 tokens) with a MiniLM index against
+the same notes without one, same run: the evidence session in the block, empty blocks.
 """
 
 from __future__ import annotations
@@ -359,6 +364,12 @@ def run(name: str, model: str, cache: Path, dump: dict[str, Any] | None, source:
         "pira-mixed": pira_mixed,
         "help": lambda: help_vault(source),
     }
+    if name == "locomo-context":
+        locomo_context(cache)
+        return
+    if name == "help-context":
+        help_context(model, cache, source)
+        return
     notes, questions = datasets[name]()
     short = "minilm" if model == MINILM_MODEL else "e5"
     root = cache / "vaults" / f"{name}-{short}"
@@ -398,6 +409,86 @@ def run(name: str, model: str, cache: Path, dump: dict[str, Any] | None, source:
         ]
 
 
+def locomo_context(cache: Path) -> None:
+    """`hql context` on LoCoMo with a MiniLM index and without one (bench/context.py's vault)."""
+    import shutil
+    import tempfile
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import context as words_bench  # bench/context.py: its vault, its figures
+
+    from hql.context.read_path import assemble
+
+    folder = Path(tempfile.mkdtemp())
+    questions = words_bench.locomo_vault(folder / "words")
+    shutil.copytree(folder / "words", folder / "meaning")
+    write_notes(folder / "meaning", {}, MINILM_MODEL)
+    embedder = CachedEmbedder(MINILM_MODEL, cache)
+    build_index(Vault.open(folder / "meaning"), embedder=embedder, stream=sys.stderr)
+    vaults = {side: Vault.open(folder / side) for side in ("words", "meaning")}
+    rows = []
+    for number, item in enumerate(questions):
+        row: dict[str, Any] = {"half": number % 2}
+        for side, vault in vaults.items():
+            block = assemble(vault, item["question"], budget=1500)
+            row.update(words_bench._judged(item, {entry.name for entry in block.items}, side))
+            row[f"{side}_tokens"] = block.tokens
+        rows.append(row)
+    shutil.rmtree(folder)
+    print(f"hql context on LoCoMo dev ({len(questions)} questions), budget 1500 tokens")
+    print(f"{'':44}{'no index':>10}{'MiniLM':>10}")
+    for label, key in (
+        ("evidence session in the block (answerable)", "hit"),
+        ("empty block, unanswerable (abstained)", "abstained"),
+        ("empty block, answerable (wrongly empty)", "empty"),
+        ("mean tokens", "tokens"),
+    ):
+        figures = [words_bench._mean(rows, f"{side}_{key}") for side in vaults]
+        print(f"{label:44}" + "".join(f"{value:>10.3f}" for value in figures), flush=True)
+
+
+def help_context(model: str, cache: Path, source: Path) -> None:
+    """`hql context` on the Help vault's questions with the model's index (built as `--only
+    help` builds it) against the same notes without one: a right note in the block (and in
+    its first three), off-topic questions with an empty block."""
+    import shutil
+    import tempfile
+
+    from hql.context.read_path import assemble
+
+    notes, questions = help_vault(source)
+    short = "minilm" if model == MINILM_MODEL else "e5"
+    root = cache / "vaults" / f"help-{short}"
+    write_notes(root, notes, model)
+    build_index(
+        Vault.open(root),
+        queries=[q for q, _ in questions],
+        embedder=CachedEmbedder(model, cache),
+        stream=sys.stderr,
+    )
+    plain = Path(tempfile.mkdtemp()) / "help"
+    shutil.copytree(root, plain, ignore=shutil.ignore_patterns(".hql", "hql.toml"))
+    print(
+        f"hql context on the Help vault ({short}): right note in the block (in its first 3), "
+        "off-topic questions with an empty block"
+    )
+    for side, vault in (("no index", Vault.open(plain)), (short, Vault.open(root))):
+        kept = first = empty = 0
+        for question, gold in questions:
+            block = assemble(vault, question)
+            got = [_key(vault, vault.card(item.name)) for item in block.items]
+            kept += bool(gold) and bool(gold & set(got))
+            first += bool(gold) and bool(gold & set(got[:3]))
+            empty += not gold and not got
+        answerable = sum(1 for _, gold in questions if gold)
+        print(
+            f"  {side:9} {kept}/{answerable} ({first}/{answerable}), "
+            f"{empty}/{len(questions) - answerable}",
+            flush=True,
+        )
+    shutil.rmtree(plain.parent)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="locomo,pira")
@@ -417,7 +508,9 @@ def main() -> None:
         model = (
             MODELS[args.model]
             if args.model
-            else (E5_MODEL if name in ("pira", "pira-mixed", "help") else MINILM_MODEL)
+            else (
+                E5_MODEL if name in ("pira", "pira-mixed", "help", "help-context") else MINILM_MODEL
+            )
         )
         run(name, model, Path(args.cache), dump, Path(args.help_vault))
     if dump is not None:

@@ -10,8 +10,10 @@ A `Session` keeps bindings and imports between programs (the REPL uses one).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
+import operator
 import os
 import re
 import threading
@@ -33,6 +35,7 @@ from hql.syntax.parser import parse
 from hql.types import Type
 
 if TYPE_CHECKING:
+    from hql.interpreter import Interpreter
     from hql.vault import Vault
 
 MODES = {"strict": "strict", "collect": "collect", "all": "collect"}
@@ -54,7 +57,7 @@ class Outcome:
 
     @property
     def failed(self) -> bool:
-        return any(report.failed for report in self.reports)
+        return any(map(_FAILED, self.reports))
 
     def text(self) -> str:
         """The plain display of the value (the type when the program was only checked)."""
@@ -137,21 +140,59 @@ def open_listed_vault(path: str | os.PathLike[str]) -> Vault | None:
 
 def resolve_mode(flag: str | None, vault: Vault | None) -> tuple[str, str]:
     """The report mode and where it came from: the flag, the vault's hql.toml, $HQL_REPORT, the default."""
-    candidates = [
-        (flag, "this query"),
-        (vault.config.report_mode if vault is not None else None, "the vault's hql.toml"),
-        (os.environ.get("HQL_REPORT") or None, "$HQL_REPORT"),
-    ]
-    for mode, origin in candidates:
-        if mode is not None:
-            if mode not in MODES:
-                raise HostError(messages.unknown_report_mode(mode))
-            return MODES[mode], origin
-    return "strict", "the default"
+    mode: str | None = flag
+    origin = "this query"
+    if mode is None and vault is not None:
+        mode, origin = vault.config.report_mode, "the vault's hql.toml"
+    if mode is None:
+        mode, origin = os.environ.get("HQL_REPORT") or None, "$HQL_REPORT"
+        if mode is None:
+            return "strict", "the default"
+    if mode not in MODES:
+        raise HostError(messages.unknown_report_mode(mode))
+    return MODES[mode], origin
 
 
 def initial_scope(vault: Vault | None) -> Scope:
+    """The scope a session starts from: the default imports and the vault's `imports`."""
     reg = registry()
+    known = _known(reg)
+    try:
+        memo = _INITIAL.get(vault) if vault is not None else _NO_VAULT
+    except TypeError:  # a vault that cannot be weakly referenced
+        memo = None
+    if memo and memo[0] == known:
+        return memo[1].copy()
+    scope = _initial_scope(reg, vault)
+    entry = (_known(reg), scope.copy())  # after loading any installed extension
+    if vault is None:
+        _NO_VAULT[:] = entry
+    else:
+        with contextlib.suppress(TypeError):
+            _INITIAL[vault] = entry
+    return scope
+
+
+def _known(reg: Any) -> tuple[int, int, int]:
+    """What the registry knows, counted: an extension registered later may change a scope
+    or make a refused program valid."""
+    steps = sum(map(len, map(_STEPS_OF, reg.extensions.values())))
+    return (len(reg.extensions), steps, len(reg.functions))
+
+
+_STEPS_OF = operator.attrgetter("steps")
+_FAILED = operator.attrgetter("failed")
+
+
+# Each loaded vault's initial scope (its configuration is a snapshot), with what the
+# registry knew when it was worked out; a session copies it.
+_INITIAL: weakref.WeakKeyDictionary[Any, tuple[tuple[int, int, int], Scope]] = (
+    weakref.WeakKeyDictionary()
+)
+_NO_VAULT: list[Any] = []
+
+
+def _initial_scope(reg: Any, vault: Vault | None) -> Scope:
     prelude = vault.config.prelude if vault is not None else True
     imports = reg.default_imports(prelude)
     if vault is not None:
@@ -174,6 +215,7 @@ class _Checked:
     plan: Plan | None
     scope: Scope
     vault: Any  # a weak reference to the vault the plan was checked against, or None
+    changed: bool = False  # whether the program changed the scope it was checked in
 
 
 class PlanCache:
@@ -235,21 +277,35 @@ class Session:
         self.seconds = seconds
         self.optimize = optimize  # run the planner's rewrites (off only to compare answers)
         self.mode, self.mode_origin = resolve_mode(mode, self.vault)
-        self.scope = initial_scope(self.vault)
+        # Worked out when first needed; at once when the vault's imports could be refused.
+        self._scope: Scope | None = None
+        if self.vault is not None and self.vault.config.imports:
+            self._scope = initial_scope(self.vault)
         self.values: dict[str, Any] = {}
         self.cache = PLANS if cache is None else cache  # PlanCache(0): check every program afresh
         self._scope_key: tuple[Any, ...] = ("initial",)  # what the cache knows this scope by
+
+    @property
+    def scope(self) -> Scope:
+        """What the checker knows from the programs run so far (never changed in place)."""
+        if self._scope is None:
+            self._scope = initial_scope(self.vault)
+        return self._scope
+
+    @scope.setter
+    def scope(self, scope: Scope) -> None:
+        self._scope = scope
 
     def reset(self) -> None:
         self.scope = initial_scope(self.vault)
         self.values = {}
         self._scope_key = ("initial",)
 
-    def _adopt(self, scope: Scope) -> None:
+    def _adopt(self, checked: _Checked) -> None:
         """Keep the scope a program left; a changed scope is a new one to the plan cache."""
-        if scope != self.scope:
+        if checked.changed:
             self._scope_key = ("session", next(_SCOPES))
-        self.scope = scope
+            self.scope = checked.scope
 
     def check(
         self,
@@ -259,6 +315,15 @@ class Session:
         params: Mapping[str, Type] | None = None,
     ) -> tuple[Outcome, Plan | None, Scope]:
         """Parse and check (or find the plan checked before); `params` are `$name` types."""
+        outcome, checked = self._checked(text, origin, params)
+        if checked is None:
+            return outcome, None, self.scope.copy()
+        return outcome, checked.plan, checked.scope.copy()
+
+    def _checked(
+        self, text: str, origin: str, params: Mapping[str, Type] | None
+    ) -> tuple[Outcome, _Checked | None]:
+        """`check`: the outcome so far and what checking gave (None: refused unchecked)."""
         text = _encodable(text)
         source = Source(text, origin)
         outcome = Outcome(source)
@@ -275,20 +340,18 @@ class Session:
                 refusal = messages.too_deep_to_check()
             if checked is None:  # too deep or too large to check: reported, never cached
                 outcome.reports.append(evaluation(refusal, Span(0, len(source.data))))
-                return outcome, None, self.scope.copy()
+                return outcome, None
             self.cache.put(key, checked)
         outcome.reports.extend(checked.reports)
         if checked.plan is not None and not outcome.failed:
             outcome.type = checked.plan.result  # a program that failed to check has no type
-        return outcome, checked.plan, checked.scope.copy()
+        return outcome, checked
 
     def _cache_key(self, text: str, types: dict[str, Type]) -> tuple[Any, ...]:
         vault = self.vault
         revision = None if vault is None else (id(vault), getattr(vault, "revision", None))
         params = tuple(sorted((name, str(found)) for name, found in types.items()))
-        reg = registry()  # an extension registered later may make a refused program valid
-        steps = sum(len(extension.steps) for extension in reg.extensions.values())
-        known = (len(reg.extensions), steps, len(reg.functions))
+        known = _known(registry())  # an extension registered later may make a refused program valid
         return (text, params, revision, self.mode, self.optimize, self._scope_key, known)
 
     def _check(self, text: str, source: Source, types: dict[str, Type]) -> _Checked | None:
@@ -309,7 +372,7 @@ class Session:
             from hql.planner import optimize
 
             plan = optimize(plan)
-        return _Checked(tuple(reports), plan, scope, vault)
+        return _Checked(tuple(reports), plan, scope, vault, scope != self.scope)
 
     def run(
         self,
@@ -348,13 +411,13 @@ class Session:
     def _run(
         self, text: str, origin: str, evaluate: bool, params: Mapping[str, Any] | None
     ) -> Outcome:
-        from hql.interpreter import Interpreter
-
+        Interpreter = _interpreter_class()  # noqa: N806
         types, bound = parameters(params)
-        outcome, plan, scope = self.check(text, origin, params=types)
-        if plan is None or outcome.failed or not evaluate:
-            if plan is not None and not outcome.failed:
-                self._adopt(scope)
+        outcome, checked = self._checked(text, origin, types)
+        plan = checked.plan if checked is not None else None
+        if checked is None or plan is None or outcome.failed or not evaluate:
+            if checked is not None and plan is not None and not outcome.failed:
+                self._adopt(checked)
             return outcome
         values = dict(self.values)
         interpreter = Interpreter(plan, self.vault, values, params=bound, text=outcome.source.data)
@@ -377,9 +440,16 @@ class Session:
             )
         outcome.reports.extend(interpreter.reports)
         if not outcome.failed:
-            self._adopt(scope)
+            self._adopt(checked)
             self.values = values
         return outcome
+
+
+@functools.cache
+def _interpreter_class() -> type[Interpreter]:
+    from hql.interpreter import Interpreter
+
+    return Interpreter
 
 
 def _encodable(text: str) -> str:
@@ -399,15 +469,20 @@ def _vault_of(vault: object) -> Vault | None:
     Anything else is a HostError naming what was given (never an AttributeError later)."""
     if vault is None:
         return None
+    if isinstance(vault, _library_vault()):  # first: the os.PathLike test is an ABC's
+        return vault
     if isinstance(vault, str | bytes | os.PathLike):
         path = os.fspath(vault)
         return open_vault(os.fsdecode(path) if isinstance(path, bytes) else path)
+    raise HostError(messages.api_vault_expected(type(vault).__name__))
+
+
+@functools.cache
+def _library_vault() -> type[Vault]:
     # The class itself: hql.vault resolves its `Vault` name lazily, on every lookup.
     from hql.vault.store import Vault as LibraryVault
 
-    if isinstance(vault, LibraryVault):
-        return vault
-    raise HostError(messages.api_vault_expected(type(vault).__name__))
+    return LibraryVault
 
 
 def run(

@@ -24,9 +24,11 @@ from hql.types import Type
 RESERVED = "cards"
 
 
-@record(frozen=False)
+@record(frozen=False, eq=False)
 class Plan:
-    """What the interpreter needs: the checked program and everything the checker decided."""
+    """What the interpreter needs: the checked program and everything the checker decided.
+
+    `compiled` holds the plan's closures for each vault it ran against (hql.compiler)."""
 
     program: t.Program
     types: dict[t.Node, Type] = field(default_factory=dict)
@@ -44,6 +46,7 @@ class Plan:
     # Filled by the planner: what each step may absorb (`{"limit": 10}`), and the rules that fired.
     hints: dict[t.Node, dict[str, Any]] = field(default_factory=dict)
     rewrites: list[str] = field(default_factory=list)
+    compiled: dict[int, Any] = field(default_factory=dict)
 
 
 @record(frozen=False)

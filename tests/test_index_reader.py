@@ -12,7 +12,13 @@ from store_parity import StoreVaults, on_every_store
 
 from hql.index import SemanticIndexError, pins
 from hql.index.commands import build_command
-from hql.index.reader import SemanticIndex, _top_positions, open_vault_index, read_model
+from hql.index.reader import (
+    SemanticIndex,
+    _top_few,
+    _top_positions,
+    open_vault_index,
+    read_model,
+)
 from hql.index.semantic import semantic_ranking
 from hql.vault import Vault
 
@@ -116,6 +122,22 @@ def test_ties_break_by_card_name_even_at_the_k_boundary() -> None:
     assert _top_positions(scores, None).tolist() == [1, 0, 2, 3, 4]
     assert _top_positions(scores, 2).tolist() == [1, 0]
     assert _top_positions(scores, 3).tolist() == [1, 0, 2]
+
+
+def test_a_few_scores_sorted_in_python_keep_the_same_order_and_values() -> None:
+    rng = np.random.default_rng(5)
+    for size in (1, 2, 7, 30, 64):
+        # Few distinct values: many ties, -0.0 beside 0.0 among them.
+        scores = rng.choice(np.float32([0.5, -0.25, 0.0, -0.0, 0.75]), size).astype(np.float32)
+        for k in (None, 1, 3, size, size + 4):
+            few = _top_few(scores, k)
+            assert few is not None
+            order, values = few
+            assert order == _top_positions(scores, k).tolist()
+            assert values == scores.tolist()
+    assert _top_few(np.zeros(65, dtype=np.float32), 10) is None  # many: numpy orders them
+    assert _top_few(np.float32([0.1, np.nan]), 1) is None  # a NaN: numpy orders it last
+    assert _top_few(np.float32([0.1, 0.2]), 0) is None
 
 
 @on_every_store

@@ -147,3 +147,22 @@ def test_a_catalogued_vault_knows_who_is_superseded_without_building_every_card(
     card = vault.card_alone("lifetime 2024")
     assert hql.notes.status_of(card, vault) == "superseded"
     assert card.superseded_by == ["glossary"]
+
+
+def test_a_damaged_record_of_who_supersedes_whom_is_worked_out_again(tmp_path: Path) -> None:
+    import sqlite3
+
+    from hql.vault.catalog import CATALOG_FILE
+
+    root = tmp_path / "v"
+    _vault(root)
+    hql.Vault.open(root).cards  # noqa: B018 - a whole load writes the catalogue
+    vault = hql.Vault.open(root)
+    assert hql.notes.status_of(vault.card_alone("lifetime 2023"), vault) == "superseded"
+    with sqlite3.connect(root / ".hql" / CATALOG_FILE) as connection:
+        (entries,) = connection.execute("SELECT entries FROM superseded").fetchone()
+        damaged = bytes([entries[0] ^ 0xFF]) + entries[1:]
+        connection.execute("UPDATE superseded SET entries = ?", (damaged,))
+    vault = hql.Vault.open(root)
+    assert hql.notes.status_of(vault.card_alone("lifetime 2023"), vault) == "superseded"
+    assert hql.notes.status_of(vault.card_alone("lifetime 2024"), vault) == "active"

@@ -359,3 +359,24 @@ def test_batches_analysed_by_worker_processes_number_terms_as_one_process(
     assert _postings_of(shared) == _postings_of(alone)
     stored = [(tmp_path / name / STORE_NAME).read_bytes() for name in ("alone", "shared")]
     assert stored[0] == stored[1]
+
+
+@pytest.mark.parametrize("at_once", [1 << 20, 3, 1])
+def test_scores_are_the_floats_of_adding_one_term_after_another(
+    index: Bm25Index[Card], at_once: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`_scored` adds its terms' entries in batches (`_ADDED_AT_ONCE` entries): each card's
+    score is summed in term order all the same, to the float32 bit."""
+    import numpy as np
+
+    monkeypatch.setattr(bm25, "_ADDED_AT_ONCE", at_once)
+    for question in (LONG_QUESTION, "opening hours", "passe 20 passe", "lamp lamp wick"):
+        terms = index._query_terms(question)
+        expected = np.zeros(len(index.cards), dtype=np.float32)
+        for term_id, weight in terms:
+            slots, impact = index._impact_of(term_id)
+            expected[slots] += impact if weight == 1.0 else np.float32(weight) * impact
+        scored = index._scored(question, None)
+        assert scored is not None
+        assert scored[0].tobytes() == expected.tobytes(), question
+    assert any(weight != 1.0 for _, weight in index._query_terms(LONG_QUESTION))

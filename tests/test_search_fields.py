@@ -234,3 +234,40 @@ def test_recall_fields_join_in_batches_and_onto_a_store_as_in_one_build(
     # The cards declaring recall fields, one of them with no term in them (a stop word).
     owners = [whole.cards[at].name for at in whole._card_of_slot[whole._postings.fielded.owner]]
     assert sorted(owners) == ["quiet", "summary", "train-lesson"]
+
+
+def test_every_terms_impacts_at_once_are_the_floats_worked_out_term_by_term(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that asked many questions has every term's impacts worked out in one go
+    (`_TERMS_ONE_BY_ONE`): the same floats, recall fields included, and the same rankings,
+    from the index in memory and from its store read back."""
+    from hql.search import bm25
+
+    more = {
+        f"note-{i}": _card(f"title: Note {i}\ntopics: [release]\n", f"release {i} train")
+        for i in range(40)
+    }
+    vault = _vault(tmp_path / "v", {**CARDS, **more})
+    cards, fields, state = list(vault.cards), fields_of(), tmp_path / "state"
+    questions = ("release train", "scheduling", "github pages", "note 7 release")
+    monkeypatch.setattr(bm25, "_TERMS_ONE_BY_ONE", 10**9)
+    one_by_one = Bm25Index.build(cards, Analyzer(), state, fields=fields)
+    terms = len(one_by_one._postings.vocabulary)
+    assert terms > 60
+    expected = [one_by_one._impact_of(term_id) for term_id in range(terms)]
+    ranked = [[(hit.card.name, hit.score) for hit in one_by_one.search(q)] for q in questions]
+    assert one_by_one._every is None
+    monkeypatch.setattr(bm25, "_TERMS_ONE_BY_ONE", 0)
+    for at_once in (
+        Bm25Index.build(cards, Analyzer(), fields=fields),
+        Bm25Index.build(cards, Analyzer(), state, fields=fields),
+    ):
+        for term_id, (slots, impacts) in enumerate(expected):
+            together = at_once._impact_of(term_id)
+            assert at_once._every is not None
+            assert np.array_equal(slots, together[0])
+            assert impacts.tobytes() == together[1].tobytes(), term_id
+        assert [
+            [(hit.card.name, hit.score) for hit in at_once.search(q)] for q in questions
+        ] == ranked

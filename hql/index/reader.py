@@ -427,8 +427,13 @@ class SemanticIndex:
     def _hits(
         self, scores: np.ndarray, rows: np.ndarray | None, k: int | None
     ) -> list[tuple[str, float]]:
-        positions = _top_positions(scores, k)
         names = self._loaded.names
+        few = _top_few(scores, k)
+        if few is not None:  # a scan's few candidates
+            order, values = few
+            picked_rows = range(len(values)) if rows is None else rows.tolist()
+            return [(names[picked_rows[i]], values[i]) for i in order]
+        positions = _top_positions(scores, k)
         picked = positions if rows is None else rows[positions]
         values = scores[positions].tolist()
         return [(names[row], value) for row, value in zip(picked.tolist(), values, strict=True)]
@@ -439,6 +444,8 @@ class SemanticIndex:
 _EXACT_BLOCK_VALUES = 262_144
 # An input of at most 1/_SUBSET_SHARE of the cards is scored alone, not picked from a scan.
 _SUBSET_SHARE = 16
+# At most this many scores are ordered in Python (numpy's calls cost more for a few).
+_FEW_HITS = 64
 
 
 def exact_scores(rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -453,8 +460,10 @@ def exact_scores(rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
     import numpy as np
 
     query = np.asarray(vector, dtype=np.float64)
-    out = np.empty(len(rows), dtype=np.float32)
     step = max(1, _EXACT_BLOCK_VALUES // max(len(query), 1))
+    if len(rows) <= step:  # one block (a scan's candidates): the same sums, rounded the same
+        return (rows.astype(np.float64) @ query).astype(np.float32)
+    out = np.empty(len(rows), dtype=np.float32)
     for first in range(0, len(rows), step):
         block = rows[first : first + step]
         out[first : first + len(block)] = block.astype(np.float64) @ query
@@ -480,6 +489,19 @@ def _top_positions(scores: np.ndarray, k: int | None) -> np.ndarray:
         candidates = np.flatnonzero(scores >= scores[partition].min())
     order = np.lexsort((candidates, -scores[candidates]))
     return candidates[order][:k] if k is not None else candidates[order]
+
+
+def _top_few(scores: np.ndarray, k: int | None) -> tuple[list[int], list[float]] | None:
+    """`_top_positions` of a few scores, sorted in Python (numpy's calls cost more for a
+    few), with every score as a float; None: too many, or a NaN (no place in a Python sort)."""
+    if len(scores) > _FEW_HITS or (k is not None and k <= 0):
+        return None
+    values = scores.tolist()
+    if any(map(math.isnan, values)):
+        return None
+    # Best first; a stable sort keeps equal scores in position (= name) order.
+    order = sorted(range(len(values)), key=values.__getitem__, reverse=True)
+    return order[:k], values
 
 
 def _align(loaded: _Loaded, cards: Sequence[CardLike], ids: tuple[int, ...]) -> _Alignment:

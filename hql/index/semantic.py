@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hql import messages
@@ -19,12 +18,13 @@ from hql.index.embedders import Embedder, make_embedder
 from hql.index.errors import EmbedderUnavailable, SemanticIndexError, StoreUnavailable
 from hql.index.reader import CardLike, SectionHit, VaultLike, raw_config
 from hql.index.stores import SearchFilter, Store, open_store
+from hql.record import field, record
 
 if TYPE_CHECKING:
     import numpy as np
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SemanticRetrieval:
     """How a ranking was made; shared by all of its hits."""
 
@@ -38,7 +38,7 @@ class SemanticRetrieval:
     search: dict[str, Any] = field(default_factory=dict)  # SearchMethod.to_tree()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SemanticRanking:
     """Cards best first (score, then name), the warnings of the scan, and the retrieval.
 
@@ -75,8 +75,12 @@ def semantic_ranking(
     embedder: Embedder | None = None,
     exact: bool = False,
     store_filter: tuple[tuple[str, str], ...] = (),
+    remember: bool = True,
 ) -> SemanticRanking:
     """Rank `cards` (default: the whole vault) against `query` with the vault's store.
+
+    `remember = False`: a question embedded now is not kept in the store (the read path's
+    prompts are never stored); a question already stored is still read from it.
 
     `exact` forces an exact scan where the store would approximate. Raises
     `SemanticIndexError` for every refusal. When the question must be embedded
@@ -88,7 +92,7 @@ def semantic_ranking(
     """
     config = _settings(vault)
     try:
-        return _ranking(vault, config, query, cards, k, embedder, exact, store_filter)
+        return _ranking(vault, config, query, cards, k, embedder, exact, store_filter, remember)
     except StoreUnavailable as error:  # a server down: the vault may ask for bm25 instead
         error.on_unavailable = config.on_unavailable  # type: ignore[attr-defined]
         raise
@@ -103,6 +107,7 @@ def _ranking(
     embedder: Embedder | None,
     exact: bool,
     store_filter: tuple[tuple[str, str], ...],
+    remember: bool = True,
 ) -> SemanticRanking:
     store = open_store(vault, config)
     warnings: list[str] = []
@@ -119,7 +124,7 @@ def _ranking(
         except EmbedderUnavailable as error:
             error.on_unavailable = config.on_unavailable  # type: ignore[attr-defined]
             raise
-        stored = store.add_query(key, vector)
+        stored = store.add_query(key, vector) if remember else None
         warnings.extend([stored] if stored else [])
     among = vault.cards if cards is None else cards
     result = store.search(vector, k, SearchFilter(among, store_filter), exact)

@@ -455,7 +455,7 @@ class VaultService:
 
     def default_ranker(self) -> tuple[str, str]:
         """The ranker `auto` stands for in this vault, and why (the answer says both)."""
-        from hql.index.config import load_semantics_config
+        from hql.index.config import load_semantics_config, meaning_configured
         from hql.index.errors import SemanticIndexError
         from hql.index.reader import raw_config
 
@@ -464,7 +464,7 @@ class VaultService:
             config = load_semantics_config(raw_config(vault))
         except SemanticIndexError:
             return "bm25", messages.mcp_ranker_bm25_bad_semantics()
-        if config.index is not None or config.store != "sqlite":
+        if meaning_configured(config):
             return "hybrid", messages.mcp_ranker_hybrid()
         return "bm25", messages.mcp_ranker_bm25()
 

@@ -1448,12 +1448,21 @@ class Bm25Index(Generic[CardT]):
         if not term_ids or not self.cards:
             return None
         scores = np.zeros(len(self.cards), dtype=np.float32)
+        # The terms' entries are added a batch of terms at a time, by one unbuffered `add.at`
+        # over their entries in term order: each slot's sum is made in the same order, so
+        # the same float32 as adding one term after another.
+        slot_parts: list[npt.NDArray[np.int32]] = []
+        impact_parts: list[npt.NDArray[np.float32]] = []
+        held = 0
         for term_id, weight in term_ids:
             slots, impact = self._impact_of(term_id)
-            if weight == 1.0:
-                scores[slots] += impact
-            else:
-                scores[slots] += np.float32(weight) * impact
+            slot_parts.append(slots)
+            impact_parts.append(impact if weight == 1.0 else np.float32(weight) * impact)
+            held += len(slots)
+            if held >= _ADDED_AT_ONCE:
+                _add_entries(scores, slot_parts, impact_parts)
+                held = 0
+        _add_entries(scores, slot_parts, impact_parts)
         if among is not None:
             scores[~self._slot_mask(among)] = 0.0
         return scores, term_ids
@@ -1593,6 +1602,9 @@ class Bm25Index(Generic[CardT]):
         self._field_scale = _field_scales(fielded.length, [weights[name] for name in RECALL_FIELDS])
         self._impacts: dict[int, tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]] = {}
         self._impacts_held = 0
+        self._worked_out = 0  # terms whose impacts were worked out one by one
+        # Every entry's slot and impact, in term order (`_ptr`), once a process asked many.
+        self._every: tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]] | None = None
 
     def _impact_of(self, term_id: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
         """The slot and impact of each entry of a term (kept for the next queries, within a
@@ -1601,6 +1613,12 @@ class Bm25Index(Generic[CardT]):
         if known is not None:
             return known
         start, end = int(self._ptr[term_id]), int(self._ptr[term_id + 1])
+        every = self._every
+        if every is None and self._worked_out == _TERMS_ONE_BY_ONE:  # tried once
+            every = self._every_impact()
+        if every is not None:
+            return every[0][start:end], every[1][start:end]
+        self._worked_out += 1
         slot, title_tf, text_tf = self._postings.entries(start, end)
         weighted = self._impacts_at(term_id, None, slot, title_tf, text_tf, self._idf[term_id])
         if self._impacts_held + len(weighted) > _IMPACTS_KEPT:
@@ -1609,6 +1627,37 @@ class Bm25Index(Generic[CardT]):
         self._impacts[term_id] = (slot, weighted)
         self._impacts_held += len(weighted)
         return slot, weighted
+
+    def _every_impact(
+        self,
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]] | None:
+        """Every term's entries and impacts, worked out a run of terms at a time as
+        `term_rows` does (the same floats as term by term), when they fit in
+        `_IMPACTS_KEPT`: a process that asks many questions then finds the impacts of a
+        new question's terms made, as a repeated question does. None: too many."""
+        ptr = self._ptr
+        total = int(ptr[-1])
+        if total > _IMPACTS_KEPT:
+            return None
+        postings, terms = self._postings, len(ptr) - 1
+        slots = np.empty(total, dtype=np.int32)
+        impacts = np.empty(total, dtype=np.float32)
+        first = 0
+        while first < terms:
+            last = int(np.searchsorted(ptr, ptr[first] + _ROWS_AT_ONCE, side="right")) - 1
+            last = min(max(last, first + 1), terms)
+            start, end = int(ptr[first]), int(ptr[last])
+            counts = postings.term_count[first:last]
+            slot, title_tf, text_tf = postings.entries(start, end)
+            slots[start:end] = slot
+            impacts[start:end] = self._impacts_at(
+                first, counts, slot, title_tf, text_tf, np.repeat(self._idf[first:last], counts)
+            )
+            first = last
+        self._every = (slots, impacts)
+        self._impacts.clear()  # each term's are in `_every` now
+        self._impacts_held = 0
+        return self._every
 
     def _add_recall_fields(
         self, term_id: int, slot: npt.NDArray[np.int32], weighted: npt.NDArray[np.float32]
@@ -1708,11 +1757,32 @@ class Bm25Index(Generic[CardT]):
         return float(_idf(len(self.cards), 0))
 
 
+# Entries of a query's terms added to the scores together (`Bm25Index._scored`).
+_ADDED_AT_ONCE = 1 << 20
+
+
+def _add_entries(
+    scores: npt.NDArray[np.float32],
+    slot_parts: list[npt.NDArray[np.int32]],
+    impact_parts: list[npt.NDArray[np.float32]],
+) -> None:
+    """Add each part's impacts at its slots, part after part (then forget the parts)."""
+    if len(slot_parts) == 1:
+        scores[slot_parts[0]] += impact_parts[0]  # one term: its slots are distinct
+    elif slot_parts:
+        np.add.at(scores, np.concatenate(slot_parts), np.concatenate(impact_parts))
+    slot_parts.clear()
+    impact_parts.clear()
+
+
 # Entries of the postings whose word-index rows are worked out together.
 _ROWS_AT_ONCE = 1 << 20
 
 # Entries whose impacts an index keeps between queries (4 bytes each).
 _IMPACTS_KEPT = 8_000_000
+# Terms whose impacts are worked out one by one (a few questions' worth); the next term
+# has every term's worked out at once, within `_IMPACTS_KEPT` (`Bm25Index._every_impact`).
+_TERMS_ONE_BY_ONE = 64
 
 # How many queries' scores of the whole index an index keeps (`scores`): a long prompt's
 # variants (at most 8 segments, the prompt, its technical tokens) and a little more.

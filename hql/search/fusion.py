@@ -73,26 +73,43 @@ def fuse(
 HYBRID_METRIC = "standing"
 HYBRID_DEPTH = 100  # each arm hands on its best this many
 MAD_TO_SIGMA = 1.4826
+# An arm's best candidate stands at most this many steps above the arm's median: a step is the
+# arm's robust spread, or a fifth of the best's lead over the median when that is wider.
+# Chosen on the even-numbered questions of LoCoMo, Pirá and SciFact (bench/meaning.py --dump,
+# offline; 4 and 5 tie there), reported on the odd ones (docs/retrieval.md).
+HYBRID_CAP = 5.0
 
 
 @dataclass(frozen=True, slots=True)
 class Standing:
     """Where an arm's candidates stand: their median score and robust spread
-    (1.4826 x the median absolute deviation), over the arm's best HYBRID_DEPTH."""
+    (1.4826 x the median absolute deviation), over the arm's best HYBRID_DEPTH, and the step
+    a standing is counted in (the spread, widened so the best stands at most HYBRID_CAP
+    steps above the median)."""
 
     median: float
     spread: float
     lowest: float  # the standing of the arm's last candidate: what a card it left out gets
+    step: float = 0.0  # 0: the spread
 
     def of(self, score: float) -> float:
-        return (score - self.median) / self.spread
+        return (score - self.median) / (self.step or self.spread)
 
     def to_json(self) -> dict[str, float]:
-        return {"median": self.median, "spread": self.spread, "lowest": self.lowest}
+        return {
+            "median": self.median,
+            "spread": self.spread,
+            "step": self.step or self.spread,
+            "lowest": self.lowest,
+        }
 
 
-def standing(scores: Sequence[float]) -> Standing | None:
-    """The standing of an arm's candidate scores (best first); None for an arm without any."""
+def standing(scores: Sequence[float], cap: float | None = HYBRID_CAP) -> Standing | None:
+    """The standing of an arm's candidate scores (best first); None for an arm without any.
+
+    `cap`: the most steps the best stands above the median. Without it, an arm whose
+    candidates mostly share one common word with the question (a spread near nothing)
+    puts its few other cards dozens of spreads up, and the sum follows that arm alone."""
     import statistics
 
     if not scores:
@@ -101,7 +118,8 @@ def standing(scores: Sequence[float]) -> Standing | None:
     spread = MAD_TO_SIGMA * statistics.median(abs(value - median) for value in scores)
     if spread <= 0.0:  # all alike (or one candidate): a tenth of the scale, so one step is one
         spread = max(abs(median), 1e-6) * 0.1
-    return Standing(median, spread, (min(scores) - median) / spread)
+    step = spread if cap is None else max(spread, (max(scores) - median) / cap)
+    return Standing(median, spread, (min(scores) - median) / step, step)
 
 
 def fuse_standing(
@@ -110,11 +128,13 @@ def fuse_standing(
     depth: int = HYBRID_DEPTH,
 ) -> tuple[list[Fused[KeyT]], list[Standing | None], list[dict[KeyT, float]]]:
     """Fuse by the sum of each arm's standing: how far above its arm's median a card scores,
-    in that arm's robust spread. A card an arm did not hand on stands as its lowest.
+    in that arm's step (its robust spread, or a fifth of its best's lead when wider: see
+    `standing`). A card an arm did not hand on stands as its lowest.
 
     Unlike reciprocal ranks, a card far ahead in one arm stays ahead (a standout is not
     buried by cards both arms put at middling ranks), and an arm whose scores are flat
-    (a weak arm for this question) moves the order little.
+    (a weak arm for this question) moves the order little; the cap keeps one arm's few
+    outliers from outweighing everything the other arm says.
     Returns the fused items, each arm's standing, and each arm's standing per card.
     """
     heads = [list(ranking[:depth]) for ranking in rankings]

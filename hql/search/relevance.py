@@ -253,8 +253,7 @@ def words_or_meaning(
     floor = MODEL_FLOORS.get(model or "")
     against = floor if floor is not None else median
     said = [meaning(item) for item in items]
-    standing_out = [found.cosine for found in said if found is not None and found.kept]
-    reach = max(standing_out) - window * spread if standing_out else math.inf
+    reach = meaning_reach(said, spread, window)
     kept: list[ItemT] = []
     by_meaning = by_words_only = 0
     for item, found in zip(items, said, strict=True):
@@ -272,9 +271,18 @@ def words_or_meaning(
         "by_meaning": by_meaning,
         "by_words": by_words_only,
     }
-    if standing_out:
+    if reach < math.inf:
         parameters["reach"] = reach
     return kept, Cutoff("words-or-meaning", parameters, len(kept), len(items))
+
+
+def meaning_reach(
+    said: Sequence[Meaning | None], spread: float, window: float = MEANING_WINDOW
+) -> float:
+    """The lowest cosine `words_or_meaning` keeps by meaning: `window` robust spreads below
+    the best cosine the meaning arm's own rule kept (infinite when it kept none)."""
+    standing_out = [found.cosine for found in said if found is not None and found.kept]
+    return max(standing_out) - window * spread if standing_out else math.inf
 
 
 def affirmed_text(question: str) -> str:

@@ -331,6 +331,15 @@ def _passing(
 # --- semantic ------------------------------------------------------------------------------
 
 
+@functools.cache
+def _semantic_library() -> tuple[Any, Callable[..., Any]]:
+    """hql.index's errors and its ranking, imported when a program first asks `semantic`."""
+    from hql.index import errors
+    from hql.index.semantic import semantic_ranking
+
+    return errors, semantic_ranking
+
+
 def semantic_ranking(
     call: StepCall,
     query: str,
@@ -338,24 +347,22 @@ def semantic_ranking(
     limit: int | None = None,
     exact: bool = False,
 ) -> Ranking:
-    from hql.index.errors import EmbedderUnavailable, SemanticIndexError, StoreUnavailable
-    from hql.index.semantic import semantic_ranking as rank
-
+    errors, rank = _semantic_library()
     assert call.vault is not None
     try:
         result = rank(
-            call.vault,  # type: ignore[arg-type]
+            call.vault,
             query,
             cards,
             limit,
             exact=exact,
             store_filter=call.hint("store_filter") or (),
         )
-    except (EmbedderUnavailable, StoreUnavailable) as error:
+    except (errors.EmbedderUnavailable, errors.StoreUnavailable) as error:
         if getattr(error, "on_unavailable", "fail") == "lexical":
             fell_back = (
                 messages.semantic_store_fell_back
-                if isinstance(error, StoreUnavailable)
+                if isinstance(error, errors.StoreUnavailable)
                 else messages.semantic_fell_back
             )
             call.warn(fell_back(error.message))
@@ -366,7 +373,7 @@ def semantic_ranking(
             }
             return restated(fallback.hits, replace(fallback.retrieval, extra=extra))
         raise call.fail(error.message) from None
-    except SemanticIndexError as error:
+    except errors.SemanticIndexError as error:
         raise call.fail(error.message) from None
     for message in result.warnings:
         call.warn(message)
@@ -376,21 +383,23 @@ def semantic_ranking(
     retrieval = Retrieval(
         query, source.index, source.model, source.revision, source.metric, source.approximate, said
     )
-    card_named: Callable[[str], Card | None] = call.vault.card
-    if cards is not call.vault.cards:
+    vault = call.vault
+    card_named: Callable[[str], Card | None] = vault.card_lookup()
+    if cards is not vault.cards:
         card_named = {card.name: card for card in cards}.get
     hits: list[Hit] = []
-    if result.sections:
+    if any(result.sections):
         for (name, score), section in zip(result.hits, result.sections, strict=True):
             card = card_named(name)
             if card is not None:
                 detail = {"section": section.to_json()} if section else None
                 hits.append(Hit(card, score, retrieval, detail))
-    else:  # an index without sections: no hit has a detail
+    else:  # no hit scored by a section (or an index without sections): none has a detail
+        append = hits.append
         for name, score in result.hits:
             card = card_named(name)
             if card is not None:
-                hits.append(Hit(card, score, retrieval, None))
+                append(Hit(card, score, retrieval, None))
     return Ranking(tuple(hits), retrieval)
 
 
@@ -770,7 +779,7 @@ def hybrid_ranking(
     retrieval = Retrieval(
         query,
         "",
-        "hql.hybrid.v2",
+        "hql.hybrid.v3",
         __version__,
         HYBRID_METRIC,
         any(arm.retrieval.approximate for arm in arms),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, TypeVar, cast, dataclass_transform
 
+from hql.record import slot_setter
 from hql.source import Span
 
 T = TypeVar("T")
@@ -37,13 +38,19 @@ def node(cls: type[T]) -> type[T]:
     params = ", ".join(
         f"{name}=_defaults[{name!r}]" if name in defaults else name for name in fields
     )
-    body = "".join(f"    _set(self, {name!r}, {name})\n" for name in fields) or "    pass\n"
-    scope: dict[str, Any] = {"_set": object.__setattr__, "_defaults": defaults}
+    # `_set{at}`: the field's slot setter, bound once the class exists.
+    body = (
+        "".join(f"    _set{at}(self, {name})\n" for at, name in enumerate(fields)) or "    pass\n"
+    )
+    scope: dict[str, Any] = {"_defaults": defaults}
     exec(f"def __init__(self, {params}):\n{body}", scope)  # noqa: S102 - code built from field names only
     namespace.update(__slots__=own, _fields=fields, _defaults=defaults, __init__=scope["__init__"])
     namespace["__init__"].__qualname__ = f"{cls.__qualname__}.__init__"
     metaclass: Any = type(cls)
-    return cast(type[T], metaclass(cls.__name__, cls.__bases__, namespace))
+    built = metaclass(cls.__name__, cls.__bases__, namespace)
+    for at, name in enumerate(fields):
+        scope[f"_set{at}"] = slot_setter(built, name)
+    return cast(type[T], built)
 
 
 @node

@@ -42,6 +42,7 @@ from itertools import chain, count, islice
 from typing import Any, NamedTuple
 
 from hql import messages
+from hql.regex import lazy
 from hql.text.stopwords import VIETNAMESE, all_stop_words
 from hql.text.synonyms import BUILTIN_GROUPS
 
@@ -51,13 +52,13 @@ PREFIX_MARK = "pref:"
 BIGRAM_MARK = "bi:"
 SYNONYM_MARK = "syn:"
 
-_LATIN_GREEK_CYRILLIC_MARKS = re.compile("[\u0300-\u036f]+")
+_LATIN_GREEK_CYRILLIC_MARKS = lazy("[\u0300-\u036f]+")
 # Letters no other language written in Latin uses: horned o/u and the precomposed
 # tone-marked vowels of the Latin Extended Additional block.
-_VIETNAMESE_LETTER = re.compile("[\u01a1\u01b0\u1ea0-\u1ef9]")
-_SEPARATORS = re.compile("[_'\u2019\u02bc`\u00b4]")
-_CURRENCY_PREFIX = re.compile(r"\b(?:r|us|u\.s\.|a|au|c|ca|nz|hk|s|mx|ar|cl|col)\$")
-_GROUPED_NUMBER = re.compile(r"\d+(?:[.,]\d+)+")
+_VIETNAMESE_LETTER = lazy("[\u01a1\u01b0\u1ea0-\u1ef9]")
+_SEPARATORS = lazy("[_'\u2019\u02bc`\u00b4]")
+_CURRENCY_PREFIX = lazy(r"\b(?:r|us|u\.s\.|a|au|c|ca|nz|hk|s|mx|ar|cl|col)\$")
+_GROUPED_NUMBER = lazy(r"\d+(?:[.,]\d+)+")
 # Scripts written without spaces between words: ICU's dictionaries segment them.
 _DICTIONARY_SCRIPTS = (
     "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff"
@@ -83,7 +84,7 @@ def _cjk_char() -> re.Pattern[str]:
     return re.compile(_CJK_CHAR)
 
 
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_ASTRAL = lazy("[\U00010000-\U0010ffff]")
 _ICU_WORD_STATUS = 100  # UBRK_WORD_NUMBER; letters, kana and ideographs are above it
 
 
@@ -551,7 +552,7 @@ _WORD_CLASS = (
     "\u06d6-\u06ed\u0711\u0730-\u074a\u0900-\u0963\u0966-\u0dff\u1ab0-\u1aff"
     "\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 )
-_WORDS = re.compile(f"\\d+(?:[.,]\\d+)+|[{_WORD_CLASS}]+(?:\\.[{_WORD_CLASS}]+)*")
+_WORDS = lazy(f"\\d+(?:[.,]\\d+)+|[{_WORD_CLASS}]+(?:\\.[{_WORD_CLASS}]+)*")
 # The same rules for ASCII text: a bitmap class, no underscore or apostrophe to remove.
 _ASCII_WORDS = re.compile(r"[0-9]+(?:[.,][0-9]+)+|[a-z0-9]+(?:\.[a-z0-9]+)*")
 

@@ -135,32 +135,26 @@ _SEARCH_SCHEMA = (
     digest BLOB NOT NULL
 )""",
 )
+
+
+def _keyed_row_schema(table: str, column: str) -> str:
+    """A table of one row: a value kept under the listing key it was worked out for."""
+    return f"""
+CREATE TABLE IF NOT EXISTS {table} (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    key BLOB NOT NULL,
+    {column} BLOB NOT NULL,
+    digest BLOB NOT NULL
+);
+"""
+
+
 # Written by the first query that keeps cards by tag before a ranker.
-_TAGS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS tags (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    key BLOB NOT NULL,
-    tags BLOB NOT NULL,
-    digest BLOB NOT NULL
-);
-"""
-_SUPERSEDED_SCHEMA = """
-CREATE TABLE IF NOT EXISTS superseded (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    key BLOB NOT NULL,
-    entries BLOB NOT NULL,
-    digest BLOB NOT NULL
-);
-"""
+_TAGS_SCHEMA = _keyed_row_schema("tags", "tags")
+# Written by the first status a process asks of a card built alone (hql.vault.currency).
+_SUPERSEDED_SCHEMA = _keyed_row_schema("superseded", "entries")
 # Written by a writer that records its own edits (`record_listing_walk`).
-_LISTING_WALK_SCHEMA = """
-CREATE TABLE IF NOT EXISTS listing_walk (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    key BLOB NOT NULL,
-    walk BLOB NOT NULL,
-    digest BLOB NOT NULL
-);
-"""
+_LISTING_WALK_SCHEMA = _keyed_row_schema("listing_walk", "walk")
 # Written by the first load a watcher serves. The head (sealed by `digest`) names the
 # walk's digest and comes before it, so a load that needs only the head reads no more.
 _WALKED_SCHEMA = """

@@ -341,6 +341,10 @@ class Vault:
     def card(self, name: str) -> Card | None:
         return self._by_name.get(name)
 
+    def card_lookup(self) -> Callable[[str], Card | None]:
+        """`card`, for many names in a row: the lookup of the card map itself."""
+        return self._by_name.get
+
     def card_alone(self, name: str) -> Card | None:
         """The card named exactly `name`; a vault opened from its catalogue builds it alone."""
         lazy = self.lazy_cards()

@@ -19,10 +19,10 @@ a document that holds more than `MAX_NODES` nodes as written.
 from __future__ import annotations
 
 import functools
-import re
 from typing import TYPE_CHECKING, Any
 
 from hql import messages
+from hql.regex import lazy
 
 if TYPE_CHECKING:
     import yaml
@@ -36,8 +36,8 @@ _STR, _INT, _FLOAT, _BOOL, _NULL = (_TAG + t for t in ("str", "int", "float", "b
 _MAP, _SEQ, _MERGE = _TAG + "map", _TAG + "seq", _TAG + "merge"
 _CORE_TAGS = frozenset({_STR, _INT, _FLOAT, _BOOL, _NULL, _MAP, _SEQ, _MERGE})
 
-_INT_PATTERN = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)\Z")
-_FLOAT_PATTERN = re.compile(
+_INT_PATTERN = lazy(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)\Z")
+_FLOAT_PATTERN = lazy(
     r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
     r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))\Z"
 )
@@ -48,8 +48,8 @@ class YamlRefused(Exception):
     """A YAML text the loader will not turn into Data; the message says why."""
 
 
-_BOOL_PATTERN = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)\Z")
-_NULL_PATTERN = re.compile(r"^(?:~|null|Null|NULL)\Z")
+_BOOL_PATTERN = lazy(r"^(?:true|True|TRUE|false|False|FALSE)\Z")
+_NULL_PATTERN = lazy(r"^(?:~|null|Null|NULL)\Z")
 
 
 def _resolve_plain(value: str) -> str:
@@ -145,7 +145,7 @@ def load_mapping(text: str) -> dict[str, Any]:
 
 # `{key: value, ...}` with plain words only: most annotations. Anything else
 # (quotes, nesting, anchors, comments, colons in values) goes through YAML.
-_SIMPLE_ENTRY = re.compile(
+_SIMPLE_ENTRY = lazy(
     r"\s*([A-Za-z_][A-Za-z0-9_-]*)\s*:\s+([A-Za-z0-9_.+/~-][A-Za-z0-9_.+/~ -]*?)\s*"
 )
 
@@ -184,8 +184,8 @@ def load_simple_flow_mapping(text: str) -> dict[str, Any] | None:
 
 # The lines of a front matter most notes write: `key: value`, `key: [a, b]`, `key:` and
 # `- item` lines under it, `# comments`. Anything else goes through YAML.
-_BLOCK_KEY = re.compile(r"([^\W\d][\w .-]*?):(?: +(.*))?")
-_BLOCK_ITEM = re.compile(r"( *)- +(.*)")
+_BLOCK_KEY = lazy(r"([^\W\d][\w .-]*?):(?: +(.*))?")
+_BLOCK_ITEM = lazy(r"( *)- +(.*)")
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
 
 

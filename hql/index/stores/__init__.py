@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -25,6 +25,7 @@ from hql import messages
 from hql.index.config import load_semantics_config
 from hql.index.errors import SemanticIndexError
 from hql.index.reader import CardLike, SectionHit, VaultLike, raw_config
+from hql.record import field, record
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from hql.index.stores.sqlite import SqliteStore
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SearchFilter:
     """What a search may return.
 
@@ -49,7 +50,7 @@ class SearchFilter:
     store_filter: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SearchMethod:
     """How one search was done, as the Retrieval records it (its `search` entry)."""
 
@@ -69,7 +70,7 @@ class SearchMethod:
         return tree
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SearchResult:
     """Cards best first (score, then name), the section each scored by, warnings, and the method."""
 

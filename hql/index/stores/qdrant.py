@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import dataclasses
 import datetime
 import functools
 import hashlib
@@ -53,6 +52,7 @@ from hql.index.reader import (
     float32_slack,
 )
 from hql.index.stores import CardVectors, SearchFilter, SearchMethod, SearchResult
+from hql.record import replace as replace_record
 
 if TYPE_CHECKING:
     import numpy as np
@@ -718,7 +718,7 @@ class QdrantStore:
             pushed = self._pushable(offered, set(stored) if names is None else names)
             shown = " and ".join(f"{field} = {value!r}" for field, value in offered)
             extra = {"filter": shown} if pushed else {"filter_not_pushed": shown}
-            method = dataclasses.replace(method, parameters={**method.parameters, **extra})
+            method = replace_record(method, parameters={**method.parameters, **extra})
             if pushed:
                 names = None  # the payload condition selects exactly the input's cards
                 conditions.extend(
