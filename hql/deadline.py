@@ -97,6 +97,9 @@ def _raise_in(ident: int, exception: type[BaseException] | None) -> None:
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), argument)
 
 
+WATCHDOG_NAME = "hql-watchdog"
+
+
 class _Watchdog:
     """One thread that stops programs whose time is up, in whatever thread runs them.
 
@@ -120,7 +123,7 @@ class _Watchdog:
             self.running.setdefault(entry.ident, entry)
             CROWDED[0] = len(self.running) > 1
             if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name="hql-watchdog", daemon=True)
+                self._thread = threading.Thread(target=self._loop, name=WATCHDOG_NAME, daemon=True)
                 self._thread.start()
             if entry.deadline < self._wake_at:  # rarely: deadlines come in the order they are set
                 self._condition.notify()

@@ -345,6 +345,8 @@ def test_batches_analysed_by_worker_processes_number_terms_as_one_process(
     alone = Bm25Index.build(cards, Analyzer(), tmp_path / "alone")
     monkeypatch.setattr(bm25, "_PARALLEL_BATCHES", 2)
     monkeypatch.setattr(bm25, "_processors", lambda: 2)
+    # Threads another test left running would keep the workers out (their own test below).
+    monkeypatch.setattr(bm25, "_threads_at_work", lambda: False)
     made: list[object] = []
     pool = bm25._worker_pool
     monkeypatch.setattr(bm25, "_worker_pool", lambda *a: made.append(pool(*a)) or made[-1])
@@ -380,3 +382,19 @@ def test_scores_are_the_floats_of_adding_one_term_after_another(
         assert scored is not None
         assert scored[0].tobytes() == expected.tobytes(), question
     assert any(weight != 1.0 for _, weight in index._query_terms(LONG_QUESTION))
+
+
+def test_a_process_with_other_threads_at_work_builds_alone() -> None:
+    """Forking while another thread works (a server answering other requests) could start a
+    worker with a lock that thread holds: such a process analyses every batch itself."""
+    import threading
+
+    release = threading.Event()
+    other = threading.Thread(target=release.wait, name="another request")
+    other.start()
+    try:
+        assert bm25._threads_at_work()
+        assert bm25._worker_pool(2, Analyzer()) is None
+    finally:
+        release.set()
+        other.join()

@@ -1951,7 +1951,7 @@ def _worker_pool(workers: int, analyzer: Analyzer) -> Any:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    if "fork" not in multiprocessing.get_all_start_methods():
+    if "fork" not in multiprocessing.get_all_start_methods() or _threads_at_work():
         return None
     try:
         pool = ProcessPoolExecutor(
@@ -1966,6 +1966,19 @@ def _worker_pool(workers: int, analyzer: Analyzer) -> Any:
     except (OSError, ValueError, RuntimeError):
         return None
     return pool
+
+
+def _threads_at_work() -> bool:
+    """Whether a thread besides this one and the deadline's watchdog runs: a process forked
+    now could start with a lock another thread holds (a server answering other requests:
+    ICU's, an import's), so such a process builds in one process."""
+    from hql.deadline import WATCHDOG_NAME
+
+    here = threading.current_thread()
+    return any(
+        thread is not here and thread.name != WATCHDOG_NAME and thread.is_alive()
+        for thread in threading.enumerate()
+    )
 
 
 _WORKER_NUMBERS: list[TermNumbers] = []  # in a worker: its numbering of terms
