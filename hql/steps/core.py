@@ -354,7 +354,11 @@ def run_take(call: StepCall) -> Any:
         return Ranking(value.hits[:count], value.retrieval)
     items = elements(value)
     if isinstance(value, SetValue):
-        items = tuple(sorted(items, key=functools.cmp_to_key(compare_values)))
+        # The first `count` in order: nsmallest is sorted(...)[:count] (ties stay in their
+        # order), without ordering the whole set (`cards | take(10)` of a large vault).
+        return ListValue(
+            tuple(heapq.nsmallest(count, items, key=functools.cmp_to_key(compare_values)))
+        )
     return ListValue(items[:count])
 
 
