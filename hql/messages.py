@@ -2599,6 +2599,8 @@ def card_not_found(name: str) -> str:
 
 
 def context_prompt_unreadable(path: str, error: BaseException) -> str:
+    if isinstance(error, UnicodeDecodeError):  # the same wording as a program's file
+        return cannot_read(path, error)
     reason = getattr(error, "strerror", None) or str(error)
     return f"{path}: cannot read the prompt: {reason}"
 

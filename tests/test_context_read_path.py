@@ -192,9 +192,11 @@ def test_a_required_card_the_budget_cannot_hold_is_an_error(project: Path) -> No
 
 
 def test_user_mistakes_are_reported_plainly(project: Path, tmp_path: Path) -> None:
+    (tmp_path / "latin1.txt").write_bytes("déployer la version".encode("latin-1"))
     for args, said in (
         (("context", PROMPT, "--budget", "0"), "--budget needs a number of at least 1"),
         (("context", "--file", str(tmp_path / "none.txt")), "cannot read the prompt"),
+        (("context", "--file", str(tmp_path / "latin1.txt")), "not UTF-8 text (byte 0xe9 at offset 1)"),
         (("context", "   "), "the prompt is empty"),
         (("card", "no such card"), "no card is named `no such card`"),
     ):
