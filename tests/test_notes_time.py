@@ -166,3 +166,29 @@ def test_a_damaged_record_of_who_supersedes_whom_is_worked_out_again(tmp_path: P
     vault = hql.Vault.open(root)
     assert hql.notes.status_of(vault.card_alone("lifetime 2023"), vault) == "superseded"
     assert hql.notes.status_of(vault.card_alone("lifetime 2024"), vault) == "active"
+
+
+def test_an_edit_that_leaves_supersedes_alone_keeps_the_record(
+    tmp_path: Path, built: list[str]
+) -> None:
+    """A note edited in place through hql.notes carries the catalogue's record of who
+    supersedes whom to the new listing when the edit cannot change it; an edit that writes
+    `supersedes` leaves it to be worked out again."""
+    root = tmp_path / "v"
+    _vault(root)
+    for number in range(40):
+        (root / f"other {number}.md").write_text(f"Unrelated note {number} about gardening.\n")
+    assert len(hql.Vault.open(root).cards) == 46  # a whole load writes the catalogue
+    vault = hql.Vault.open(root)
+    assert hql.notes.status_of(vault.card_alone("lifetime 2023"), vault) == "superseded"
+    notes = hql.notes.open(root)
+    assert notes.append("other 3", "A line about compost.").written
+    vault = hql.Vault.open(root)
+    built.clear()
+    assert hql.notes.status_of(vault.card_alone("lifetime 2023"), vault) == "superseded"
+    assert hql.notes.status_of(vault.card_alone("glossary"), vault) == "active"
+    assert vault._cards is None and len(built) <= 3, built
+    assert notes.supersede("glossary", "lifetime 2024").written
+    vault = hql.Vault.open(root)
+    assert hql.notes.status_of(vault.card_alone("lifetime 2024"), vault) == "superseded"
+    assert vault.card_alone("lifetime 2024").superseded_by == ["glossary"]

@@ -126,6 +126,8 @@ class _Edit:
         self.extension_metadata = extension_metadata
         self.read: dict[str, bytes] = {}  # each edited file's bytes as read now
         self.listed: dict[str, tuple[Any, ...]] = {}  # its payload as the listing had it
+        # Whether every edit so far leaves who supersedes whom as it was (hql.vault.currency).
+        self.superseding_kept = True
 
     def record(
         self,
@@ -180,6 +182,9 @@ class _Edit:
             return False
         if tags is not None:
             catalog.record_tags(new_key, tags)
+        superseded = catalog.superseded_entries(old_key) if self.superseding_kept else None
+        if superseded is not None:
+            catalog.record_superseded(new_key, superseded)
         return True
 
     def _same_dialect(
@@ -258,6 +263,8 @@ class _Edit:
             del warnings[found]
         warnings[first:first] = new_warnings
         self.catalog.keep(relpath, row_of(relpath, stamp, payload))
+        if not _leaves_superseding(old_card, card):
+            self.superseding_kept = False
         return card
 
     def _card(
@@ -322,3 +329,16 @@ def _put(columns: SearchColumns, position: int, card: Card, status: Any) -> None
     formats[position] = card.format
     stamp = stamp_of(status)
     sizes[position], mtimes[position], inodes[position], ctimes[position] = stamp
+
+
+def _leaves_superseding(old: Card, new: Card) -> bool:
+    """Whether an edit leaves who supersedes whom as it was: the card writes no `supersedes`
+    before or after (so no day of its own counts), and its aliases, which other cards'
+    targets may resolve to, are the same."""
+    from hql.vault import currency
+
+    return (
+        not currency.supersedes_of(old)
+        and not currency.supersedes_of(new)
+        and old.aliases == new.aliases
+    )
