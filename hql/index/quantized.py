@@ -12,7 +12,7 @@ too much (mean cosine 0.935).
 
 The copy is made at first use (it needs the `onnx` package, `hql[minilm-int8]`) in the
 user's cache, `$XDG_CACHE_HOME/hql/models` or `~/.cache/hql/models`, named by the shipped
-file's digest and the versions that made it; its own sha256 is kept beside it and
+file's digest and the onnxruntime that made it; its own sha256 is kept beside it and
 checked at every load, and it is part of the model's revision (an index built with
 another copy is embedded again).
 """
@@ -23,6 +23,7 @@ import hashlib
 import logging
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from hql import messages
@@ -36,22 +37,21 @@ def cache_folder() -> Path:
     return Path(base) / "hql" / "models"
 
 
-def int8_model(model: str, source: Path, source_sha256: str) -> tuple[Path, str]:
-    """The int8 copy of the shipped model file `source` and its sha256, made if need be."""
+def int8_model(model: str, source: Callable[[], Path], source_sha256: str) -> tuple[Path, str]:
+    """The int8 copy of the shipped model file and its sha256, made from `source()` (the
+    shipped file, checked) only when the cache does not hold it yet."""
     try:
-        import onnx
         import onnxruntime
     except ImportError:
         raise EmbedderUnavailable(
             messages.embedder_packages_missing(model, "`onnx` and `onnxruntime`", "minilm-int8")
         ) from None
-    name = (
-        f"all-MiniLM-L6-v2-{source_sha256[:16]}-ort{onnxruntime.__version__}-onnx{onnx.__version__}"
-    )
+    # Named by what it is made from and by; a copy once made is checked by its own digest.
+    name = f"all-MiniLM-L6-v2-{source_sha256[:16]}-ort{onnxruntime.__version__}"
     target = cache_folder() / f"{name}-int8.onnx"
     digest_file = target.with_name(target.name + DIGEST_SUFFIX)
     if not target.exists() or not digest_file.exists():
-        _make(model, source, target, digest_file)
+        _make(model, source(), target, digest_file)
     try:
         kept = digest_file.read_text(encoding="ascii").strip()
         found = hashlib.sha256(target.read_bytes()).hexdigest()
@@ -65,7 +65,13 @@ def int8_model(model: str, source: Path, source_sha256: str) -> tuple[Path, str]
 def _make(model: str, source: Path, target: Path, digest_file: Path) -> None:
     """Fold the shipped weights to fp32, quantise dynamically per channel, keep the digest."""
     import onnxruntime
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    try:  # the quantiser needs `onnx`; only making the copy does
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError:
+        raise EmbedderUnavailable(
+            messages.embedder_packages_missing(model, "`onnx` and `onnxruntime`", "minilm-int8")
+        ) from None
 
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
