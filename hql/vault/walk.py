@@ -47,6 +47,7 @@ def parser_fingerprint() -> str:
 
 
 @functools.cache
+@functools.cache
 def assembly_fingerprint() -> str:
     """Identifies the code that assembles cards, kinds and warnings from the payloads."""
     return _fingerprint(_ASSEMBLING, "")
