@@ -21,6 +21,9 @@ from hql.parameters import MAX_DEPTH as MAX_PARAMETER_DEPTH
 from hql.version import __version__
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+# How a command opens its vault: a watcher answering commands (hql/served.py) hands on the
+# one it keeps open.
+vault_opener: Callable[[str], Any] = open_vault
 
 
 def command(
@@ -461,7 +464,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def session_for(args: argparse.Namespace) -> Session:
-    vault = open_vault(args.vault) if args.vault else None
+    vault = vault_opener(args.vault) if args.vault else None
     if vault is not None and not quiet(args):
         for line in summarized_warnings(vault.warnings):
             print(f"warning: {line}", file=sys.stderr)
@@ -788,6 +791,7 @@ def watch_command(vault: str) -> int:
     import signal
     from pathlib import Path
 
+    from hql.served import Answering
     from hql.vault import VaultError
     from hql.vault.store import check_root
     from hql.vault.watcher import Watcher, WatchError
@@ -796,7 +800,11 @@ def watch_command(vault: str) -> int:
         check_root(vault, Path(vault))
     except VaultError as error:
         raise HostError(str(error)) from None
-    watcher = Watcher(Path(vault), functools.partial(_refresh_seen, vault))
+    # Absolute, and to this process's own stderr: a command it answers runs in the caller's
+    # directory with its output captured.
+    root = os.path.abspath(vault)
+    refresh = functools.partial(_refresh_seen, root, sys.stderr)
+    watcher = Watcher(Path(vault), refresh, Answering(root))
     try:
         watcher.start()
     except WatchError as error:
@@ -813,17 +821,17 @@ def watch_command(vault: str) -> int:
     return 0
 
 
-def _refresh_seen(vault: str, relpaths: list[str]) -> None:
+def _refresh_seen(vault: str, log: TextIO, relpaths: list[str]) -> None:
     """What the watcher saw change reaches the bm25 store and (when asked for) the vectors."""
     from hql.notes.fresh import refresh_seen
 
     try:
         fresh = refresh_seen(vault, relpaths)
     except Exception as error:  # noqa: BLE001 - the watcher goes on; the next load catches up
-        print(messages.watch_refresh_failed(str(error)), file=sys.stderr, flush=True)
+        print(messages.watch_refresh_failed(str(error)), file=log, flush=True)
         return
     for problem in fresh.problems:
-        print(messages.watch_refresh_failed(problem), file=sys.stderr, flush=True)
+        print(messages.watch_refresh_failed(problem), file=log, flush=True)
 
 
 @command("context")
@@ -871,7 +879,7 @@ def context_command(args: argparse.Namespace) -> int:
 def _needs_vault(args: argparse.Namespace) -> Any:
     if not args.vault:
         raise HostError(messages.command_needs_vault(args.command))
-    return open_vault(args.vault)
+    return vault_opener(args.vault)
 
 
 def _prompt_text(args: argparse.Namespace) -> str:

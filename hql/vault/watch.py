@@ -22,8 +22,10 @@ import contextlib
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from hql.unix_socket import SocketAddress
 
 SOCKET = "watch.sock"
 # How long a load waits for a watcher's answer before walking as usual.
@@ -36,9 +38,30 @@ RESTART_SECONDS = 10.0
 _LOG_LIMIT = 64 * 1024
 
 
+# The watcher answering a command in this very process (hql/served.py): its state directory
+# and how it gives its token without a question over its own socket, which it cannot answer
+# while it runs the command.
+_in_process: tuple[str, Callable[[], str | None]] | None = None
+
+
+@contextlib.contextmanager
+def answer_in_process(state_dir: Path, token: Callable[[], str | None]) -> Iterator[None]:
+    """While a watcher answers a command in its own process, loads of its vault ask it here."""
+    global _in_process
+    saved, _in_process = _in_process, (os.path.realpath(state_dir), token)
+    try:
+        yield
+    finally:
+        _in_process = saved
+
+
 def ask(state_dir: Path) -> str | None:
     """The token of the watcher serving this state directory, or None (no watcher, or it
     did not answer in time: the load walks)."""
+    if _in_process is not None and _in_process[0] == os.path.realpath(state_dir):
+        local = _in_process[1]()
+        if local is not None:
+            return local
     answer = tell(state_dir, b"token")
     if answer is None:
         return None
@@ -117,16 +140,7 @@ def start_detached(root: Path, state_dir: Path) -> bool:
     return True
 
 
-@contextlib.contextmanager
-def address(path: Path) -> Iterator[str]:
+def address(path: Path) -> SocketAddress:
     """A socket address for `path`: itself, or through /proc when it is longer than a
     socket address may be (about 108 bytes)."""
-    text = os.fspath(path)
-    if len(os.fsencode(text)) < 100:
-        yield text
-        return
-    folder = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        yield f"/proc/self/fd/{folder}/{path.name}"
-    finally:
-        os.close(folder)
+    return SocketAddress(path)

@@ -31,11 +31,13 @@ import stat
 import struct
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Protocol
 
 from hql import files, messages
-from hql.vault.watch import SOCKET, address
+from hql.vault.watch import SOCKET, address, answer_in_process
 
 LOCK = "watch.lock"
 
@@ -76,6 +78,22 @@ _NOTE_CHANGED = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE
 # save is several events).
 QUIET_SECONDS = 0.2
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, length of the name that follows
+# A command sent to be answered: `serve LENGTH\n` and that many bytes (hql/served.py).
+_COMMAND_LIMIT = 64 << 20
+# How long a caller may take to send its command, or to read the answer.
+_COMMAND_SECONDS = 30.0
+# After this long without a command, what the commands kept open is let go.
+IDLE_SECONDS = 600.0
+
+
+class Commands(Protocol):
+    """What answers the commands sent to a watcher (hql/served.py implements it)."""
+
+    answered: int  # how many commands it answered (a watcher tells it when asked)
+
+    def answer(self, payload: bytes, token: str) -> bytes: ...
+
+    def release(self) -> None: ...
 
 
 class WatchError(Exception):
@@ -144,11 +162,20 @@ class Watcher:
     then, and the socket is gone, so loads walk again).
     """
 
-    def __init__(self, root: Path, on_change: Callable[[list[str]], None] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        on_change: Callable[[list[str]], None] | None = None,
+        on_command: Commands | None = None,
+    ) -> None:
         """`on_change` is told, on a thread of its own, the vault-relative paths of the notes
-        written, moved or removed, once the vault has been quiet for `QUIET_SECONDS`."""
+        written, moved or removed, once the vault has been quiet for `QUIET_SECONDS`.
+        `on_command` answers the commands sent to the watcher (hql/served.py)."""
         self.root = root
         self._on_change = on_change
+        self._on_command = on_command
+        self._serving_thread: int | None = None
+        self._last_command = 0.0
         self._changed: set[str] = set()  # notes changed since `on_change` was last told
         self._telling: threading.Thread | None = None
         self.state_dir = root / ".hql"
@@ -271,11 +298,13 @@ class Watcher:
         selector.register(self._inotify.fileno, selectors.EVENT_READ, "events")
         selector.register(self._listener, selectors.EVENT_READ, "asked")
         selector.register(self._wake_read, selectors.EVENT_READ, "stop")
+        self._serving_thread = threading.get_ident()
         try:
             while not self._stopping:
-                ready_now = selector.select(QUIET_SECONDS if self._changed else None)
+                ready_now = selector.select(self._wait())
                 if not ready_now:
                     self._tell()
+                    self._release_when_idle()
                 for ready, _ in ready_now:
                     if ready.data == "events":
                         self._take_events()
@@ -286,6 +315,26 @@ class Watcher:
         finally:
             selector.close()
             self.close()
+
+    def _wait(self) -> float | None:
+        """How long `serve` may sleep: until the changed notes are handed on, or until what
+        the commands kept open is let go."""
+        if self._changed:
+            return QUIET_SECONDS
+        if self._last_command:
+            return max(0.0, self._last_command + IDLE_SECONDS - time.monotonic())
+        return None
+
+    def _release_when_idle(self) -> None:
+        if self._last_command and time.monotonic() >= self._last_command + IDLE_SECONDS:
+            self._last_command = 0.0
+            if self._on_command is not None:
+                self._on_command.release()
+
+    def local_token(self) -> str | None:
+        """The token, for a load made by a command this watcher is answering (on the serving
+        thread, after the events queued before the command were taken); None elsewhere."""
+        return self.token if threading.get_ident() == self._serving_thread else None
 
     def _take_events(self) -> None:
         assert self._inotify is not None
@@ -366,9 +415,33 @@ class Watcher:
                     question = connection.recv(64)
                     if question.strip() == b"token":
                         connection.sendall(f"{self.token}\n".encode("ascii"))
+                    elif question.strip() == b"answered":
+                        answered = self._on_command.answered if self._on_command else 0
+                        connection.sendall(f"{answered}\n".encode("ascii"))
                     elif question.strip() == b"stop":  # `hql vault unwatch`
                         connection.sendall(b"stopping\n")
                         self.stop()
+                    elif question.startswith(b"serve ") and self._on_command is not None:
+                        self._command(connection, question)
+
+    def _command(self, connection: socket.socket, question: bytes) -> None:
+        """Read a command sent to be answered and answer it (the events queued before it
+        was sent are taken: its loads see every change made before)."""
+        assert self._on_command is not None
+        head, _, payload = question.partition(b"\n")
+        length = head.removeprefix(b"serve ").strip()
+        if not length.isdigit() or int(length) > _COMMAND_LIMIT:
+            return
+        connection.settimeout(_COMMAND_SECONDS)
+        while len(payload) < int(length):
+            chunk = connection.recv(min(1 << 20, int(length) - len(payload)))
+            if not chunk:
+                return
+            payload += chunk
+        self._last_command = time.monotonic()
+        with answer_in_process(self.state_dir, self.local_token):
+            answer = self._on_command.answer(payload, self.token)
+        connection.sendall(answer)
 
     def stop(self) -> None:
         """Ask `serve` to return (from another thread or a signal handler)."""

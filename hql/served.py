@@ -1,0 +1,273 @@
+"""Commands a vault's watcher answers: `hql eval`, `run`, `check`, `explain` and `context`.
+
+A command-line call pays for starting Python, importing the language and opening
+the vault before it asks anything; on a large vault that is most of what it
+costs. While `hql vault watch` serves a vault (by hand, or started by `[vault]
+watch = true`), it keeps the vault open in its own process, and these commands
+are sent to it over its socket, `.hql/watch.sock`: the command line (`forward`)
+imports nothing of the language, hands over its arguments, working directory and
+environment, and prints what comes back. The watcher (`answer`) runs the very
+same command-line code with the caller's arguments, directory and environment,
+its output captured, and the vault it keeps open: it reads the changes queued
+for it before it runs, so an answer sees every change made before it was asked,
+as a load of its own would.
+
+A command is answered where it was typed instead when the watcher cannot answer
+it the same way: it reads stdin, writes a picture file (`--svg`), names another
+vault, or the environment says `HQL_LOCAL=1` (or `HQL_DEBUG`, whose tracebacks
+belong to the caller's process). An old watcher that does not know the question
+says nothing, and the command runs where it was typed.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Callable, Sequence
+
+# Not `typing.TYPE_CHECKING`: the command line's side imports nothing it can skip.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from hql.vault import Vault
+
+# The commands a watcher answers, and the options that name a file or stdin.
+SERVED = frozenset({"eval", "run", "check", "explain", "context"})
+SOCKET_PATH = (".hql", "watch.sock")
+# How long the command line waits to be connected before it runs the command itself.
+CONNECT_SECONDS = 2.0
+OK, DECLINED = b"ok\n", b"declined\n"
+
+
+def main() -> int:
+    """The `hql` command: answered by the vault's watcher when it can, else here."""
+    code = forward(sys.argv[1:])
+    if code is not None:
+        return code
+    from hql.cli import main as local_main
+
+    return local_main()
+
+
+# --- the command line's side -------------------------------------------------------
+
+
+def forward(argv: Sequence[str]) -> int | None:
+    """Have the vault's watcher run this command and print its answer; None: run it here."""
+    if os.environ.get("HQL_LOCAL") or os.environ.get("HQL_DEBUG"):
+        return None
+    vault = _vault_argument(argv)
+    if vault is None or not SERVED.intersection(argv):
+        return None
+    path = os.path.join(vault, *SOCKET_PATH)
+    try:
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            return None
+    except OSError:
+        return None
+    import json
+
+    request = {
+        "argv": list(argv),
+        "argv0": sys.argv[0] if sys.argv else "hql",
+        "cwd": os.getcwd(),
+        "env": dict(os.environ),
+    }
+    if (sys.stdout.encoding or "").lower().replace("-", "") != "utf8":
+        return None  # the answer comes as UTF-8 text: print it the way this process would
+    reply = _exchange(path, json.dumps(request).encode("utf-8"))
+    if reply is None or not reply.startswith(OK):
+        return None
+    try:
+        answer = json.loads(reply[len(OK) :])
+        code, out, err = int(answer["code"]), str(answer["out"]), str(answer["err"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    try:
+        if err:
+            sys.stderr.write(err)
+            sys.stderr.flush()
+        sys.stdout.write(out)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return 1
+    return code
+
+
+def _vault_argument(argv: Sequence[str]) -> str | None:
+    """The `--vault` the command names (the watcher checks it again with the real parser)."""
+    found = None
+    for index, word in enumerate(argv):
+        if word == "--vault" and index + 1 < len(argv):
+            found = argv[index + 1]
+        elif word.startswith("--vault="):
+            found = word.partition("=")[2]
+    return found
+
+
+def _exchange(path: str, payload: bytes) -> bytes | None:
+    """Send the request and read the whole answer; None when no watcher took it."""
+    import _socket
+
+    from hql.unix_socket import SocketAddress
+
+    try:
+        connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    except (OSError, AttributeError):
+        return None
+    try:
+        connection.settimeout(CONNECT_SECONDS)
+        with SocketAddress(path) as where:
+            connection.connect(where)
+        connection.sendall(b"serve %d\n" % len(payload) + payload)
+        connection.settimeout(None)  # the command runs as long as it runs here would
+        chunks = []
+        while chunk := connection.recv(1 << 16):
+            chunks.append(chunk)
+    except KeyboardInterrupt:
+        raise SystemExit(_interrupted()) from None
+    except (OSError, ValueError):
+        return None
+    finally:
+        connection.close()
+    return b"".join(chunks)
+
+
+def _interrupted() -> int:
+    from hql import messages
+
+    print(f"hql: {messages.interrupted()}", file=sys.stderr)
+    return 130
+
+
+# --- the watcher's side ------------------------------------------------------------
+
+
+class OpenVault:
+    """The vault a watcher keeps open between commands, opened again when its token moves.
+
+    It is kept for the path as the command named it (a vault opened as `notes` says
+    `notes/.hql` where one opened as `/home/me/notes` says the whole path), and a
+    relative path from the folder it was named in.
+    """
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.realpath(root)
+        self._vault: Vault | None = None
+        self._key: tuple[str, str, str] | None = None
+
+    def get(self, path: str, token: str) -> Vault:
+        from hql.api import open_vault
+
+        if os.path.realpath(path) != self.root:
+            return open_vault(path)
+        key = (path, "" if os.path.isabs(path) else os.getcwd(), token)
+        if self._vault is None or self._key != key:
+            self._vault = None  # let the old one go before the new one is read
+            self._vault = open_vault(path)
+            self._key = key
+        return self._vault
+
+    def release(self) -> None:
+        self._vault = None
+        self._key = None
+
+
+class Answering:
+    """A watcher's answers to the commands sent to it (hql.vault.watcher.Commands)."""
+
+    def __init__(self, root: str) -> None:
+        self.vaults = OpenVault(root)
+        self.answered = 0
+
+    def answer(self, payload: bytes, token: str) -> bytes:
+        reply = answer(payload, token, self.vaults)
+        self.answered += reply.startswith(OK)
+        return reply
+
+    def release(self) -> None:
+        self.vaults.release()
+
+
+def answer(payload: bytes, token: str, vaults: OpenVault) -> bytes:
+    """Run one forwarded command; DECLINED when it must run where it was typed."""
+    import json
+
+    try:
+        request = json.loads(payload)
+        argv = [str(word) for word in request["argv"]]
+        cwd, env = str(request["cwd"]), {str(k): str(v) for k, v in request["env"].items()}
+        argv0 = str(request.get("argv0") or "hql")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return DECLINED
+    try:
+        with _Caller(cwd, env, argv0) as caller:
+            if not _answerable(argv, vaults.root):
+                return DECLINED
+            code = _run(argv, lambda path: vaults.get(path, token))
+    except OSError:  # the caller's directory is gone, say: its own process says so
+        return DECLINED
+    answered = {"code": code, "out": caller.out.getvalue(), "err": caller.err.getvalue()}
+    return OK + json.dumps(answered).encode("utf-8")
+
+
+def _answerable(argv: list[str], root: str) -> bool:
+    from hql import cli
+
+    try:
+        args = cli.build_parser(argv).parse_args(argv)
+    except SystemExit:
+        return False  # a usage error: said by the caller's own process
+    if args.command not in SERVED or not args.vault:
+        return False
+    if os.path.realpath(args.vault) != root or getattr(args, "svg", None):
+        return False
+    reads_stdin = (
+        getattr(args, "file", None) == "-"
+        or (args.command == "context" and args.file is None and args.prompt in (None, "-"))
+        or (args.command == "check" and args.file is None and args.expression is None)
+    )
+    return not reads_stdin
+
+
+def _run(argv: list[str], opener: Callable[[str], Vault]) -> int:
+    from hql import cli
+
+    previous, cli.vault_opener = cli.vault_opener, opener
+    try:
+        return cli.main(argv)
+    except SystemExit as leaving:
+        return leaving.code if isinstance(leaving.code, int) else 1
+    finally:
+        cli.vault_opener = previous
+
+
+class _Caller:
+    """The caller's directory, environment and program name, and its output captured, for
+    the length of one command (commands are answered one at a time)."""
+
+    def __init__(self, cwd: str, env: dict[str, str], argv0: str) -> None:
+        import io
+
+        self.cwd, self.env, self.argv0 = cwd, env, argv0
+        self.out, self.err = io.StringIO(), io.StringIO()
+        self._saved: tuple[Any, ...] = ()
+
+    def __enter__(self) -> _Caller:
+        import io
+
+        self._saved = (os.getcwd(), dict(os.environ), sys.stdin, sys.stdout, sys.stderr, sys.argv)
+        os.chdir(self.cwd)
+        os.environ.clear()
+        os.environ.update(self.env)
+        sys.stdin, sys.stdout, sys.stderr = io.StringIO(), self.out, self.err
+        sys.argv = [self.argv0]
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        cwd, env, sys.stdin, sys.stdout, sys.stderr, sys.argv = self._saved
+        os.environ.clear()
+        os.environ.update(env)
+        os.chdir(cwd)
