@@ -804,7 +804,7 @@ def watch_command(vault: str) -> int:
     # directory with its output captured.
     root = os.path.abspath(vault)
     refresh = functools.partial(_refresh_seen, root, sys.stderr)
-    watcher = Watcher(Path(vault), refresh, Answering(root))
+    watcher = Watcher(Path(vault), refresh, Answering(root, sys.stderr))
     try:
         watcher.start()
     except WatchError as error:

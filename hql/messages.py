@@ -2303,6 +2303,14 @@ def watch_stopped() -> str:
     return "the watcher stopped; loads check every file again"
 
 
+def watch_code_changed() -> str:
+    return (
+        "HQL's files or the installed packages changed since this watcher started: commands "
+        "now run where they are typed (`hql vault unwatch`, then watch again, to have them "
+        "answered here)"
+    )
+
+
 def unwatched(vault: str) -> str:
     return f"the watcher of `{vault}` stops; loads check every file again"
 

@@ -176,19 +176,55 @@ class OpenVault:
 
 
 class Answering:
-    """A watcher's answers to the commands sent to it (hql.vault.watcher.Commands)."""
+    """A watcher's answers to the commands sent to it (hql.vault.watcher.Commands).
 
-    def __init__(self, root: str) -> None:
+    It answers with the code it was started with: once HQL's own files, or the folders
+    packages are installed in (an extension installed, upgraded or removed), have changed
+    since, every command runs where it was typed, which reads them afresh, and the
+    watcher's log says so once.
+    """
+
+    def __init__(self, root: str, log: Any = None) -> None:
         self.vaults = OpenVault(root)
         self.answered = 0
+        self._code = code_stamp()
+        self._log = log
+        self._stale = False
 
     def answer(self, payload: bytes, token: str) -> bytes:
+        if self._stale or code_stamp() != self._code:
+            if not self._stale and self._log is not None:
+                from hql import messages
+
+                print(messages.watch_code_changed(), file=self._log, flush=True)
+            self._stale = True
+            self.vaults.release()
+            return DECLINED
         reply = answer(payload, token, self.vaults)
         self.answered += reply.startswith(OK)
         return reply
 
     def release(self) -> None:
         self.vaults.release()
+
+
+def code_stamp() -> int:
+    """What the code a command runs depends on, as of now: each of HQL's own files (its
+    size and modification time) and each folder on `sys.path` (installing or removing a
+    package changes its folder's modification time). A millisecond or so."""
+    stamps: list[tuple[str, int, int]] = []
+    for folder, subfolders, names in os.walk(os.path.dirname(os.path.abspath(__file__))):
+        subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")
+        for name in sorted(names):
+            status = os.stat(os.path.join(folder, name))
+            stamps.append((os.path.join(folder, name), status.st_mtime_ns, status.st_size))
+    for entry in sys.path:
+        try:
+            status = os.stat(entry or ".")
+        except OSError:
+            continue
+        stamps.append((entry, status.st_mtime_ns, 0))
+    return hash(tuple(stamps))
 
 
 def answer(payload: bytes, token: str, vaults: OpenVault) -> bytes:

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from hql import served
+from hql import messages, served
 from hql.vault import walk, watch
 from hql.vault.watcher import Watcher
 
@@ -227,3 +227,34 @@ def test_the_watcher_keeps_the_vault_open_until_something_changes(
         # Opened again once, and without asking its own socket (which would wait, then walk).
         assert opened == 2 and len(walked) == 2
         assert asked == []
+
+
+def test_once_the_code_changes_commands_run_where_they_are_typed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n")
+    monkeypatch.delenv("HQL_LOCAL", raising=False)
+    log = io.StringIO()
+    stamp = [1]
+    monkeypatch.setattr(served, "code_stamp", lambda: stamp[0])
+    answering = served.Answering(str(root), log)
+    watcher = Watcher(root, on_command=answering)
+    watcher.start()
+    thread = threading.Thread(target=watcher.serve, daemon=True)
+    thread.start()
+    try:
+        assert _forwarded(root, "cards | count") == "1\n"
+        stamp[0] = 2  # an HQL file edited, or a package installed, since it started
+        out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+        with contextlib.redirect_stdout(out):
+            assert served.forward(["--vault", str(root), "eval", "cards | count"]) is None
+        stamp[0] = 1  # and it does not take answering up again on its own
+        with contextlib.redirect_stdout(out):
+            assert served.forward(["--vault", str(root), "eval", "cards | count"]) is None
+    finally:
+        watcher.stop()
+        thread.join(10)
+    assert answering.answered == 1
+    assert log.getvalue() == f"{messages.watch_code_changed()}\n"
