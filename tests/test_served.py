@@ -258,3 +258,20 @@ def test_once_the_code_changes_commands_run_where_they_are_typed(
         thread.join(10)
     assert answering.answered == 1
     assert log.getvalue() == f"{messages.watch_code_changed()}\n"
+
+
+def test_a_command_from_another_user_is_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n")
+    monkeypatch.delenv("HQL_LOCAL", raising=False)
+    with serving(root) as watcher:
+        assert _forwarded(root, "cards | count") == "1\n"
+        real = os.getuid()
+        monkeypatch.setattr(os, "getuid", lambda: real + 1)  # the watcher runs as another user
+        out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+        with contextlib.redirect_stdout(out):
+            assert served.forward(["--vault", str(root), "eval", "cards | count"]) is None
+    assert watcher._on_command is not None and watcher._on_command.answered == 1

@@ -428,6 +428,8 @@ class Watcher:
         """Read a command sent to be answered and answer it (the events queued before it
         was sent are taken: its loads see every change made before)."""
         assert self._on_command is not None
+        if _peer_uid(connection) != os.getuid():
+            return  # another user's command would run as this one's: never
         head, _, payload = question.partition(b"\n")
         length = head.removeprefix(b"serve ").strip()
         if not length.isdigit() or int(length) > _COMMAND_LIMIT:
@@ -466,6 +468,15 @@ class Watcher:
                 continue
             with contextlib.suppress(OSError):
                 os.close(descriptor)
+
+
+def _peer_uid(connection: socket.socket) -> int | None:
+    """The user id of the process at the other end of a Unix socket (Linux)."""
+    try:
+        credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    except (OSError, AttributeError):
+        return None
+    return int(struct.unpack("3i", credentials)[1])
 
 
 def _hold(path: Path) -> int | None:
