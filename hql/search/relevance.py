@@ -19,6 +19,10 @@ describe themselves in a `cutoff` record that the ranking's retrieval carries:
   answers from one that does not, and a vault of a few cards has no spread at all. What
   does is the cosine itself, measured for that model on real questions: a hit is kept
   when it scores at least the model's floor and within COSINE_WINDOW of the best.
+* hybrid (`words_or_meaning`): a hit is kept when its meaning stands out or its words are
+  evidence its meaning does not contradict; for a model with a HUB_FLOORS entry, each
+  cosine is read less its card's hub prior (hql.index.hubs), so a card near every
+  question does not answer one the vault cannot.
 * bm25: the coverage rule, on the hits that carry evidence: a hit whose only shared
   terms are 5-letter prefixes ("quantity" for "quantum"), or words the question
   negates ("do not use the hook runtime", "不要 …"), is not evidence on its own. BM25 scores have no fixed scale, but each query term can
