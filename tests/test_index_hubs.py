@@ -7,6 +7,7 @@ the bank, as a hub shares meaning with every question.
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 
 import pytest
@@ -40,8 +41,10 @@ def zoo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def test_the_card_near_every_question_has_the_highest_prior_and_priors_centre_on_zero(
-    zoo,
+    zoo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from hql.index import hubs
+
     root, state = zoo
     vault = hql.open_vault(root, use_cache=False)
     before = len(state.requests)
@@ -53,6 +56,21 @@ def test_the_card_near_every_question_has_the_highest_prior_and_priors_centre_on
     assert sorted(embedded) == sorted(BANK)  # the whole bank, once
     again = len(state.requests)
     assert hub_priors(vault) == priors and len(state.requests) == again  # not embedded again
+    # Another process (nothing in memory) reads the bank's vectors kept beside the index.
+    kept = list((root / ".hql").glob("index.sqlite.hubs-*.npy"))
+    assert len(kept) == 1
+    monkeypatch.setattr(hubs, "_BANK_VECTORS", {})
+    monkeypatch.setattr(hubs, "_PRIORS", weakref.WeakKeyDictionary())
+    clear_cache()
+    assert hub_priors(hql.open_vault(root, use_cache=False)) == pytest.approx(priors)
+    assert len(state.requests) == again
+    # A damaged file is embedded anew and replaced.
+    kept[0].write_bytes(b"not an array")
+    monkeypatch.setattr(hubs, "_BANK_VECTORS", {})
+    monkeypatch.setattr(hubs, "_PRIORS", weakref.WeakKeyDictionary())
+    clear_cache()
+    assert hub_priors(hql.open_vault(root, use_cache=False)) == pytest.approx(priors)
+    assert len(state.requests) > again and kept[0].stat().st_size > 100
 
 
 def test_no_priors_when_the_bank_cannot_be_embedded(tmp_path: Path) -> None:

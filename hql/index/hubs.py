@@ -16,15 +16,17 @@ card in the store. `hybrid | relevant` reads a hit's cosine less its card's prio
 is the reference crowd a card must stand out from, as in query-bank normalisation for
 cross-modal retrieval.
 
-The bank's vectors are the model's own (stored questions are reused, the others are
-embedded once per process); the priors are worked out once per opened store (a store
-is reopened when its index file changes).
+The bank's vectors are the model's own: embedded once (stored questions are reused) and
+kept beside a SQLite index (`<index>.hubs-<digest>.npy`, the digest naming the model, its
+revision and the bank); the priors are worked out once per opened store (a store is
+reopened when its index file changes).
 """
 
 from __future__ import annotations
 
 import contextlib
 import weakref
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hql.index.doctor import PAIRED_QUESTIONS
@@ -82,8 +84,9 @@ def hub_priors(vault: VaultLike, bank: tuple[str, ...] = BANK) -> dict[str, floa
 
 
 def _bank_vectors(store: Any, config: Any, bank: tuple[str, ...]) -> np.ndarray | None:
-    """The bank's vectors by the store's model: stored ones where the index has them, the
-    rest embedded now (once per process and model); None when they cannot be."""
+    """The bank's vectors by the store's model: kept in memory per process and model, and
+    beside a SQLite index; else stored questions where the index has them and the rest
+    embedded now. None when they cannot be."""
     import numpy as np
 
     from hql.index.config import question_key
@@ -94,6 +97,13 @@ def _bank_vectors(store: Any, config: Any, bank: tuple[str, ...]) -> np.ndarray 
     cached = (model.id, model.revision)
     if bank == BANK and cached in _BANK_VECTORS:
         return _BANK_VECTORS[cached]
+    beside = _beside(store, bank) if bank == BANK else None
+    if beside is not None:
+        with contextlib.suppress(OSError, ValueError):
+            kept = np.load(beside, allow_pickle=False)
+            if kept.shape == (len(bank), model.dimensions):
+                _BANK_VECTORS[cached] = kept
+                return kept
     found: dict[int, np.ndarray] = {}
     for at, question in enumerate(bank):
         vector = store.query_vector(question_key(question, config))
@@ -106,7 +116,39 @@ def _bank_vectors(store: Any, config: Any, bank: tuple[str, ...]) -> np.ndarray 
         embedder = make_embedder(config.embedder)
         made = _embed_queries(store, [bank[at] for at in missing], embedder)
         found.update(zip(missing, made, strict=True))
-    vectors = np.stack([found[at] for at in range(len(bank))])
+    vectors = np.stack([np.asarray(found[at], dtype=np.float32) for at in range(len(bank))])
     if bank == BANK:
         _BANK_VECTORS[cached] = vectors
+        if beside is not None:
+            _keep(beside, vectors)
     return vectors
+
+
+def _beside(store: Any, bank: tuple[str, ...]) -> Path | None:
+    """Where the bank's vectors are kept beside a SQLite index: named by the model, its
+    revision and the bank, so another model or bank never reads them."""
+    import hashlib
+
+    if getattr(store, "kind", None) != "sqlite":
+        return None
+    model = store.model
+    key = "\n".join((model.id, model.revision, *bank)).encode("utf-8")
+    index = Path(store.location)
+    return index.with_name(f"{index.name}.hubs-{hashlib.sha256(key).hexdigest()[:16]}.npy")
+
+
+def _keep(path: Path, vectors: np.ndarray) -> None:
+    """Write the bank's vectors (whole or not at all); a folder that cannot be written to
+    only means they are embedded again next time."""
+    import os
+
+    import numpy as np
+
+    partial = path.with_name(f"{path.name}.{os.getpid()}.part")
+    try:
+        with open(partial, "wb") as handle:
+            np.save(handle, vectors, allow_pickle=False)
+        os.replace(partial, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            partial.unlink()
