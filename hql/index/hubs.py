@@ -18,8 +18,8 @@ cross-modal retrieval.
 
 The bank's vectors are the model's own: embedded once (stored questions are reused) and
 kept beside a SQLite index (`<index>.hubs-<digest>.npy`, the digest naming the model, its
-revision and the bank); the priors are worked out once per opened store (a store is
-reopened when its index file changes).
+revision and the bank); the priors are worked out once per opened SQLite store (it is
+reopened when its index file changes), or per loaded vault for a server's store.
 """
 
 from __future__ import annotations
@@ -56,10 +56,13 @@ def hub_priors(vault: VaultLike, bank: tuple[str, ...] = BANK) -> dict[str, floa
     config = _settings(vault)
     try:
         store = open_store(vault, config)
+        # A SQLite store object lasts while its index file is unchanged; a server's store is
+        # opened at every query, so its priors last as long as the loaded vault does.
+        holder = store if getattr(store, "kind", None) == "sqlite" else vault
         if bank == BANK:
             try:
-                known = _PRIORS.get(store)
-            except TypeError:  # a store that cannot be weakly referenced
+                known = _PRIORS.get(holder)
+            except TypeError:  # an object that cannot be weakly referenced
                 known = None
             if known is not None:
                 return known
@@ -78,8 +81,8 @@ def hub_priors(vault: VaultLike, bank: tuple[str, ...] = BANK) -> dict[str, floa
     centre = sum(means.values()) / len(means)
     priors = {name: value - centre for name, value in means.items()}
     if bank == BANK:
-        with contextlib.suppress(TypeError):  # a store that cannot be weakly referenced
-            _PRIORS[store] = priors
+        with contextlib.suppress(TypeError):  # an object that cannot be weakly referenced
+            _PRIORS[holder] = priors
     return priors
 
 
