@@ -13,7 +13,9 @@ so a long embedding shares the machine with other benchmarks between batches.
 LoCoMo: session recall@5 (the share of a question's evidence sessions in the top 5,
 categories 1-4) and MRR. Pirá (PT questions, EN documents) and SciFact: nDCG@10.
 `--dump` writes each question's arms (bm25 and semantic top 100 with scores) as JSON, to
-study fusion rules offline.
+study fusion rules offline; for a set with off-topic questions (help, pira-mixed), also
+`<set>-relevance`: what `hybrid | relevant`'s rule reads of every question, and the
+cards' cosines to the hub bank.
 
 `--only help-context`: `hql context` on the Help vault's questions with the model's index
 and without one. `--only locomo-context`: `hql context` on bench/context.py's LoCoMo vault
@@ -324,6 +326,36 @@ def arms(vault: Vault, question: str) -> dict[str, list[tuple[str, float]]]:
     return found
 
 
+def relevance_dump(vault: Vault, questions: list[tuple[str, Any]]) -> dict[str, Any]:
+    """What `hybrid | relevant`'s rule reads, to study it offline: per question (off-topic
+    ones too, with no gold) hybrid's whole ranking with each arm's place and verdict, the
+    arms' standings and every card's cosine; and every card's cosine to each question of
+    the hub bank (hql.index.hubs)."""
+    from hql.index.hubs import BANK
+
+    def cosines(question: str) -> dict[str, float]:
+        program = f"import semantic\ncards | semantic({string_literal(question)})"
+        return {_key(vault, hit.card): hit.score for hit in hql.run(program, vault=vault).value}
+
+    rows = []
+    for question, gold in questions:
+        program = f"import hybrid\ncards | hybrid({string_literal(question)})"
+        ranking = hql.run(program, vault=vault).value
+        rows.append(
+            {
+                "question": question,
+                "gold": sorted(gold),
+                "standings": ranking.retrieval.extra.get("standings"),
+                "hits": [
+                    {"key": _key(vault, hit.card), "inputs": (hit.detail or {}).get("inputs")}
+                    for hit in ranking.hits
+                ],
+                "semantic": cosines(question),
+            }
+        )
+    return {"questions": rows, "bank": {question: cosines(question) for question in BANK}}
+
+
 def relevance(vault: Vault, questions: list[tuple[str, Any]]) -> None:
     """`ranker | relevant`: the share of answerable questions keeping a right note in its
     first five, of off-topic ones keeping nothing. Each kind of question is split in two
@@ -386,6 +418,8 @@ def run(name: str, model: str, cache: Path, dump: dict[str, Any] | None, source:
     vault = Vault.open(root)
     if any(not gold for _, gold in questions):
         relevance(vault, questions)
+        if dump is not None:
+            dump[f"{name}-relevance"] = relevance_dump(vault, questions)
         questions = [(q, g) for q, g in questions if g]
     for ranker in ("bm25", "semantic", "hybrid"):
         scores: list[float] = []

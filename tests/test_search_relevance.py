@@ -152,3 +152,47 @@ def test_hybrid_keeps_what_stands_out_by_meaning_or_words_meaning_does_not_contr
         off_topic, lambda hit: hit[1], lambda hit: Meaning(*hit[2]), 0.82, 0.05, "other"
     )
     assert [name for name, _, _ in kept] == ["templates"]
+
+
+def test_hybrid_reads_cosines_less_their_hub_prior_for_a_model_with_a_hub_floor() -> None:
+    """e5-like cosines with hub priors (hub floor 0.845): a hub above the raw floor is not
+    kept when its prior brings it under the hub floor; a note found across languages under
+    the raw floor is kept when its card is no hub; a words hit needs the hub floor too."""
+    from hql.search.relevance import HUB_FLOORS, Meaning, words_or_meaning
+
+    e5 = "multilingual-e5-small"
+    hub_floor = HUB_FLOORS[e5]
+    # (name, bm25 rule kept it, (cosine, semantic rule kept it), hub prior)
+    off_topic = [
+        ("callouts", False, (0.863, True), 0.025),  # a hub: 0.838 once corrected
+        ("credits", False, (0.855, True), 0.015),
+        ("settings", True, (0.853, False), 0.012),  # words, meaning 0.841 corrected
+    ]
+
+    def judge(hits):
+        return words_or_meaning(
+            hits,
+            lambda hit: hit[1],
+            lambda hit: Meaning(*hit[2]),
+            median=0.81,
+            spread=0.01,
+            model=e5,
+            hub=lambda hit: hit[3],
+        )
+
+    kept, cutoff = judge(off_topic)
+    assert kept == [] and cutoff.parameters["hub_floor"] == hub_floor
+    assert cutoff.parameters["against"] == hub_floor and "reach" not in cutoff.parameters
+    # Without priors the same hits are read raw: the hub and the words hit are kept.
+    kept, _ = words_or_meaning(
+        off_topic, lambda hit: hit[1], lambda hit: Meaning(*hit[2]), 0.81, 0.01, e5
+    )
+    assert [name for name, *_ in kept] == ["callouts", "credits", "settings"]
+    across = [
+        ("discount", False, (0.842, False), -0.006),  # under 0.85 raw, 0.848 corrected
+        ("credits", False, (0.831, False), 0.015),
+        ("refunds", False, (0.838, False), -0.004),  # 0.842: under the hub floor
+    ]
+    kept, cutoff = judge(across)
+    assert [name for name, *_ in kept] == ["discount"] and cutoff.parameters["by_meaning"] == 1
+    assert cutoff.parameters["reach"] == pytest.approx(0.848 - 1.5 * 0.01)

@@ -144,6 +144,11 @@ def _ranking(
 
 def _embed_query(store: Store, query: str, embedder: Embedder) -> np.ndarray:
     """A run-time query vector, only from the very model and revision that built the index."""
+    return _embed_queries(store, [query], embedder)[0]
+
+
+def _embed_queries(store: Store, queries: Sequence[str], embedder: Embedder) -> np.ndarray:
+    """Run-time query vectors (one batch), only from the model and revision that built the index."""
     model = store.model
     if (embedder.model_id, embedder.revision) != (model.id, model.revision):
         raise SemanticIndexError(
@@ -151,7 +156,9 @@ def _embed_query(store: Store, query: str, embedder: Embedder) -> np.ndarray:
                 f"{embedder.model_id}@{embedder.revision}", f"{model.id}@{model.revision}"
             )
         )
-    vector = embedder.embed_queries([query])[0]
-    if len(vector) != model.dimensions:
-        raise SemanticIndexError(messages.embedder_wrong_dimensions(len(vector), model.dimensions))
-    return vector
+    vectors = embedder.embed_queries(list(queries))
+    if len(vectors[0]) != model.dimensions:
+        raise SemanticIndexError(
+            messages.embedder_wrong_dimensions(len(vectors[0]), model.dimensions)
+        )
+    return vectors

@@ -19,6 +19,10 @@ describe themselves in a `cutoff` record that the ranking's retrieval carries:
   answers from one that does not, and a vault of a few cards has no spread at all. What
   does is the cosine itself, measured for that model on real questions: a hit is kept
   when it scores at least the model's floor and within COSINE_WINDOW of the best.
+* hybrid (`words_or_meaning`): a hit is kept when its meaning stands out or its words are
+  evidence its meaning does not contradict; for a model with a HUB_FLOORS entry, each
+  cosine is read less its card's hub prior (hql.index.hubs), so a card near every
+  question does not answer one the vault cannot.
 * bm25: the coverage rule, on the hits that carry evidence: a hit whose only shared
   terms are 5-letter prefixes ("quantity" for "quantum"), or words the question
   negates ("do not use the hook runtime", "不要 …"), is not evidence on its own. BM25 scores have no fixed scale, but each query term can
@@ -73,6 +77,15 @@ MODEL_FLOORS: dict[str, float] = {
     "intfloat/multilingual-e5-small": 0.85,
     "sentence-transformers/all-MiniLM-L6-v2": 0.30,
     "all-MiniLM-L6-v2": 0.30,
+}
+# hybrid's floor on a hit's cosine less its card's hub prior (hql.index.hubs: the card's mean
+# cosine over a fixed bank of questions, centred on the store's cards), for models whose
+# cosines crowd. Chosen on the calibration halves of the Help vault's question set (and of
+# Pirá in two languages for a tie): bench/meaning.py --only help,pira-mixed --model e5 --dump,
+# offline (docs/retrieval.md).
+HUB_FLOORS: dict[str, float] = {
+    "multilingual-e5-small": 0.845,
+    "intfloat/multilingual-e5-small": 0.845,
 }
 
 # A clause's words after one of these are negated ("do not use X": X is not asked for).
@@ -237,6 +250,7 @@ def words_or_meaning(
     spread: float,
     model: str | None = None,
     window: float = MEANING_WINDOW,
+    hub: Callable[[ItemT], float] | None = None,
 ) -> tuple[list[ItemT], Cutoff]:
     """hybrid's rule: a hit is kept when its meaning stands out, or its words are evidence
     that its meaning does not contradict.
@@ -249,10 +263,22 @@ def words_or_meaning(
     * words: the bm25 rule keeps it (`by_words`), and its cosine is at least the model's
       calibrated floor (MODEL_FLOORS) or, for a model without one, the arm's median. A hit
       the meaning arm did not hand on is judged by its words alone.
+
+    `hub` (a hit's card's hub prior, hql.index.hubs), for a model with a HUB_FLOORS entry:
+    every cosine above is read less its card's prior, and the arm's own rule is the
+    calibrated one on those (the best at least the hub floor, a hit within COSINE_WINDOW
+    of it and at least the floor); a words hit needs the hub floor. A card near every
+    question (a hub) then no longer answers a question the vault cannot, and a note
+    found across languages is not held to the floor of a question in its own language.
     """
-    floor = MODEL_FLOORS.get(model or "")
-    against = floor if floor is not None else median
+    hub_floor = HUB_FLOORS.get(model or "") if hub is not None else None
     said = [meaning(item) for item in items]
+    if hub_floor is not None and hub is not None:
+        said = _hub_corrected(items, said, hub, hub_floor)
+        against = hub_floor
+    else:
+        floor = MODEL_FLOORS.get(model or "")
+        against = floor if floor is not None else median
     reach = meaning_reach(said, spread, window)
     kept: list[ItemT] = []
     by_meaning = by_words_only = 0
@@ -263,17 +289,42 @@ def words_or_meaning(
         elif by_words(item) and (found is None or found.cosine >= against):
             by_words_only += 1
             kept.append(item)
+    if hub_floor is not None:
+        need = "cosine less its hub prior >= the hub floor"
+    else:
+        need = f"cosine >= {'the median' if MODEL_FLOORS.get(model or '') is None else 'the floor'}"
     parameters: dict[str, Any] = {
         "window": window,
         "spread": spread,
-        "words_need": f"cosine >= {'the floor' if floor is not None else 'the median'}",
+        "words_need": need,
         "against": against,
         "by_meaning": by_meaning,
         "by_words": by_words_only,
     }
+    if hub_floor is not None:
+        parameters["hub_floor"] = hub_floor
     if reach < math.inf:
         parameters["reach"] = reach
     return kept, Cutoff("words-or-meaning", parameters, len(kept), len(items))
+
+
+def _hub_corrected(
+    items: Sequence[ItemT],
+    said: Sequence[Meaning | None],
+    hub: Callable[[ItemT], float],
+    floor: float,
+    window: float = COSINE_WINDOW,
+) -> list[Meaning | None]:
+    """What the meaning arm says of each hit with every cosine less its card's hub prior,
+    and the arm's verdicts made again by the calibrated rule on those cosines."""
+    corrected = [
+        None if found is None else found.cosine - hub(item)
+        for item, found in zip(items, said, strict=True)
+    ]
+    known = [value for value in corrected if value is not None]
+    best = max(known, default=-math.inf)
+    threshold = max(floor, best - window) if best >= floor else math.inf
+    return [None if value is None else Meaning(value, value >= threshold) for value in corrected]
 
 
 def meaning_reach(

@@ -485,7 +485,7 @@ def apply_relevance(ranking: Ranking, minimum: float | None, vault: Vault | None
     retrieval = ranking.retrieval
     cutoff: Cutoff
     if retrieval.metric == "standing" and minimum is None:
-        kept, cutoff = _words_or_meaning(ranking)
+        kept, cutoff = _words_or_meaning(ranking, vault)
     elif retrieval.metric == "rrf" and minimum is None:
         kept, cutoff = _any_input_passes(ranking)
     else:
@@ -524,15 +524,17 @@ def apply_relevance(ranking: Ranking, minimum: float | None, vault: Vault | None
     return restated(kept, replace(retrieval, extra={**extra, "cutoff": record}))
 
 
-def _words_or_meaning(ranking: Ranking) -> tuple[list[Hit], Any]:
+def _words_or_meaning(ranking: Ranking, vault: Vault | None = None) -> tuple[list[Hit], Any]:
     """The hybrid default (`hql.search.relevance.words_or_meaning`), read from what each
-    hit recorded of its two arms (bm25 first, semantic second)."""
-    from hql.search.relevance import Meaning, words_or_meaning
+    hit recorded of its two arms (bm25 first, semantic second); for a model with a hub
+    floor, each card's hub prior (`hql.index.hubs`) when the vault's bank can be embedded."""
+    from hql.search.relevance import HUB_FLOORS, Meaning, words_or_meaning
 
     extra = ranking.retrieval.extra
     standings = extra.get("standings") or [None, None]
     inputs = extra.get("inputs") or [{}, {}]
     meaning_arm = standings[1] or {"median": 0.0, "spread": 0.0}
+    model = inputs[1].get("model")
 
     def arm(hit: Hit, which: int) -> dict[str, Any] | None:
         places = (hit.detail or {}).get("inputs") or [None, None]
@@ -546,13 +548,25 @@ def _words_or_meaning(ranking: Ranking) -> tuple[list[Hit], Any]:
         place = arm(hit, 1)
         return None if place is None else Meaning(place["score"], bool(place.get("relevant")))
 
+    hub: Callable[[Hit], float] | None = None
+    if vault is not None and model in HUB_FLOORS:
+        from hql.index.hubs import hub_priors
+
+        opened: Any = vault  # a Vault is what hql.index reads as VaultLike
+        priors = hub_priors(opened)
+        if priors is not None:
+
+            def hub(hit: Hit) -> float:
+                return priors.get(hit.card.name, 0.0)
+
     return words_or_meaning(
         list(ranking.hits),
         by_words,
         meaning,
         meaning_arm["median"],
         meaning_arm["spread"],
-        inputs[1].get("model"),
+        model,
+        hub=hub,
     )
 
 
