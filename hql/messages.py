@@ -2303,6 +2303,13 @@ def watch_stopped() -> str:
     return "the watcher stopped; loads check every file again"
 
 
+def watch_command_failed(error: BaseException) -> str:
+    return (
+        f"a command sent to this watcher failed here ({type(error).__name__}: {error}); "
+        "it ran where it was typed"
+    )
+
+
 def watch_code_changed() -> str:
     return (
         "HQL's files or the installed packages changed since this watcher started: commands "
