@@ -3589,7 +3589,10 @@ def nested_list_hint(name: str) -> str:
 
 
 def init_watch_comment() -> str:
-    return "# On Linux, the first command then starts a watcher so loads need not check every file:"
+    return (
+        "# On Linux, the first command then starts a watcher so loads need not check every file,\n"
+        "# and it answers `hql eval`, `run`, `check`, `explain` and `context` with the vault kept open:"
+    )
 
 
 # --- hostile input, round three: index damage, sealed stores, settings (defidx) ------------
