@@ -3590,8 +3590,8 @@ def nested_list_hint(name: str) -> str:
 
 def init_watch_comment() -> str:
     return (
-        "# On Linux, the first command then starts a watcher so loads need not check every file,\n"
-        "# and it answers `hql eval`, `run`, `check`, `explain` and `context` with the vault kept open:"
+        "# On Linux, the first command then starts a watcher: loads need not check every file,\n"
+        "# and the watcher answers `eval`, `run`, `check`, `explain` and `context` itself:"
     )
 
 
