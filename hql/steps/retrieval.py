@@ -350,10 +350,11 @@ def semantic_ranking(
     exact: bool = False,
 ) -> Ranking:
     errors, rank = _semantic_library()
-    assert call.vault is not None
+    vault = call.vault
+    assert vault is not None
     try:
         result = rank(
-            call.vault,
+            vault,
             query,
             cards,
             limit,
@@ -385,7 +386,6 @@ def semantic_ranking(
     retrieval = Retrieval(
         query, source.index, source.model, source.revision, source.metric, source.approximate, said
     )
-    vault = call.vault
     card_named: Callable[[str], Card | None] = vault.card_lookup()
     if cards is not vault.cards:
         card_named = {card.name: card for card in cards}.get
