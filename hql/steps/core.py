@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import heapq
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hql import messages
@@ -356,10 +356,26 @@ def run_take(call: StepCall) -> Any:
     if isinstance(value, SetValue):
         # The first `count` in order: nsmallest is sorted(...)[:count] (ties stay in their
         # order), without ordering the whole set (`cards | take(10)` of a large vault).
-        return ListValue(
-            tuple(heapq.nsmallest(count, items, key=functools.cmp_to_key(compare_values)))
-        )
+        return ListValue(tuple(heapq.nsmallest(count, items, key=_order_of(items))))
     return ListValue(items[:count])
+
+
+def _order_of(items: Sequence[Any]) -> Callable[[Any], Any]:
+    """A sort key giving `compare_values`'s order: for cards alone, or strings alone, their
+    text's UTF-8 bytes, as it compares them (a key per item, not a comparison per pair)."""
+    if all(type(item) is Card for item in items):
+        return _card_name_bytes
+    if all(type(item) is str for item in items):
+        return _text_bytes
+    return functools.cmp_to_key(compare_values)
+
+
+def _card_name_bytes(card: Card) -> bytes:
+    return card.name.encode("utf-8")
+
+
+def _text_bytes(text: str) -> bytes:
+    return text.encode("utf-8")
 
 
 def check_filter(call: StepTyping) -> Type:
