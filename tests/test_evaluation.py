@@ -425,3 +425,10 @@ def test_take_of_a_set_keeps_the_first_in_sorted_order(tmp_path: Path) -> None:
             sorted_first = hql.run(f"{shape} | sort | take({n})", vault=vault)
             assert not taken.failed, taken.render_reports()
             assert taken.to_json() == sorted_first.to_json(), (shape, n)
+    names = sorted((card.name for card in vault.cards), key=lambda name: name.encode("utf-8"))
+    for descending, expected in (("false", names), ("true", names[::-1])):
+        for n in (1, 3, 20):
+            program = f"cards | sort(descending = {descending}) | take({n}) | map(c => c.name)"
+            assert hql.run(program, vault=vault).value.items == tuple(expected[:n]), program
+        program = f"cards | sort(descending = {descending}) | map(c => c.name)"
+        assert hql.run(program, vault=vault).value.items == tuple(expected), program

@@ -188,6 +188,11 @@ def run_sort(call: StepCall) -> ListValue:
     if by is None:
         if plain and _plainly_ordered(items):
             return ListValue(tuple(_leading_plainly(items, descending, call.limit)))
+        if plain and items and all(type(item) is Card for item in items):
+            if call.limit is not None and call.limit < len(items):
+                chosen = heapq.nlargest if descending else heapq.nsmallest
+                return ListValue(tuple(chosen(call.limit, items, key=_CARD_NAME)))
+            return ListValue(tuple(sorted(items, key=_CARD_NAME, reverse=descending)))
         return ListValue(tuple(_leading(items, functools.cmp_to_key(compare), call.limit)))
     keys: list[tuple[Any, Any]] = [(by(item), item) for item in items]
     if plain and _plainly_ordered([key for key, _ in keys]):
@@ -356,26 +361,23 @@ def run_take(call: StepCall) -> Any:
     if isinstance(value, SetValue):
         # The first `count` in order: nsmallest is sorted(...)[:count] (ties stay in their
         # order), without ordering the whole set (`cards | take(10)` of a large vault).
-        return ListValue(tuple(heapq.nsmallest(count, items, key=_order_of(items))))
+        listed = list(items)
+        if _plainly_ordered(listed):
+            return ListValue(tuple(_leading_plainly(listed, False, count)))
+        return ListValue(tuple(heapq.nsmallest(count, listed, key=_order_of(listed))))
     return ListValue(items[:count])
 
 
 def _order_of(items: Sequence[Any]) -> Callable[[Any], Any]:
-    """A sort key giving `compare_values`'s order: for cards alone, or strings alone, their
-    text's UTF-8 bytes, as it compares them (a key per item, not a comparison per pair)."""
-    if all(type(item) is Card for item in items):
-        return _card_name_bytes
-    if all(type(item) is str for item in items):
-        return _text_bytes
+    """A sort key giving `compare_values`' order: a card's name for cards alone (it
+    compares cards by name, and code point order is UTF-8 byte order), else a comparison
+    per pair."""
+    if items and all(type(item) is Card for item in items):
+        return _CARD_NAME
     return functools.cmp_to_key(compare_values)
 
 
-def _card_name_bytes(card: Card) -> bytes:
-    return card.name.encode("utf-8")
-
-
-def _text_bytes(text: str) -> bytes:
-    return text.encode("utf-8")
+_CARD_NAME = operator.attrgetter("name")
 
 
 def check_filter(call: StepTyping) -> Type:
