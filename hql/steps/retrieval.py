@@ -186,7 +186,7 @@ def run_lexical(call: StepCall) -> Ranking:
 
     query = call.args["query"]
     retrieval = Retrieval(query, _vault_root(call), LEXICAL_MODEL, __version__, "cosine", False)
-    return _ranking(hashbag.rank(_cards(call.input), query), retrieval)
+    return _ranking(hashbag.rank(_cards(call.input), query, call.limit), retrieval)
 
 
 # --- bm25 --------------------------------------------------------------------------------
@@ -852,6 +852,7 @@ for spec in (
         'cards | lexical("bearer token")',
         check_ranker,
         run_lexical,
+        absorbs=("limit",),
     ),
     StepSpec(
         "semantic",
