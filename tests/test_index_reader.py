@@ -625,3 +625,65 @@ def test_an_index_file_written_over_keeping_its_size_and_mtime_is_read_again(roo
     after = semantic_ranking(vault, QUERY)
     assert _OPENED[vault][1] is not store
     assert dict(after.hits)[best] == dict(first.hits)[worst]
+
+
+def _topic_index(tmp_path: Path, cards: int, dimensions: int) -> tuple[SemanticIndex, list, list]:
+    """An index of `cards` vectors mixed from a few topics (near ties), some copied exactly
+    (ties), with the card records its rows were written from and question vectors."""
+    from hql.index import schema
+
+    class Named:
+        def __init__(self, name: str, digest: str) -> None:
+            self.name, self.digest = name, digest
+
+    rng = np.random.default_rng(30)
+    topics = rng.standard_normal((8, dimensions))
+    weights = rng.dirichlet(np.full(8, 0.1), size=cards)
+    matrix = weights @ topics + 0.01 * rng.standard_normal((cards, dimensions))
+    matrix[1::97] = matrix[0]  # exact ties across the whole index
+    matrix = (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+    named = [Named(f"card-{row:05d}", f"digest-{row}") for row in range(cards)]
+    root = tmp_path / "topics"
+    root.mkdir()
+    connection = sqlite3.connect(root / "index.sqlite")
+    schema.write_index(
+        connection,
+        schema.ModelRow("topics", "1", dimensions, "cosine", 1),
+        schema.MetaRow(schema.SCHEMA_VERSION, str(root), "2026-01-01T00:00:00Z", "test"),
+        (
+            schema.CardRow(card.name, f"{card.name}.md", card.digest, schema.vector_to_blob(row))
+            for card, row in zip(named, matrix, strict=True)
+        ),
+        [],
+    )
+    connection.close()
+    near = matrix[rng.integers(0, cards, 20)] + 0.05 * rng.standard_normal((20, dimensions))
+    questions = [matrix[0], *near]
+    questions = [(q / np.linalg.norm(q)).astype(np.float32) for q in questions]
+    return SemanticIndex.open(root / "index.sqlite", root), named, questions
+
+
+def test_the_best_few_of_every_card_rank_as_the_general_path_does(tmp_path: Path) -> None:
+    """The one-pass ranking of every card (`_best_of_all`) gives the general path's hits,
+    scores to the last bit, order (ties at the k boundary by name) and warnings."""
+    index, named, questions = _topic_index(tmp_path, 3000, 64)
+    stale = [*named[:5], type(named[0])(named[5].name, "changed"), *named[6:]]
+    for cards in (named, stale, None):
+        for vector in questions:
+            for k in (1, 3, 10, 50, 100, 2999):
+                hits, warnings, sections = index.rank_sections(vector, cards, k)
+                rows, ordered = index._candidates(vector, None, k)
+                general, general_sections = index.rank_rows(vector, rows, k, ordered)
+                assert [(name, repr(score)) for name, score in hits] == [
+                    (name, repr(score)) for name, score in general
+                ]
+                assert sections == general_sections
+                assert warnings == (index.input_warnings(cards) if cards is not None else [])
+                assert hits == index.rank_sections(vector, cards, None)[0][:k]
+                if k <= 10:  # a few best: the one pass ranked them
+                    assert index._best_of_all(vector, k) == hits
+            assert index._best_of_all(vector, 3000) is None  # every card: the general path
+    assert index.rank_sections(questions[0], named, 100)[0][:2] == [
+        ("card-00000", index.rank_sections(questions[0], named, 1)[0][0][1]),
+        ("card-00001", index.rank_sections(questions[0], named, 1)[0][0][1]),
+    ]  # the copies of card 0 tie with it, in name order
