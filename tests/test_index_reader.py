@@ -681,9 +681,101 @@ def test_the_best_few_of_every_card_rank_as_the_general_path_does(tmp_path: Path
                 assert warnings == (index.input_warnings(cards) if cards is not None else [])
                 assert hits == index.rank_sections(vector, cards, None)[0][:k]
                 if k <= 10:  # a few best: the one pass ranked them
-                    assert index._best_of_all(vector, k) == hits
+                    rows, scores = index._best_of_all(vector, k)
+                    assert [
+                        (named[row].name, score) for row, score in zip(rows, scores, strict=True)
+                    ] == hits
+                    if cards is not None:
+                        found, scores, said = index.best_cards(vector, cards, k)
+                        assert [
+                            (card.name, score) for card, score in zip(found, scores, strict=True)
+                        ] == hits
+                        assert said == warnings
+                        assert all(card in cards for card in found)
             assert index._best_of_all(vector, 3000) is None  # every card: the general path
     assert index.rank_sections(questions[0], named, 100)[0][:2] == [
         ("card-00000", index.rank_sections(questions[0], named, 1)[0][0][1]),
         ("card-00001", index.rank_sections(questions[0], named, 1)[0][0][1]),
     ]  # the copies of card 0 tie with it, in name order
+
+
+def test_a_semantic_step_ranks_the_usual_question_as_the_general_path_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`cards | semantic($q) | take(n)` over a SQLite index without sections (answered by
+    `scanned_best` in one call) gives the general path's ranking: the same hits, scores to
+    the last bit, retrieval and warnings, with `exact`, a filter, a stale or a missing card."""
+    import hql
+    from hql.index import schema
+    from hql.index.reader import SemanticIndex
+
+    rng = np.random.default_rng(31)
+    names = [f"note-{n:04d}" for n in range(400)]
+    root = tmp_path / "notes"
+    write_vault(root, {name: f"Note {name}." for name in names}, TOML)
+    vault = open_vault(root)
+    topics = rng.standard_normal((6, 32))
+    matrix = rng.dirichlet(np.full(6, 0.2), size=len(names)) @ topics
+    matrix += 0.01 * rng.standard_normal(matrix.shape)
+    matrix[7::50] = matrix[3]  # exact ties
+    matrix = (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+    questions = [f"question {n}" for n in range(8)]
+    asked = matrix[rng.integers(0, len(names), len(questions))] + 0.05 * rng.standard_normal(
+        (len(questions), 32)
+    )
+    asked[0] = matrix[3]
+    asked = (asked / np.linalg.norm(asked, axis=1, keepdims=True)).astype(np.float32)
+    (root / ".hql").mkdir(exist_ok=True)
+    connection = sqlite3.connect(index_file(root))
+    by_name = {card.name: card for card in vault.cards}
+    digests = {name: by_name[name].digest for name in names}
+    digests[names[5]] = "an older text"  # a stale card
+    schema.write_index(
+        connection,
+        schema.ModelRow("topics", "1", 32, "cosine", 1),
+        schema.MetaRow(schema.SCHEMA_VERSION, str(root), "2026-01-01T00:00:00Z", "test"),
+        [
+            schema.CardRow(name, f"{name}.md", digests[name], schema.vector_to_blob(row))
+            for name, row in zip(names, matrix, strict=True)
+        ],
+        [(q, schema.vector_to_blob(v)) for q, v in zip(questions, asked, strict=True)],
+    )
+    connection.close()
+    (root / "extra.md").write_text("Not in the index.\n", encoding="utf-8")  # a missing card
+    vault = open_vault(root)
+    programs = [
+        "import semantic\ncards | semantic($q) | take(10)",
+        "import semantic\ncards | semantic($q) | take(1)",
+        "import semantic\ncards | semantic($q) | take(3)",
+        "import semantic\ncards | semantic($q, exact = true) | take(10)",
+        "import semantic\ncards | semantic($q) | take(100)",
+        "import semantic\ncards | semantic($q)",
+        'import semantic\ncards | filter(c => c.name != "note-0003") | semantic($q) | take(5)',
+        "import semantic\ncards | semantic($q) | take(5) | map(h => h.card.name)",
+    ]
+
+    def answers() -> list[tuple[object, list[str], list[str]]]:
+        found = []
+        for program in programs:
+            for q in questions:
+                outcome = hql.run(program, vault=vault, params={"q": q})
+                assert not outcome.failed, outcome.reports
+                value = outcome.value
+                scores = [repr(hit.score) for hit in getattr(value, "hits", ())]
+                found.append((value, scores, [report.message for report in outcome.reports]))
+        return found
+
+    calls = []
+    best_cards = SemanticIndex.best_cards
+    monkeypatch.setattr(
+        SemanticIndex, "best_cards", lambda *args: calls.append(1) or best_cards(*args)
+    )
+    quick = answers()
+    assert calls  # the usual question took the one call
+    monkeypatch.setattr(SemanticIndex, "best_cards", lambda *args: None)
+    monkeypatch.setattr(SemanticIndex, "_best_of_all", lambda *args: None)
+    general = answers()
+    assert quick == general
+    assert any(messages for _, _, messages in quick)  # the stale and missing cards' warnings
+    assert quick[0][0].hits[0].card.name == "note-0003"  # ties: name order
+    assert quick[0][0].hits[1].card.name == "note-0007"

@@ -116,6 +116,8 @@ class _Alignment:
     rows: np.ndarray | None  # None: every row, in order
     stale: list[str] = field(default_factory=list)
     absent: int = 0
+    # Each row's card among `cards` (None: no card holds it), made when first asked for.
+    by_row: list[Any] | None = None
 
 
 _CACHE: dict[Path, _Loaded] = {}
@@ -256,19 +258,44 @@ class SemanticIndex:
         rows = alignment.rows if alignment is not None else None
         warnings = _warnings(alignment) if alignment is not None else []
         if rows is None and k is not None and self._loaded.sections is None:
-            hits = self._best_of_all(vector, k)
-            if hits is not None:
+            best = self._best_of_all(vector, k)
+            if best is not None:
+                names = self._loaded.names
+                hits = [(names[row], score) for row, score in zip(*best, strict=True)]
                 return hits, warnings, [None] * len(hits)
         picked, ordered = self._candidates(vector, rows, k)
         hits, sections = self.rank_rows(vector, picked, k, ordered)
         return hits, warnings, sections
 
-    def _best_of_all(self, vector: np.ndarray, k: int) -> list[tuple[str, float]] | None:
+    def best_cards(
+        self, vector: np.ndarray, cards: Sequence[CardLike], k: int
+    ) -> tuple[list[Any], list[float], list[str]] | None:
+        """`rank_sections(vector, cards, k)` for the usual question, as the cards themselves:
+        the best few of `cards` when they hold every indexed card and the index has no
+        sections. The hit cards (each the last of `cards` with its name; None: a row no
+        card of `cards` holds), their scores and the warnings. None: another shape, which
+        `rank_sections` ranks.
+        """
+        if self._loaded.sections is not None:
+            return None
+        alignment = self._align(cards)
+        if alignment.rows is not None:
+            return None
+        best = self._best_of_all(vector, k)
+        if best is None:
+            return None
+        rows, scores = best
+        by_row = alignment.by_row
+        if by_row is None:
+            by_row = alignment.by_row = _cards_by_row(self._loaded, alignment.cards)
+        return list(map(by_row.__getitem__, rows)), scores, _warnings(alignment)
+
+    def _best_of_all(self, vector: np.ndarray, k: int) -> tuple[list[int], list[float]] | None:
         """`rank_rows(vector, *_candidates(vector, None, k), k)` in one pass for the usual
         question (the best few of every card of an index without sections): the same
         candidates, scores and order, through fewer array calls and no arrays between
-        stages. None: another shape (`k` not below the card count, too many candidates,
-        a NaN), which the general path ranks.
+        stages; the hits' rows and scores. None: another shape (`k` not below the card
+        count, too many candidates, a NaN), which the general path ranks.
         """
         loaded = self._loaded
         count = len(loaded.names)
@@ -289,8 +316,7 @@ class SemanticIndex:
             return None
         order = sorted(range(len(values)), key=values.__getitem__, reverse=True)[:k]
         rows = positions.tolist()
-        names = loaded.names
-        return [(names[rows[place]], values[place]) for place in order]
+        return list(map(rows.__getitem__, order)), list(map(values.__getitem__, order))
 
     def _candidates(
         self, vector: np.ndarray, rows: np.ndarray | None, k: int | None
@@ -567,6 +593,18 @@ def _warnings(alignment: _Alignment) -> list[str]:
     if alignment.absent:
         warnings.append(messages.index_cards_absent(alignment.absent))
     return warnings
+
+
+def _cards_by_row(loaded: _Loaded, cards: Sequence[Any]) -> list[Any]:
+    """Each card row's card among `cards`: the last with its name, as a name-to-card map of
+    `cards` finds it; None for a row none of them holds."""
+    by_row: list[Any] = [None] * len(loaded.names)
+    row_of = loaded.row_of
+    for card in cards:
+        row = row_of.get(card.name)
+        if row is not None:
+            by_row[row] = card
+    return by_row
 
 
 def _align(loaded: _Loaded, cards: Sequence[CardLike], ids: tuple[int, ...]) -> _Alignment:
