@@ -294,8 +294,8 @@ class SemanticIndex:
         """`rank_rows(vector, *_candidates(vector, None, k), k)` in one pass for the usual
         question (the best few of every card of an index without sections): the same
         candidates, scores and order, through fewer array calls and no arrays between
-        stages; the hits' rows and scores. None: another shape (`k` not below the card
-        count, too many candidates, a NaN), which the general path ranks.
+        stages; the hits' rows and scores. None (before any work): `k` not between 0 and
+        the card count, which the general path ranks.
         """
         loaded = self._loaded
         count = len(loaded.names)
@@ -307,14 +307,14 @@ class SemanticIndex:
         ordered.partition(count - k)
         kth = ordered[count - k]
         positions = (scores >= kth - float32_slack(loaded.model.dimensions)).nonzero()[0]
-        if len(positions) > _FEW_HITS:
-            return None
-        # `rank_rows` and `_top_few`: the candidates' exact scores, best first, ties in row
+        # `rank_rows` and `_hits`: the candidates' exact scores, best first, ties in row
         # (= name) order, since the positions ascend.
-        values = exact_scores(loaded.matrix[positions], vector).tolist()
-        if any(map(math.isnan, values)):
-            return None
-        order = sorted(range(len(values)), key=values.__getitem__, reverse=True)[:k]
+        exact = exact_scores(loaded.matrix[positions], vector)
+        few = _top_few(exact, k)
+        if few is None:  # many candidates (near ties), or a NaN: numpy orders them
+            top = _top_positions(exact, k)
+            return positions[top].tolist(), exact[top].tolist()
+        order, values = few
         rows = positions.tolist()
         return list(map(rows.__getitem__, order)), list(map(values.__getitem__, order))
 
