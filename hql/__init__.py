@@ -24,9 +24,12 @@ def __getattr__(name: str) -> Any:
     if name in _FROM_API:
         from hql import api
 
-        return getattr(api, name)
-    if name == "Vault":
+        found = getattr(api, name)
+    elif name == "Vault":
         from hql.api import vault_class
 
-        return vault_class()
-    raise AttributeError(name)
+        found = vault_class()
+    else:
+        raise AttributeError(name)
+    globals()[name] = found  # loaded now: the next use is a plain lookup
+    return found

@@ -625,3 +625,158 @@ def test_an_index_file_written_over_keeping_its_size_and_mtime_is_read_again(roo
     after = semantic_ranking(vault, QUERY)
     assert _OPENED[vault][1] is not store
     assert dict(after.hits)[best] == dict(first.hits)[worst]
+
+
+def _topic_index(tmp_path: Path, cards: int, dimensions: int) -> tuple[SemanticIndex, list, list]:
+    """An index of `cards` vectors mixed from a few topics (near ties), some copied exactly
+    (ties), with the card records its rows were written from and question vectors."""
+    from hql.index import schema
+
+    class Named:
+        def __init__(self, name: str, digest: str) -> None:
+            self.name, self.digest = name, digest
+
+    rng = np.random.default_rng(30)
+    topics = rng.standard_normal((8, dimensions))
+    weights = rng.dirichlet(np.full(8, 0.1), size=cards)
+    matrix = weights @ topics + 0.01 * rng.standard_normal((cards, dimensions))
+    matrix[1::97] = matrix[0]  # exact ties across the whole index
+    matrix = (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+    named = [Named(f"card-{row:05d}", f"digest-{row}") for row in range(cards)]
+    root = tmp_path / "topics"
+    root.mkdir()
+    connection = sqlite3.connect(root / "index.sqlite")
+    schema.write_index(
+        connection,
+        schema.ModelRow("topics", "1", dimensions, "cosine", 1),
+        schema.MetaRow(schema.SCHEMA_VERSION, str(root), "2026-01-01T00:00:00Z", "test"),
+        (
+            schema.CardRow(card.name, f"{card.name}.md", card.digest, schema.vector_to_blob(row))
+            for card, row in zip(named, matrix, strict=True)
+        ),
+        [],
+    )
+    connection.close()
+    near = matrix[rng.integers(0, cards, 20)] + 0.05 * rng.standard_normal((20, dimensions))
+    questions = [matrix[0], *near]
+    questions = [(q / np.linalg.norm(q)).astype(np.float32) for q in questions]
+    return SemanticIndex.open(root / "index.sqlite", root), named, questions
+
+
+def test_the_best_few_of_every_card_rank_as_the_general_path_does(tmp_path: Path) -> None:
+    """The one-pass ranking of every card (`_best_of_all`) gives the general path's hits,
+    scores to the last bit, order (ties at the k boundary by name) and warnings, for a few
+    best and for many (more candidates than are sorted in Python)."""
+    index, named, questions = _topic_index(tmp_path, 3000, 64)
+    stale = [*named[:5], type(named[0])(named[5].name, "changed"), *named[6:]]
+    for cards in (named, stale, None):
+        for vector in questions:
+            for k in (1, 3, 10, 50, 100, 2999):
+                hits, warnings, sections = index.rank_sections(vector, cards, k)
+                rows, ordered = index._candidates(vector, None, k)
+                general, general_sections = index.rank_rows(vector, rows, k, ordered)
+                assert [(name, repr(score)) for name, score in hits] == [
+                    (name, repr(score)) for name, score in general
+                ]
+                assert sections == general_sections
+                assert warnings == (index.input_warnings(cards) if cards is not None else [])
+                assert hits == index.rank_sections(vector, cards, None)[0][:k]
+                # The one pass ranked them (a few candidates sorted in Python, many by numpy).
+                rows, scores = index._best_of_all(vector, k)
+                assert [
+                    (named[row].name, score) for row, score in zip(rows, scores, strict=True)
+                ] == hits
+                if cards is not None:
+                    found, scores, said = index.best_cards(vector, cards, k)
+                    assert [
+                        (card.name, score) for card, score in zip(found, scores, strict=True)
+                    ] == hits
+                    assert said == warnings
+                    assert all(card in cards for card in found)
+            assert index._best_of_all(vector, 3000) is None  # every card: the general path
+    assert index.rank_sections(questions[0], named, 100)[0][:2] == [
+        ("card-00000", index.rank_sections(questions[0], named, 1)[0][0][1]),
+        ("card-00001", index.rank_sections(questions[0], named, 1)[0][0][1]),
+    ]  # the copies of card 0 tie with it, in name order
+
+
+def test_a_semantic_step_ranks_the_usual_question_as_the_general_path_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`cards | semantic($q) | take(n)` over a SQLite index without sections (answered by
+    `scanned_best` in one call) gives the general path's ranking: the same hits, scores to
+    the last bit, retrieval and warnings, with `exact`, a filter, a stale or a missing card."""
+    import hql
+    from hql.index import schema
+    from hql.index.reader import SemanticIndex
+
+    rng = np.random.default_rng(31)
+    names = [f"note-{n:04d}" for n in range(400)]
+    root = tmp_path / "notes"
+    write_vault(root, {name: f"Note {name}." for name in names}, TOML)
+    vault = open_vault(root)
+    topics = rng.standard_normal((6, 32))
+    matrix = rng.dirichlet(np.full(6, 0.2), size=len(names)) @ topics
+    matrix += 0.01 * rng.standard_normal(matrix.shape)
+    matrix[7::50] = matrix[3]  # exact ties
+    matrix = (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+    questions = [f"question {n}" for n in range(8)]
+    asked = matrix[rng.integers(0, len(names), len(questions))] + 0.05 * rng.standard_normal(
+        (len(questions), 32)
+    )
+    asked[0] = matrix[3]
+    asked = (asked / np.linalg.norm(asked, axis=1, keepdims=True)).astype(np.float32)
+    (root / ".hql").mkdir(exist_ok=True)
+    connection = sqlite3.connect(index_file(root))
+    by_name = {card.name: card for card in vault.cards}
+    digests = {name: by_name[name].digest for name in names}
+    digests[names[5]] = "an older text"  # a stale card
+    schema.write_index(
+        connection,
+        schema.ModelRow("topics", "1", 32, "cosine", 1),
+        schema.MetaRow(schema.SCHEMA_VERSION, str(root), "2026-01-01T00:00:00Z", "test"),
+        [
+            schema.CardRow(name, f"{name}.md", digests[name], schema.vector_to_blob(row))
+            for name, row in zip(names, matrix, strict=True)
+        ],
+        [(q, schema.vector_to_blob(v)) for q, v in zip(questions, asked, strict=True)],
+    )
+    connection.close()
+    (root / "extra.md").write_text("Not in the index.\n", encoding="utf-8")  # a missing card
+    vault = open_vault(root)
+    programs = [
+        "import semantic\ncards | semantic($q) | take(10)",
+        "import semantic\ncards | semantic($q) | take(1)",
+        "import semantic\ncards | semantic($q) | take(3)",
+        "import semantic\ncards | semantic($q, exact = true) | take(10)",
+        "import semantic\ncards | semantic($q) | take(100)",
+        "import semantic\ncards | semantic($q)",
+        'import semantic\ncards | filter(c => c.name != "note-0003") | semantic($q) | take(5)',
+        "import semantic\ncards | semantic($q) | take(5) | map(h => h.card.name)",
+    ]
+
+    def answers() -> list[tuple[object, list[str], list[str]]]:
+        found = []
+        for program in programs:
+            for q in questions:
+                outcome = hql.run(program, vault=vault, params={"q": q})
+                assert not outcome.failed, outcome.reports
+                value = outcome.value
+                scores = [repr(hit.score) for hit in getattr(value, "hits", ())]
+                found.append((value, scores, [report.message for report in outcome.reports]))
+        return found
+
+    calls = []
+    best_cards = SemanticIndex.best_cards
+    monkeypatch.setattr(
+        SemanticIndex, "best_cards", lambda *args: calls.append(1) or best_cards(*args)
+    )
+    quick = answers()
+    assert calls  # the usual question took the one call
+    monkeypatch.setattr(SemanticIndex, "best_cards", lambda *args: None)
+    monkeypatch.setattr(SemanticIndex, "_best_of_all", lambda *args: None)
+    general = answers()
+    assert quick == general
+    assert any(messages for _, _, messages in quick)  # the stale and missing cards' warnings
+    assert quick[0][0].hits[0].card.name == "note-0003"  # ties: name order
+    assert quick[0][0].hits[1].card.name == "note-0007"

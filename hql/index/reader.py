@@ -116,6 +116,8 @@ class _Alignment:
     rows: np.ndarray | None  # None: every row, in order
     stale: list[str] = field(default_factory=list)
     absent: int = 0
+    # Each row's card among `cards` (None: no card holds it), made when first asked for.
+    by_row: list[Any] | None = None
 
 
 _CACHE: dict[Path, _Loaded] = {}
@@ -252,11 +254,69 @@ class SemanticIndex:
 
         `cards` None ranks every indexed card, with no staleness check.
         """
-        warnings = self.input_warnings(cards) if cards is not None else []
-        rows = self._align(cards).rows if cards is not None else None
+        alignment = self._align(cards) if cards is not None else None
+        rows = alignment.rows if alignment is not None else None
+        warnings = _warnings(alignment) if alignment is not None else []
+        if rows is None and k is not None and self._loaded.sections is None:
+            best = self._best_of_all(vector, k)
+            if best is not None:
+                names = self._loaded.names
+                hits = [(names[row], score) for row, score in zip(*best, strict=True)]
+                return hits, warnings, [None] * len(hits)
         picked, ordered = self._candidates(vector, rows, k)
         hits, sections = self.rank_rows(vector, picked, k, ordered)
         return hits, warnings, sections
+
+    def best_cards(
+        self, vector: np.ndarray, cards: Sequence[CardLike], k: int
+    ) -> tuple[list[Any], list[float], list[str]] | None:
+        """`rank_sections(vector, cards, k)` for the usual question, as the cards themselves:
+        the best few of `cards` when they hold every indexed card and the index has no
+        sections. The hit cards (each the last of `cards` with its name; None: a row no
+        card of `cards` holds), their scores and the warnings. None: another shape, which
+        `rank_sections` ranks.
+        """
+        if self._loaded.sections is not None:
+            return None
+        alignment = self._align(cards)
+        if alignment.rows is not None:
+            return None
+        best = self._best_of_all(vector, k)
+        if best is None:
+            return None
+        rows, scores = best
+        by_row = alignment.by_row
+        if by_row is None:
+            by_row = alignment.by_row = _cards_by_row(self._loaded, alignment.cards)
+        return list(map(by_row.__getitem__, rows)), scores, _warnings(alignment)
+
+    def _best_of_all(self, vector: np.ndarray, k: int) -> tuple[list[int], list[float]] | None:
+        """`rank_rows(vector, *_candidates(vector, None, k), k)` in one pass for the usual
+        question (the best few of every card of an index without sections): the same
+        candidates, scores and order, through fewer array calls and no arrays between
+        stages; the hits' rows and scores. None (before any work): `k` not between 0 and
+        the card count, which the general path ranks.
+        """
+        loaded = self._loaded
+        count = len(loaded.names)
+        if not 0 < k < count:
+            return None
+        # `_candidates`: every card within the float32 slack of the k-th best scan score.
+        scores = loaded.matrix @ vector
+        ordered = scores.copy()
+        ordered.partition(count - k)
+        kth = ordered[count - k]
+        positions = (scores >= kth - float32_slack(loaded.model.dimensions)).nonzero()[0]
+        # `rank_rows` and `_hits`: the candidates' exact scores, best first, ties in row
+        # (= name) order, since the positions ascend.
+        exact = exact_scores(loaded.matrix[positions], vector)
+        few = _top_few(exact, k)
+        if few is None:  # many candidates (near ties), or a NaN: numpy orders them
+            top = _top_positions(exact, k)
+            return positions[top].tolist(), exact[top].tolist()
+        order, values = few
+        rows = positions.tolist()
+        return list(map(rows.__getitem__, order)), list(map(values.__getitem__, order))
 
     def _candidates(
         self, vector: np.ndarray, rows: np.ndarray | None, k: int | None
@@ -306,11 +366,7 @@ class SemanticIndex:
 
     def input_warnings(self, cards: Sequence[CardLike]) -> list[str]:
         """Which of `cards` score stale (changed since the build) and how many are absent."""
-        alignment = self._align(cards)
-        warnings = [messages.index_card_stale(name) for name in alignment.stale]
-        if alignment.absent:
-            warnings.append(messages.index_cards_absent(alignment.absent))
-        return warnings
+        return _warnings(self._align(cards))
 
     @property
     def stamp(self) -> Stamp:
@@ -529,6 +585,26 @@ def _top_few(scores: np.ndarray, k: int | None) -> tuple[list[int], list[float]]
     # Best first; a stable sort keeps equal scores in position (= name) order.
     order = sorted(range(len(values)), key=values.__getitem__, reverse=True)
     return order[:k], values
+
+
+def _warnings(alignment: _Alignment) -> list[str]:
+    """The aligned cards' stale and absent warnings."""
+    warnings = [messages.index_card_stale(name) for name in alignment.stale]
+    if alignment.absent:
+        warnings.append(messages.index_cards_absent(alignment.absent))
+    return warnings
+
+
+def _cards_by_row(loaded: _Loaded, cards: Sequence[Any]) -> list[Any]:
+    """Each card row's card among `cards`: the last with its name, as a name-to-card map of
+    `cards` finds it; None for a row none of them holds."""
+    by_row: list[Any] = [None] * len(loaded.names)
+    row_of = loaded.row_of
+    for card in cards:
+        row = row_of.get(card.name)
+        if row is not None:
+            by_row[row] = card
+    return by_row
 
 
 def _align(loaded: _Loaded, cards: Sequence[CardLike], ids: tuple[int, ...]) -> _Alignment:

@@ -10,18 +10,20 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hql import messages
 from hql.index.config import SemanticsConfig, load_semantics_config, question_key
 from hql.index.embedders import Embedder, make_embedder
 from hql.index.errors import EmbedderUnavailable, SemanticIndexError, StoreUnavailable
 from hql.index.reader import CardLike, SectionHit, VaultLike, raw_config
-from hql.index.stores import SearchFilter, Store, open_store
+from hql.index.stores import SearchFilter, SearchMethod, Store, open_store
 from hql.record import field, record
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from hql.index import schema
 
 
 @record
@@ -96,6 +98,57 @@ def semantic_ranking(
     except StoreUnavailable as error:  # a server down: the vault may ask for bm25 instead
         error.on_unavailable = config.on_unavailable  # type: ignore[attr-defined]
         raise
+
+
+def scanned_best(
+    vault: VaultLike, query: str, cards: Sequence[CardLike], k: int, exact: bool = False
+) -> ScannedBest | None:
+    """`semantic_ranking(vault, query, cards, k, exact=exact)` for the usual question, in
+    one call and no records between the layers: a question already stored, the few best
+    of `cards` that hold every card of a SQLite index without sections, found by a scan.
+
+    The hit cards (None: a hit no card of `cards` holds), their scores and warnings, as
+    `semantic_ranking` gives them, and what its retrieval records. None: any other
+    question, which `semantic_ranking` answers (or refuses).
+    """
+    config = _settings(vault)
+    if config.store != "sqlite":
+        return None
+    try:
+        store = open_store(vault, config)
+    except SemanticIndexError:
+        return None  # `semantic_ranking` says why
+    scans = getattr(store, "scans", None)
+    if scans is None or not scans():
+        return None
+    key = question_key(query, config)
+    try:
+        vector = store.query_vector(key)
+        if vector is None and key != query:  # a question stored as text before the setting
+            vector = store.query_vector(query)
+    except SemanticIndexError:
+        return None
+    if vector is None:
+        return None
+    index = store.index  # type: ignore[attr-defined]
+    best = index.best_cards(vector, cards, k)
+    if best is None:
+        return None
+    found, scores, warnings = best
+    model = index.model_row
+    method = store.scan_method(exact)  # type: ignore[attr-defined]
+    return ScannedBest(found, scores, warnings, store.location, model, method)
+
+
+class ScannedBest(NamedTuple):
+    """`scanned_best`'s answer."""
+
+    cards: list[Any]
+    scores: list[float]
+    warnings: list[str]
+    location: str  # the store's location (the retrieval's index)
+    model: schema.ModelRow
+    method: SearchMethod
 
 
 def _ranking(

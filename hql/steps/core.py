@@ -356,7 +356,8 @@ def run_take(call: StepCall) -> Any:
         raise call.fail(messages.negative_count())
     value = call.input
     if isinstance(value, Ranking):
-        return Ranking(value.hits[:count], value.retrieval)
+        # A ranking is immutable: one no longer than `count` is its own first `count` hits.
+        return value if len(value.hits) <= count else Ranking(value.hits[:count], value.retrieval)
     items = elements(value)
     if isinstance(value, SetValue):
         # The first `count` in order: nsmallest is sorted(...)[:count] (ties stay in their

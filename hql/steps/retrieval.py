@@ -334,12 +334,13 @@ def _passing(
 
 
 @functools.cache
-def _semantic_library() -> tuple[Any, Callable[..., Any]]:
-    """hql.index's errors and its ranking, imported when a program first asks `semantic`."""
+def _semantic_library() -> tuple[Any, Callable[..., Any], Callable[..., Any]]:
+    """hql.index's errors, its ranking and its ranking of the usual question, imported when
+    a program first asks `semantic`."""
     from hql.index import errors
-    from hql.index.semantic import semantic_ranking
+    from hql.index.semantic import scanned_best, semantic_ranking
 
-    return errors, semantic_ranking
+    return errors, semantic_ranking, scanned_best
 
 
 def semantic_ranking(
@@ -349,9 +350,13 @@ def semantic_ranking(
     limit: int | None = None,
     exact: bool = False,
 ) -> Ranking:
-    errors, rank = _semantic_library()
+    errors, rank, scanned_best = _semantic_library()
     vault = call.vault
     assert vault is not None
+    if limit is not None:
+        best = scanned_best(vault, query, cards, limit, exact)
+        if best is not None:
+            return _scanned_ranking(call, query, best)
     try:
         result = rank(
             vault,
@@ -406,6 +411,22 @@ def semantic_ranking(
             found, scores = [card for card, _ in kept], tuple(score for _, score in kept)
         return Ranking(tuple(map(Hit, found, scores, itertools.repeat(retrieval))), retrieval)
     return Ranking(tuple(hits), retrieval)
+
+
+def _scanned_ranking(call: StepCall, query: str, best: Any) -> Ranking:
+    """The ranking `semantic_ranking` makes, from `scanned_best`'s hit cards and scores."""
+    for message in best.warnings:
+        call.warn(message)
+    model = best.model
+    said = {"search": best.method.to_tree()}
+    retrieval = Retrieval(query, best.location, model.id, model.revision, model.metric, False, said)
+    found, scores = best.cards, best.scores
+    if any(map(operator.is_, found, itertools.repeat(None))):  # a hit no input card holds
+        kept = [
+            (card, score) for card, score in zip(found, scores, strict=True) if card is not None
+        ]
+        found, scores = [card for card, _ in kept], [score for _, score in kept]
+    return Ranking(tuple(map(Hit, found, scores, itertools.repeat(retrieval))), retrieval)
 
 
 def restated(hits: Sequence[Hit], retrieval: Retrieval) -> Ranking:

@@ -356,6 +356,9 @@ class HnswStore(SqliteStore):
 
         return cls(index_path(vault, config), Path(vault.root), config)
 
+    def scans(self) -> bool:
+        return not wants_graph(self.config, len(self.index.vectors))
+
     def search(
         self,
         vector: np.ndarray,

@@ -86,6 +86,15 @@ class SqliteStore:
     def add_query(self, text: str, vector: np.ndarray) -> str | None:
         return self.index.add_query(text, vector)
 
+    def scans(self) -> bool:
+        """Whether `search` scans every vector (the file's own search): then
+        `SemanticIndex.best_cards` answers as `search` does."""
+        return True
+
+    def scan_method(self, exact: bool) -> SearchMethod:
+        """How `search` records a scan."""
+        return _SCANNED[exact]
+
     def search(
         self,
         vector: np.ndarray,
