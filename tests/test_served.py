@@ -17,16 +17,15 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_vault_watch import watching
 
 from hql import messages, served
 from hql.vault import walk, watch
-from hql.vault.watcher import Watcher
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs inotify")
 
@@ -172,17 +171,25 @@ def test_another_vault_named_is_not_answered(garden: Path, tmp_path: Path) -> No
 # --- in this process: what a command answered by the watcher reads ---------------------
 
 
-@contextlib.contextmanager
-def serving(root: Path) -> Iterator[Watcher]:
-    watcher = Watcher(root, on_command=served.Answering(str(root)))
-    watcher.start()
-    thread = threading.Thread(target=watcher.serve, daemon=True)
-    thread.start()
-    try:
-        yield watcher
-    finally:
-        watcher.stop()
-        thread.join(10)
+def serving(root: Path, answering: served.Answering | None = None) -> Any:
+    """The vault's watcher, on a thread of this process, answering commands."""
+    return watching(root, answering or served.Answering(str(root)))
+
+
+@pytest.fixture
+def one_card(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n")
+    monkeypatch.delenv("HQL_LOCAL", raising=False)
+    return root
+
+
+def _runs_here(root: Path) -> bool:
+    """Whether `cards | count` is left to run where it was typed (the watcher answers nothing)."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    with contextlib.redirect_stdout(out):
+        return served.forward(["--vault", str(root), "eval", "cards | count"]) is None
 
 
 def _forwarded(root: Path, program: str) -> str:
@@ -230,71 +237,45 @@ def test_the_watcher_keeps_the_vault_open_until_something_changes(
 
 
 def test_once_the_code_changes_commands_run_where_they_are_typed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    one_card: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = tmp_path / "vault"
-    root.mkdir()
-    (root / "a.md").write_text("# A\n")
-    monkeypatch.delenv("HQL_LOCAL", raising=False)
     log = io.StringIO()
     stamp = [1]
     monkeypatch.setattr(served, "code_stamp", lambda: stamp[0])
-    answering = served.Answering(str(root), log)
-    watcher = Watcher(root, on_command=answering)
-    watcher.start()
-    thread = threading.Thread(target=watcher.serve, daemon=True)
-    thread.start()
-    try:
-        assert _forwarded(root, "cards | count") == "1\n"
+    answering = served.Answering(str(one_card), log)
+    with serving(one_card, answering):
+        assert _forwarded(one_card, "cards | count") == "1\n"
         stamp[0] = 2  # an HQL file edited, or a package installed, since it started
-        out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
-        with contextlib.redirect_stdout(out):
-            assert served.forward(["--vault", str(root), "eval", "cards | count"]) is None
+        assert _runs_here(one_card)
         stamp[0] = 1  # and it does not take answering up again on its own
-        with contextlib.redirect_stdout(out):
-            assert served.forward(["--vault", str(root), "eval", "cards | count"]) is None
-    finally:
-        watcher.stop()
-        thread.join(10)
+        assert _runs_here(one_card)
     assert answering.answered == 1
     assert log.getvalue() == f"{messages.watch_code_changed()}\n"
 
 
 def test_a_command_from_another_user_is_not_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    one_card: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = tmp_path / "vault"
-    root.mkdir()
-    (root / "a.md").write_text("# A\n")
-    monkeypatch.delenv("HQL_LOCAL", raising=False)
-    with serving(root) as watcher:
-        assert _forwarded(root, "cards | count") == "1\n"
+    answering = served.Answering(str(one_card))
+    with serving(one_card, answering):
+        assert _forwarded(one_card, "cards | count") == "1\n"
         real = os.getuid()
         monkeypatch.setattr(os, "getuid", lambda: real + 1)  # the watcher runs as another user
-        out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
-        with contextlib.redirect_stdout(out):
-            assert served.forward(["--vault", str(root), "eval", "cards | count"]) is None
-    assert watcher._on_command is not None and watcher._on_command.answered == 1
+        assert _runs_here(one_card)
+    assert answering.answered == 1
 
 
 def test_a_command_the_watcher_fails_on_runs_where_it_was_typed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    one_card: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root = tmp_path / "vault"
-    root.mkdir()
-    (root / "a.md").write_text("# A\n")
-    monkeypatch.delenv("HQL_LOCAL", raising=False)
-
     def broken(payload: bytes, token: str, vaults: served.OpenVault) -> bytes:
         raise RuntimeError("a defect")
 
-    with serving(root) as watcher:
-        monkeypatch.setattr(served, "answer", broken)
-        out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
-        with contextlib.redirect_stdout(out):
-            assert served.forward(["--vault", str(root), "eval", "cards | count"]) is None
-        monkeypatch.undo()
-        monkeypatch.delenv("HQL_LOCAL", raising=False)
-        assert _forwarded(root, "cards | count") == "1\n"  # the watcher still answers
-    assert watcher._on_command is not None and watcher._on_command.answered == 1
+    answering = served.Answering(str(one_card))
+    with serving(one_card, answering):
+        with monkeypatch.context() as patched:
+            patched.setattr(served, "answer", broken)
+            assert _runs_here(one_card)
+        assert _forwarded(one_card, "cards | count") == "1\n"  # the watcher still answers
+    assert answering.answered == 1
     assert messages.watch_command_failed(RuntimeError("a defect")) in capsys.readouterr().err

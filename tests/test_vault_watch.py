@@ -62,9 +62,10 @@ def walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 @contextlib.contextmanager
-def watching(root: Path) -> Iterator[Watcher]:
-    """A watcher serving `root` from a thread, stopped afterwards."""
-    watcher = Watcher(root)
+def watching(root: Path, on_command: Any = None) -> Iterator[Watcher]:
+    """A watcher serving `root` from a thread, stopped afterwards (answering commands with
+    `on_command`: hql.served.Answering)."""
+    watcher = Watcher(root, on_command=on_command)
     watcher.start()
     failure: list[BaseException] = []
 
