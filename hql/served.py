@@ -14,9 +14,13 @@ as a load of its own would.
 
 A command is answered where it was typed instead when the watcher cannot answer
 it the same way: it reads stdin, writes a picture file (`--svg`), names another
-vault, or the environment says `HQL_LOCAL=1` (or `HQL_DEBUG`, whose tracebacks
-belong to the caller's process). An old watcher that does not know the question
-says nothing, and the command runs where it was typed.
+vault, is a usage error, prints to something that is not UTF-8, or the
+environment says `HQL_LOCAL=1` (or `HQL_DEBUG`, whose tracebacks belong to the
+caller's process); when HQL's files or the installed packages changed since the
+watcher started; and when the watcher fails to answer. An old watcher that does
+not know the question says nothing, and the command runs where it was typed. The
+watcher runs only the commands of its own user (hql.vault.watcher checks the
+socket's peer).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ if TYPE_CHECKING:
 
     from hql.vault import Vault
 
-# The commands a watcher answers, and the options that name a file or stdin.
+# The commands a watcher answers.
 SERVED = frozenset({"eval", "run", "check", "explain", "context"})
 SOCKET_PATH = (".hql", "watch.sock")
 # How long the command line waits to be connected before it runs the command itself.
@@ -274,7 +278,9 @@ def _run(argv: list[str], opener: Callable[[str], Vault]) -> int:
     previous, cli.vault_opener = cli.vault_opener, opener
     try:
         return cli.main(argv)
-    except SystemExit as leaving:
+    except SystemExit as leaving:  # as the process would have exited
+        if leaving.code is None:
+            return 0
         return leaving.code if isinstance(leaving.code, int) else 1
     finally:
         cli.vault_opener = previous
