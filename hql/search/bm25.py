@@ -1852,6 +1852,12 @@ def _merged(
     def texts_of(batch: list[int]) -> list[_Texts | Analysed]:
         wanted = [i for i in batch if keys[i] not in known]
         read: Mapping[int, SearchCard] | Sequence[SearchCard] = cards
+        rows = getattr(cards, "text_rows", None)
+        parcel = rows(wanted) if rows is not None else None
+        made = parcel.cards() if parcel is not None else None
+        if made is not None and len(made) == len(wanted):
+            read = dict(zip(wanted, made, strict=True))
+            return [known.get(keys[i]) or _texts(read[i], fields) for i in batch]
         passing = _passing(cards, wanted)
         if passing is not None:
             read = dict(zip(wanted, passing, strict=True))
