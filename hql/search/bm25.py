@@ -1847,7 +1847,12 @@ def _merged(
     numbers = TermNumbers(analyzer, postings.term_ids)
     # The fresh cards join in batches, so the texts held at once are a few batches', not
     # the vault's: peak memory grows with the vocabulary and the postings, not the text.
-    batches = [fresh[start : start + _BATCH] for start in range(0, len(fresh), _BATCH)]
+    # Worker processes share them out as they finish: as many batches for each, of a size.
+    count = -(-len(fresh) // _BATCH)
+    workers = min(_processors(), count) if count >= _PARALLEL_BATCHES else 1
+    count = -(-count // workers) * workers
+    size = -(-len(fresh) // count)
+    batches = [fresh[start : start + size] for start in range(0, len(fresh), size)]
     first = first_fresh = len(postings.keys)  # the first fresh card's slot
     text_rows = getattr(cards, "text_rows", None)
 
@@ -1858,9 +1863,9 @@ def _merged(
         wanted = [i for i in batch if keys[i] not in known]
         rows = text_rows(wanted) if text_rows is not None else None
         if rows is None or len(rows) != len(wanted):
-            return _Job(first_fresh + at * _BATCH, texts_of(batch), None, {})
+            return _Job(first_fresh + at * size, texts_of(batch), None, {})
         held = {offset: known[keys[i]] for offset, i in enumerate(batch) if keys[i] in known}
-        return _Job(first_fresh + at * _BATCH, None, rows, held)
+        return _Job(first_fresh + at * size, None, rows, held)
 
     def texts_of(batch: list[int]) -> list[_Texts | Analysed]:
         wanted = [i for i in batch if keys[i] not in known]
@@ -1880,7 +1885,7 @@ def _merged(
     vocabulary = len(postings.vocabulary)
     parts = []
     jobs = map(job_of, range(len(batches)))
-    analysed = _analysed_batches(jobs, len(batches), read, analyzer, fields, numbers)
+    analysed = _analysed_batches(jobs, workers, read, analyzer, fields, numbers)
     for batch, added in zip(batches, analysed, strict=True):
         added.keys = [keys[i] for i in batch]
         parts.append(added)
@@ -1918,18 +1923,17 @@ def _job_texts(job: _Job, fields: SearchFields | None) -> list[_Texts | Analysed
 
 def _analysed_batches(
     jobs: Iterator[_Job],
-    count: int,
+    workers: int,
     read: Callable[[int, _Job], list[_Texts | Analysed]],
     analyzer: Analyzer,
     fields: SearchFields | None,
     numbers: TermNumbers,
 ) -> Iterator[_Added]:
     """Each batch's entries (`_added`, their terms `numbers`' numbers), in order. With two
-    processors or more and several batches, worker processes read, analyse and count the
-    batches (each numbering terms its own way) and their numbers are made these `numbers`
-    here, batch after batch: the same entries as analysing them here one after the other.
+    `workers` or more, worker processes read, analyse and count the batches (each
+    numbering terms its own way) and their numbers are made these `numbers` here, batch
+    after batch: the same entries as analysing them here one after the other.
     `read(at, job)` reads the texts of the batch at `at` here."""
-    workers = min(_processors(), count) if count >= _PARALLEL_BATCHES else 1
     pool = _worker_pool(workers, analyzer, fields) if workers > 1 else None
     if pool is None:
         for at, job in enumerate(jobs):
@@ -2241,9 +2245,10 @@ def _drop_delta(store_path: Path) -> None:
             os.unlink(path)
 
 
-# Cards analysed before their postings are merged in: large enough that merging (a copy
-# of the postings so far) stays a small share of the build, small enough that their term
-# lists stay a few MB.
+# Cards analysed before their postings are merged in, at most (a build with workers makes
+# as many batches for each, all of one size): large enough that merging (a copy of the
+# postings so far) stays a small share of the build, small enough that their term lists
+# stay a few MB.
 _BATCH = 4096
 # A build of this many batches or more analyses them in worker processes (see
 # `_analysed_batches`): a vault of fewer cards is analysed sooner than workers start.

@@ -72,6 +72,7 @@ _CJK_CHAR = (
 # Every character of both classes is at or above this one: a text below it needs neither
 # their patterns (~10 ms to compile, done on first need) nor ICU.
 _SEGMENTED_FROM = "\u0e00"
+_HIGH = lazy("[\u0e00-\U0010ffff]")  # a character at or above _SEGMENTED_FROM
 
 
 @functools.cache
@@ -533,7 +534,7 @@ def _tokenize(text: str) -> _Tokens:
     normalized = normalize(text)
     if normalized.isascii():
         return _Tokens(_ASCII_WORDS.findall(normalized), False, False, False)
-    if max(normalized) < _SEGMENTED_FROM:
+    if _HIGH.search(normalized) is None:  # max(normalized) < _SEGMENTED_FROM, in C
         vietnamese = _VIETNAMESE_LETTER.search(normalized) is not None
         return _Tokens(_WORDS.findall(normalized), False, vietnamese, False)
     has_cjk = _cjk_char().search(normalized) is not None
