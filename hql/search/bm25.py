@@ -97,7 +97,11 @@ class SearchCard(Protocol):
     once matched to the cards of a digest, are matched again by reading the record.
     One whose names strictly increase may say so (`in_name_order = True`): ties are then
     broken by position, without reading the names. One that offers `passing(positions)`
-    builds the cards a build analyses for that once, not kept (None: read them as usual).
+    builds the cards a build analyses for that once, not kept (None: read them as usual);
+    one that offers `text_rows(positions)` hands over what to read those cards' texts from
+    with no card built, in the build or a worker process (its `cards()`: objects with a
+    card's name, title, search_title, authored, body, text and digest, or None: read the
+    cards instead).
     """
 
     @property
