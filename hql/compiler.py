@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from hql import messages
 from hql import operators as ops
 from hql import types as ty
-from hql.budget import OverBudget
+from hql.budget import Budget, OverBudget
 from hql.deadline import CROWDED, take_turn
 from hql.diagnostics import HqlError, evaluation
 from hql.printing import as_data, to_json, values_equal
@@ -93,6 +93,18 @@ class Compiler:
         # The parameters of the lambda whose body is being compiled (none outside a body).
         self._parameters: tuple[str, ...] = ()
         self._lock = threading.RLock()
+        # The vault configuration `[limits]` was last read from, and the caps it gave.
+        self._limits: tuple[object, int, int] | None = None
+
+    def budget(self, vault: Vault | None) -> Budget:
+        """A fresh budget for one run, with the caps of the vault's `[limits]` (read once
+        per configuration)."""
+        config = vault.config if vault is not None else None
+        known = self._limits
+        if known is None or known[0] is not config:
+            made = Budget.from_config(config.section("limits") if config is not None else {})
+            known = self._limits = (config, made.max_elements, made.max_bytes)
+        return Budget(known[1], known[2])
 
     def expression(self, expr: t.Expr) -> Compiled:
         compiled = self._compiled.get(expr)

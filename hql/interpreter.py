@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from hql import messages
 from hql import types as ty
-from hql.budget import Budget, OverBudget
+from hql.budget import OverBudget
 from hql.checker import Plan
 from hql.compiler import compiled, distinct  # noqa: F401  (steps import `distinct` from here)
 from hql.diagnostics import HqlError, Report, evaluation, warning
@@ -98,9 +98,8 @@ class Interpreter:
         self.clock: Date | None = None  # `now()` and `today()` read the clock once per run
         # Values of another kind met by a comparison or `date(…)`: node -> subjects seen.
         self.messy: dict[t.Node, set[int]] = {}
-        limits = vault.config.section("limits") if vault is not None else {}
-        self.budget = Budget.from_config(limits)
         self.compiler = compiled(plan, vault)  # made once per plan and vault
+        self.budget = self.compiler.budget(vault)
 
     def warn(self, message: str, span: Span) -> None:
         if (message, span) not in self._warned:

@@ -2303,6 +2303,13 @@ def watch_stopped() -> str:
     return "the watcher stopped; loads check every file again"
 
 
+def watch_command_failed(error: BaseException) -> str:
+    return (
+        f"a command sent to this watcher failed here ({type(error).__name__}: {error}); "
+        "it ran where it was typed"
+    )
+
+
 def watch_code_changed() -> str:
     return (
         "HQL's files or the installed packages changed since this watcher started: commands "
@@ -3582,7 +3589,10 @@ def nested_list_hint(name: str) -> str:
 
 
 def init_watch_comment() -> str:
-    return "# On Linux, the first command then starts a watcher so loads need not check every file:"
+    return (
+        "# On Linux, the first command then starts a watcher: loads need not check every file,\n"
+        "# and the watcher answers `eval`, `run`, `check`, `explain` and `context` itself:"
+    )
 
 
 # --- hostile input, round three: index damage, sealed stores, settings (defidx) ------------

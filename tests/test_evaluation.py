@@ -398,3 +398,37 @@ def test_graph_step_contracts(text: str, message: str, span: tuple[int, int]) ->
 def test_graph_steps_lift_over_absence_without_a_vault() -> None:
     assert hql.run("[[x]] | uplinks | count").text() == "0"
     assert hql.run("[[x]] | graph").text() == "graph of 0 nodes and 0 edges"
+
+
+def test_take_of_a_set_keeps_the_first_in_sorted_order(tmp_path: Path) -> None:
+    # Names and titles whose byte order differs from case-folded or accent-folded order.
+    for name, title in [
+        ("zeta", "Zèbre"),
+        ("Alpha", "alpha"),
+        ("émile", "Émile"),
+        ("beta", "Beta"),
+        ("10-notes", "10 notes"),
+        ("9-notes", "9 notes"),
+        ("日本", "日本語"),
+        ("Zed", "zed"),
+    ]:
+        (tmp_path / f"{name}.md").write_text(f"---\ntitle: {title}\n---\nbody\n", encoding="utf-8")
+    vault = Vault.open(tmp_path)
+    shapes = (
+        "cards",
+        "Set(cards | map(c => c.title))",
+        "Set([1, 10, 9, -3, 2])",  # numbers: no fast key, compared pair by pair
+    )
+    for shape in shapes:
+        for n in (0, 1, 3, 8, 20):
+            taken = hql.run(f"{shape} | take({n})", vault=vault)
+            sorted_first = hql.run(f"{shape} | sort | take({n})", vault=vault)
+            assert not taken.failed, taken.render_reports()
+            assert taken.to_json() == sorted_first.to_json(), (shape, n)
+    names = sorted((card.name for card in vault.cards), key=lambda name: name.encode("utf-8"))
+    for descending, expected in (("false", names), ("true", names[::-1])):
+        for n in (1, 3, 20):
+            program = f"cards | sort(descending = {descending}) | take({n}) | map(c => c.name)"
+            assert hql.run(program, vault=vault).value.items == tuple(expected[:n]), program
+        program = f"cards | sort(descending = {descending}) | map(c => c.name)"
+        assert hql.run(program, vault=vault).value.items == tuple(expected), program

@@ -224,3 +224,19 @@ def test_counting_cards_of_a_catalogued_vault_builds_no_card(
     assert hql.run("cards | count", vault=vault).value == expected and built == []
     assert hql.run("cards | map(c => c.name) | count", vault=vault).value == expected
     assert built == [expected]
+
+
+def test_lexical_takes_its_best_k_alone_with_ties_kept_in_name_order(tmp_path: Path) -> None:
+    # Six cards saying the same thing tie; they must come in name order, planned or not.
+    for name in ("f", "b", "e", "a", "d", "c"):
+        (tmp_path / f"{name}.md").write_text("# Token\n\nbearer token in a header\n")
+    (tmp_path / "other.md").write_text("# Other\n\na token\n")
+    (tmp_path / "far.md").write_text("# Far\n\nnothing in common\n")
+    vault = hql.open_vault(tmp_path)
+    for k in (0, 1, 3, 6, 7, 20):
+        text = f'import lexical\ncards | lexical("bearer token header") | take({k})'
+        planned, plain = both_ways(text, vault)
+        assert_same(planned, plain)
+        assert len(planned.value.hits) == min(k, 7)
+    lines, _, _ = explain(Session(vault), text, "<expression>", {})
+    assert "top-k: take(20) pushed into lexical" in lines

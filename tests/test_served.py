@@ -275,3 +275,26 @@ def test_a_command_from_another_user_is_not_run(
         with contextlib.redirect_stdout(out):
             assert served.forward(["--vault", str(root), "eval", "cards | count"]) is None
     assert watcher._on_command is not None and watcher._on_command.answered == 1
+
+
+def test_a_command_the_watcher_fails_on_runs_where_it_was_typed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n")
+    monkeypatch.delenv("HQL_LOCAL", raising=False)
+
+    def broken(payload: bytes, token: str, vaults: served.OpenVault) -> bytes:
+        raise RuntimeError("a defect")
+
+    with serving(root) as watcher:
+        monkeypatch.setattr(served, "answer", broken)
+        out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+        with contextlib.redirect_stdout(out):
+            assert served.forward(["--vault", str(root), "eval", "cards | count"]) is None
+        monkeypatch.undo()
+        monkeypatch.delenv("HQL_LOCAL", raising=False)
+        assert _forwarded(root, "cards | count") == "1\n"  # the watcher still answers
+    assert watcher._on_command is not None and watcher._on_command.answered == 1
+    assert messages.watch_command_failed(RuntimeError("a defect")) in capsys.readouterr().err

@@ -376,3 +376,88 @@ def test_closing_the_catalogue_waits_for_a_read_in_another_thread(tmp_path: Path
     reader.join(10)
     closer.join(10)
     assert events == ["read", "closed"]
+
+
+def _catalogue_rows(root: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every table of the catalogue, each row with its rowid (the order rows were written)."""
+    connection = sqlite3.connect(root / ".hql" / CATALOG_FILE)
+    try:
+        tables = [row[0] for row in connection.execute("SELECT name FROM sqlite_master")]
+        return {
+            table: connection.execute(f"SELECT rowid, * FROM {table} ORDER BY rowid").fetchall()
+            for table in tables
+            if not table.startswith("sqlite_")
+        }
+    finally:
+        connection.close()
+
+
+def test_rows_written_during_a_load_are_the_rows_a_save_writes(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A load that parses many files writes their rows as it reads, in its save's
+    transaction: the catalogue is the one it would write all at once, row for row."""
+    from hql.vault import catalog
+
+    monkeypatch.setattr(catalog, "_STREAM_ROWS", 10**9)
+    whole = summary(Vault.open(root))
+    at_once = _catalogue_rows(root)
+    assert len(at_once["files"]) == 6
+    shutil.rmtree(root / ".hql")
+    monkeypatch.setattr(catalog, "_STREAM_ROWS", 2)
+    inserted: list[int] = []
+    real = catalog.Catalog._insert_fresh
+
+    def counting(self: catalog.Catalog, connection: sqlite3.Connection) -> None:
+        inserted.append(len(self._fresh))
+        real(self, connection)
+
+    monkeypatch.setattr(catalog.Catalog, "_insert_fresh", counting)
+    assert summary(Vault.open(root)) == whole
+    assert inserted[:3] == [2, 2, 2]  # written two at a time while reading
+    assert _catalogue_rows(root) == at_once
+
+
+def test_a_load_that_fails_after_writing_rows_leaves_the_catalogue_as_it_was(
+    root: Path, parses: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows a failed load wrote early are rolled back; readers meanwhile see the
+    catalogue as it was; the next load parses those files again and saves them."""
+    from hql.vault import assembly, catalog
+
+    monkeypatch.setattr(catalog, "_STREAM_ROWS", 2)
+    Vault.open(root)
+    before = _catalogue_rows(root)
+    for card in ("oauth.hmd", "sessions.hmd", "bearer-tokens.hmd"):
+        path = root / card
+        path.write_text(path.read_text() + "\nOne more line.\n")
+    seen_meanwhile: list[list[tuple[object, ...]]] = []
+    real = assembly.build_cards
+    inserted: list[int] = []
+    insert = catalog.Catalog._insert_fresh
+
+    def counting(self: catalog.Catalog, connection: sqlite3.Connection) -> None:
+        inserted.append(len(self._fresh))
+        insert(self, connection)
+
+    monkeypatch.setattr(catalog.Catalog, "_insert_fresh", counting)
+
+    def failing(*args: object, **kwargs: object) -> object:
+        seen_meanwhile.append(_catalogue_rows(root)["files"])  # another connection reads
+        raise RuntimeError("stopped while building cards")
+
+    monkeypatch.setattr(assembly, "build_cards", failing)
+    parses.clear()
+    with pytest.raises(RuntimeError):
+        Vault.open(root)
+    assert len(parses) == 3 and inserted == [2]  # two rows written before the failure
+    assert seen_meanwhile == [before["files"]]
+    assert _catalogue_rows(root) == before
+    monkeypatch.setattr(assembly, "build_cards", real)
+    parses.clear()
+    changed = summary(Vault.open(root))
+    assert len(parses) == 3
+    assert changed == summary(Vault.open(root, use_cache=False))
+    parses.clear()
+    assert summary(Vault.open(root)) == changed
+    assert parses == []

@@ -152,6 +152,13 @@ class SemanticIndex:
     def __init__(self, path: Path, loaded: _Loaded) -> None:
         self.path = path
         self._loaded = loaded
+        # What `unchanged` compares one stat of the path with: the file's device and stamp
+        # when it was resolved, and where the cache keeps its revision (None: not resolved).
+        resolved = _RESOLVED.get(path)
+        self._file = os.fspath(path)
+        self._identity = (
+            resolved if resolved is not None and resolved[0][1:] == loaded.stamp else None
+        )
 
     @classmethod
     def open(cls, path: Path | str, vault_root: Path | str) -> SemanticIndex:
@@ -166,7 +173,15 @@ class SemanticIndex:
 
     def unchanged(self) -> bool:
         """Whether the index file is still the revision these vectors were read from."""
-        return _unchanged(self.path) is self._loaded
+        identity = self._identity
+        if identity is None:
+            return _unchanged(self.path) is self._loaded
+        try:
+            status = os.stat(self._file)
+        except (OSError, ValueError):
+            return False
+        now = (status.st_dev, status.st_ino, status.st_mtime_ns, status.st_size, status.st_ctime_ns)
+        return now == identity[0] and _CACHE.get(identity[1]) is self._loaded
 
     @property
     def model(self) -> str:
@@ -254,18 +269,22 @@ class SemanticIndex:
         A few rows (a filtered input) are all candidates: scoring them alone costs
         less than scanning every vector.
         """
-        import numpy as np
-
         count = len(self._loaded.names) if rows is None else len(rows)
         if k is None or k >= count or count <= len(self._loaded.names) // _SUBSET_SHARE:
             return rows, False
         if k <= 0:
+            import numpy as np
+
             return np.zeros(0, dtype=np.intp), True
         scores, _ = self._card_scores(vector)
         if rows is not None:
             scores = scores[rows]
-        kth = np.partition(scores, len(scores) - k)[len(scores) - k]  # the k-th largest
-        positions = np.flatnonzero(scores >= kth - float32_slack(self.dimensions))
+        # The k-th largest (`np.partition`, through the array's own methods: the module's
+        # wrappers cost more than partitioning a few thousand scores).
+        ordered = scores.copy()
+        ordered.partition(count - k)
+        kth = ordered[count - k]
+        positions = (scores >= kth - float32_slack(self.dimensions)).nonzero()[0]
         # flatnonzero's positions ascend; `rows` may repeat a row (a card given twice).
         return (positions, True) if rows is None else (rows[positions], False)
 
@@ -311,14 +330,16 @@ class SemanticIndex:
     ) -> tuple[list[tuple[str, float]], list[SectionHit | None]]:
         """The best `k` of these card rows (None: every row), scored by `exact_scores`
         (best section), with their sections; `ordered`: the rows are sorted and distinct."""
-        import numpy as np
-
         if rows is not None and not ordered:
+            import numpy as np
+
             rows = np.unique(np.asarray(rows, dtype=np.intp))  # sorted: ties fall to name order
         if self._one_vector_each:  # a card's score is its one vector's: no maximum to take
             part = exact_scores(self.vectors if rows is None else self.vectors[rows], vector)
             scores, offsets = part, None
         else:
+            import numpy as np
+
             starts, counts = self.vector_spans()
             if rows is None:
                 part = exact_scores(self.vectors, vector)
@@ -336,6 +357,8 @@ class SemanticIndex:
             return hits, [None] * len(hits)
         if rows is None:
             return hits, self._best_sections(hits, part)
+        import numpy as np
+
         # Where each hit's sections start in `part`: its place among the sorted rows.
         places = np.searchsorted(rows, [self._loaded.row_of[name] for name, _ in hits])
         firsts = places if offsets is None else offsets[places]
@@ -348,14 +371,14 @@ class SemanticIndex:
 
     def _card_scores(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Each card's score (its best section's, when there are sections) and the section scores."""
-        import numpy as np
-
         sections = self._loaded.sections
         if sections is None:
             return self._loaded.matrix @ vector, None
         section_scores = sections.matrix @ vector
         if sections.one_each:
             return section_scores, section_scores
+        import numpy as np
+
         return np.maximum.reduceat(section_scores, sections.starts), section_scores
 
     def _best_sections(
@@ -431,8 +454,12 @@ class SemanticIndex:
         few = _top_few(scores, k)
         if few is not None:  # a scan's few candidates
             order, values = few
-            picked_rows = range(len(values)) if rows is None else rows.tolist()
-            return [(names[picked_rows[i]], values[i]) for i in order]
+            picked_rows = order if rows is None else list(map(rows.tolist().__getitem__, order))
+            return list(
+                zip(
+                    map(names.__getitem__, picked_rows), map(values.__getitem__, order), strict=True
+                )
+            )
         positions = _top_positions(scores, k)
         picked = positions if rows is None else rows[positions]
         values = scores[positions].tolist()

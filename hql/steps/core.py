@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import heapq
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hql import messages
@@ -188,6 +188,11 @@ def run_sort(call: StepCall) -> ListValue:
     if by is None:
         if plain and _plainly_ordered(items):
             return ListValue(tuple(_leading_plainly(items, descending, call.limit)))
+        if plain and items and all(type(item) is Card for item in items):
+            if call.limit is not None and call.limit < len(items):
+                chosen = heapq.nlargest if descending else heapq.nsmallest
+                return ListValue(tuple(chosen(call.limit, items, key=_CARD_NAME)))
+            return ListValue(tuple(sorted(items, key=_CARD_NAME, reverse=descending)))
         return ListValue(tuple(_leading(items, functools.cmp_to_key(compare), call.limit)))
     keys: list[tuple[Any, Any]] = [(by(item), item) for item in items]
     if plain and _plainly_ordered([key for key, _ in keys]):
@@ -356,10 +361,23 @@ def run_take(call: StepCall) -> Any:
     if isinstance(value, SetValue):
         # The first `count` in order: nsmallest is sorted(...)[:count] (ties stay in their
         # order), without ordering the whole set (`cards | take(10)` of a large vault).
-        return ListValue(
-            tuple(heapq.nsmallest(count, items, key=functools.cmp_to_key(compare_values)))
-        )
+        listed = list(items)
+        if _plainly_ordered(listed):
+            return ListValue(tuple(_leading_plainly(listed, False, count)))
+        return ListValue(tuple(heapq.nsmallest(count, listed, key=_order_of(listed))))
     return ListValue(items[:count])
+
+
+def _order_of(items: Sequence[Any]) -> Callable[[Any], Any]:
+    """A sort key giving `compare_values`' order: a card's name for cards alone (it
+    compares cards by name, and code point order is UTF-8 byte order), else a comparison
+    per pair."""
+    if items and all(type(item) is Card for item in items):
+        return _CARD_NAME
+    return functools.cmp_to_key(compare_values)
+
+
+_CARD_NAME = operator.attrgetter("name")
 
 
 def check_filter(call: StepTyping) -> Type:

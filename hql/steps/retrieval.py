@@ -10,6 +10,8 @@ when a step runs.
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -184,7 +186,7 @@ def run_lexical(call: StepCall) -> Ranking:
 
     query = call.args["query"]
     retrieval = Retrieval(query, _vault_root(call), LEXICAL_MODEL, __version__, "cosine", False)
-    return _ranking(hashbag.rank(_cards(call.input), query), retrieval)
+    return _ranking(hashbag.rank(_cards(call.input), query, call.limit), retrieval)
 
 
 # --- bm25 --------------------------------------------------------------------------------
@@ -348,10 +350,11 @@ def semantic_ranking(
     exact: bool = False,
 ) -> Ranking:
     errors, rank = _semantic_library()
-    assert call.vault is not None
+    vault = call.vault
+    assert vault is not None
     try:
         result = rank(
-            call.vault,
+            vault,
             query,
             cards,
             limit,
@@ -383,7 +386,6 @@ def semantic_ranking(
     retrieval = Retrieval(
         query, source.index, source.model, source.revision, source.metric, source.approximate, said
     )
-    vault = call.vault
     card_named: Callable[[str], Card | None] = vault.card_lookup()
     if cards is not vault.cards:
         card_named = {card.name: card for card in cards}.get
@@ -394,12 +396,15 @@ def semantic_ranking(
             if card is not None:
                 detail = {"section": section.to_json()} if section else None
                 hits.append(Hit(card, score, retrieval, detail))
-    else:  # no hit scored by a section (or an index without sections): none has a detail
-        append = hits.append
-        for name, score in result.hits:
-            card = card_named(name)
-            if card is not None:
-                append(Hit(card, score, retrieval, None))
+    elif result.hits:  # no hit scored by a section (or an index without sections): no detail
+        names, scores = zip(*result.hits, strict=True)
+        found = list(map(card_named, names))
+        if any(map(operator.is_, found, itertools.repeat(None))):  # a card the input lacks
+            kept = [
+                (card, score) for card, score in zip(found, scores, strict=True) if card is not None
+            ]
+            found, scores = [card for card, _ in kept], tuple(score for _, score in kept)
+        return Ranking(tuple(map(Hit, found, scores, itertools.repeat(retrieval))), retrieval)
     return Ranking(tuple(hits), retrieval)
 
 
@@ -847,6 +852,7 @@ for spec in (
         'cards | lexical("bearer token")',
         check_ranker,
         run_lexical,
+        absorbs=("limit",),
     ),
     StepSpec(
         "semantic",

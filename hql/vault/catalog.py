@@ -73,6 +73,9 @@ BUSY_SECONDS = 2.0
 _PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]} marshal {marshal.version}"
 # Rows read from the catalogue at once while a load goes through its files.
 _BATCH = 500
+# A load that parses this many files afresh writes their rows as it goes, a batch at a
+# time, in the transaction its save commits: the stored forms are never all in memory.
+_STREAM_ROWS = 2000
 # Set when a catalogue is created (its first table fixes it).
 _PAGE_SIZE = 16384
 # Tables of earlier layouts (the search columns in one row, the walk record in one value).
@@ -426,6 +429,11 @@ class Catalog:
         self._order: list[str] = []
         self._index: dict[str, int] | None = None
         self._fresh: dict[str, Row] = {}
+        # A load's save transaction, begun once many fresh rows were kept (`_STREAM_ROWS`):
+        # the rows written so far wait in it for the save to commit them.
+        self._streaming = False  # a whole load (`expect`): its rows may be written early
+        self._stream: sqlite3.Connection | None = None
+        self._stream_lost = False  # the transaction failed: this load writes nothing
         self._replace = False  # the file on disk is unusable: write a new one
         self._foreign = False  # written by another parser or Python: nothing in it is used
         if self._path is not None:
@@ -679,6 +687,7 @@ class Catalog:
         time, so the stored forms are never all in memory at once."""
         self._order = relpaths
         self._index = None
+        self._streaming = True
 
     @_one_at_a_time
     def lookup(self, relpath: str, stamp: Stamp) -> Payload | None:
@@ -729,14 +738,47 @@ class Catalog:
 
     @_one_at_a_time
     def store(self, relpath: str, stamp: Stamp, payload: Payload) -> None:
-        if self._path is not None:
+        if self._path is not None and not self._stream_lost:
             self._fresh[relpath] = row_of(relpath, stamp, payload)
+            if self._streaming and len(self._fresh) >= _STREAM_ROWS:
+                self._flush()
 
     @_one_at_a_time
     def keep(self, relpath: str, row: Row) -> None:
         """Store a row made by `row_of` (elsewhere, perhaps in another process)."""
-        if self._path is not None:
+        if self._path is not None and not self._stream_lost:
             self._fresh[relpath] = row
+            if self._streaming and len(self._fresh) >= _STREAM_ROWS:
+                self._flush()
+
+    def _flush(self) -> None:
+        """Write the fresh rows kept so far in the save's transaction, begun now if need be
+        (the save writes the rest and commits; a load that fails rolls them back)."""
+        try:
+            if self._stream is None:
+                self._stream = self._begin(self._order)
+                if self._stream is None:  # nothing can be written: the save finds so too
+                    self._streaming = False
+                    return
+            self._insert_fresh(self._stream)
+        except (OSError, sqlite3.Error, ValueError):
+            self._lose_stream()
+
+    @_one_at_a_time
+    def abandon(self) -> None:
+        """A load that failed before its save: the rows it wrote early are rolled back (a
+        later attempt keeps and saves its own)."""
+        if self._stream is not None:
+            self._lose_stream()
+            self._stream_lost = False
+
+    def _lose_stream(self) -> None:
+        """The early rows' transaction failed or was closed: this load saves nothing."""
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            with contextlib.suppress(sqlite3.Error):
+                stream.rollback()
+        self._stream_lost, self._streaming, self._fresh = True, False, {}
 
     @property
     @_one_at_a_time
@@ -769,12 +811,12 @@ class Catalog:
         listing the catalogue holds, so an unchanged one is not written again.
         `search` gives the load's search columns, asked for only when they are written.
         """
-        if self._path is None:
+        if self._path is None or self._stream_lost:
             return
         stale = bool(self._stored - set(relpaths))
         unchanged = listing is None or listing == already
         searchable = listing is None or search is None or self.has_search(key)
-        if not self._fresh and not stale and unchanged and searchable:
+        if self._stream is None and not self._fresh and not stale and unchanged and searchable:
             return  # nothing new: a reader takes no write lock
         columns = search() if search is not None and listing is not None else None
         with contextlib.suppress(OSError, sqlite3.Error, ValueError):
@@ -789,25 +831,16 @@ class Catalog:
     ) -> None:
         assert self._path is not None
         state_dir = self._path.parent
-        state_dir.mkdir(exist_ok=True)
-        if not files.state_dir_contained(state_dir):
-            return
-        if self._replace or self._connection is None:
-            self._start_afresh(self._path)
-        connection = self._connection
+        connection, self._stream = self._stream, None
+        if connection is not None and relpaths is not self._order:  # not the files expected
+            self._remove_gone(connection, relpaths)
+        if connection is None:
+            connection = self._begin(relpaths)
         if connection is None:
             return
-        # WAL lets readers read while a writer writes; a catalogue filled for the first
-        # time is filled with the rollback journal, which writes new pages once (the WAL
-        # would write them twice), and then turned to WAL.
-        filling = not self._stored and len(self._fresh) > 1000
-        if filling:
-            connection.execute("PRAGMA journal_mode=DELETE")
-        connection.execute("PRAGMA synchronous=NORMAL")
-        connection.execute("PRAGMA secure_delete=ON")  # a replaced row leaves no old bytes behind
-        connection.execute("BEGIN IMMEDIATE")  # waits BUSY_SECONDS at most for another writer
         try:
-            self._write_rows(connection, relpaths, key, listing, search)
+            self._insert_fresh(connection)
+            self._write_rest(connection, key, listing, search)
         except BaseException:
             connection.rollback()
             raise
@@ -819,28 +852,62 @@ class Catalog:
                 if stat.S_ISREG(os.lstat(state_dir / retired).st_mode):
                     os.unlink(state_dir / retired)
 
-    def _write_rows(
-        self,
-        connection: sqlite3.Connection,
-        relpaths: list[str],
-        key: bytes | None,
-        listing: Listing | None,
-        search: SearchColumns | None,
-    ) -> None:
-        meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
-        if meta != self._meta():  # another parser's rows, perhaps in another format's layout
-            connection.execute("DROP TABLE IF EXISTS files")
-            connection.execute(_FILES_SCHEMA)
-            connection.execute("DELETE FROM meta")
-            connection.executemany("INSERT INTO meta VALUES (?, ?)", self._meta().items())
-        else:
-            kept = set(relpaths)
-            gone = [(relpath,) for relpath in self._stored if relpath not in kept]
-            connection.executemany("DELETE FROM files WHERE relpath = ?", gone)
+    def _begin(self, relpaths: list[str]) -> sqlite3.Connection | None:
+        """The save's transaction, begun: the catalogue made ready for this parser's rows and
+        the rows of files no longer found removed. None: nothing can be written."""
+        assert self._path is not None
+        state_dir = self._path.parent
+        state_dir.mkdir(exist_ok=True)
+        if not files.state_dir_contained(state_dir):
+            return None
+        if self._replace or self._connection is None:
+            self._start_afresh(self._path)
+        connection = self._connection
+        if connection is None:
+            return None
+        # WAL lets readers read while a writer writes; a catalogue filled for the first
+        # time is filled with the rollback journal, which writes new pages once (the WAL
+        # would write them twice), and then turned to WAL.
+        filling = not self._stored and len(self._fresh) > 1000
+        if filling:
+            connection.execute("PRAGMA journal_mode=DELETE")
+        connection.execute("PRAGMA synchronous=NORMAL")
+        connection.execute("PRAGMA secure_delete=ON")  # a replaced row leaves no old bytes behind
+        connection.execute("BEGIN IMMEDIATE")  # waits BUSY_SECONDS at most for another writer
+        try:
+            meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
+            if meta != self._meta():  # another parser's rows, perhaps in another format's layout
+                connection.execute("DROP TABLE IF EXISTS files")
+                connection.execute(_FILES_SCHEMA)
+                connection.execute("DELETE FROM meta")
+                connection.executemany("INSERT INTO meta VALUES (?, ?)", self._meta().items())
+            else:
+                self._remove_gone(connection, relpaths)
+        except BaseException:
+            connection.rollback()
+            raise
+        return connection
+
+    def _remove_gone(self, connection: sqlite3.Connection, relpaths: list[str]) -> None:
+        kept = set(relpaths)
+        gone = [(relpath,) for relpath in self._stored if relpath not in kept]
+        connection.executemany("DELETE FROM files WHERE relpath = ?", gone)
+
+    def _insert_fresh(self, connection: sqlite3.Connection) -> None:
+        """Write the fresh rows kept so far (in the order they were kept) and let them go."""
         connection.executemany(
             "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
             ((relpath, *row) for relpath, row in self._fresh.items()),
         )
+        self._fresh = {}
+
+    def _write_rest(
+        self,
+        connection: sqlite3.Connection,
+        key: bytes | None,
+        listing: Listing | None,
+        search: SearchColumns | None,
+    ) -> None:
         connection.execute("DELETE FROM listing")
         if key is not None and listing is not None:
             warnings = marshal.dumps(listing.warnings)
@@ -874,7 +941,6 @@ class Catalog:
                 "INSERT INTO search_head VALUES (1, ?, ?, ?, ?)",
                 (key, cards, listed, _digest(key, str(cards).encode(), listed)),
             )
-        self._fresh = {}
 
     # --- the connection -----------------------------------------------------------
 
@@ -940,6 +1006,8 @@ class Catalog:
 
     @_one_at_a_time
     def close(self) -> None:
+        if self._stream is not None:  # a load that did not save: its early rows go
+            self._lose_stream()
         connection, self._connection = self._connection, None
         if connection is not None:
             with contextlib.suppress(sqlite3.Error):

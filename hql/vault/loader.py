@@ -69,7 +69,9 @@ def read_all(
     with Progress(len(found), messages.loading_cards(), minimum=PROGRESS_FROM) as bar:
         early = _read_new_shared(found, catalog, dialect, bar)
         for at, item in enumerate(found):
-            fresh = early[at] if early is not None else None
+            fresh = None
+            if early is not None:  # let each go once used: its row is the catalogue's now
+                fresh, early[at] = early[at], None
             if fresh is None:
                 result = _read_one(item, catalog, dialect)
                 bar.advance(1)
@@ -147,11 +149,19 @@ def _read_new_shared(
     # A load that writes the catalogue writes every card's digest too: worked out here, on
     # both cores, it costs the load nothing after the reading.
     keep_rows = catalog.keeps_rows
+    # Every file is new (a first load): the ones read here, from the front, are the first
+    # in load order, so their rows go to the catalogue at once (which writes them as it
+    # goes), not after the whole read. The child's rows follow in the loop of `read_all`.
+    at_once = keep_rows and len(new) == len(found)
 
     def here(task: int) -> None:
         at = new[task]
         if early[at] is None:
-            early[at] = _read_new(found[at], dialect, keep_rows, keep_rows)
+            fresh = _read_new(found[at], dialect, keep_rows, keep_rows)
+            if at_once and not isinstance(fresh, str) and fresh[3] is not None:
+                catalog.keep(found[at].relpath, fresh[3])
+                fresh = (fresh[0], fresh[1], fresh[2], None, fresh[4])
+            early[at] = fresh
             bar.advance(1)
 
     def there(task: int) -> tuple[Row, str | None] | str:

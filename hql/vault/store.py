@@ -289,15 +289,19 @@ class Vault:
             found = walked_files.found()
             names = assembly.assign_names(found, rest, dialect)
             catalog.expect(relpaths)
-            documents = loader.read_all(found, catalog, rest, dialect)
-            cards = assembly.build_cards(documents, names, extension_metadata, rest, dialect)
-            if dialect == links.OBSIDIAN and cards:
-                missing, linking = cards[0]._table.count_unresolved()
-                if missing:
-                    rest.append(LoadWarning("", messages.unresolved_links(missing, linking)))
-            listing = Listing(len(cards), tuple((w.path, w.message, w.subject) for w in rest))
-            search = functools.partial(_search_columns, cards, walked_files)
-            catalog.save(relpaths, key, listing, stored, search)
+            try:
+                documents = loader.read_all(found, catalog, rest, dialect)
+                cards = assembly.build_cards(documents, names, extension_metadata, rest, dialect)
+                if dialect == links.OBSIDIAN and cards:
+                    missing, linking = cards[0]._table.count_unresolved()
+                    if missing:
+                        rest.append(LoadWarning("", messages.unresolved_links(missing, linking)))
+                listing = Listing(len(cards), tuple((w.path, w.message, w.subject) for w in rest))
+                search = functools.partial(_search_columns, cards, walked_files)
+                catalog.save(relpaths, key, listing, stored, search)
+            except BaseException:
+                catalog.abandon()  # rows written ahead of the save are rolled back
+                raise
             while unrecorded:
                 unrecorded.pop()()
             catalog.close()

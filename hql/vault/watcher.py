@@ -441,8 +441,12 @@ class Watcher:
                 return
             payload += chunk
         self._last_command = time.monotonic()
-        with answer_in_process(self.state_dir, self.local_token):
-            answer = self._on_command.answer(payload, self.token)
+        try:
+            with answer_in_process(self.state_dir, self.local_token):
+                answer = self._on_command.answer(payload, self.token)
+        except Exception as error:  # noqa: BLE001 - no answer: the command runs where it was typed
+            print(messages.watch_command_failed(error), file=sys.stderr, flush=True)
+            return
         connection.sendall(answer)
 
     def stop(self) -> None:

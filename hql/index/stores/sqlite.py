@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from hql.index.producer import VerifyResult
 
 STORE = "sqlite"
+# How a scan searched, without and with `exact` asked (records: made once, shared).
+_SCANNED = (SearchMethod(STORE, False, {}, False), SearchMethod(STORE, False, {}, True))
 
 # A loaded vault's resolved index path: resolving stats every part of it, a query need not.
 _PATHS: weakref.WeakKeyDictionary[Any, Path] = weakref.WeakKeyDictionary()
@@ -93,7 +95,7 @@ class SqliteStore:
     ) -> SearchResult:
         cards = filter.cards if filter is not None else None
         hits, warnings, sections = self.index.rank_sections(vector, cards, k)
-        return SearchResult(hits, sections, warnings, SearchMethod(STORE, False, {}, exact))
+        return SearchResult(hits, sections, warnings, _SCANNED[exact])
 
     def upsert(self, cards: Sequence[CardVectors]) -> None:
         width = self.model.dimensions
