@@ -355,7 +355,7 @@ def test_batches_analysed_by_worker_processes_number_terms_as_one_process(
         def failing(texts: object) -> object:
             raise RuntimeError("a worker fails")
 
-        monkeypatch.setattr(bm25, "_numbered_alone", failing)  # forked workers inherit it
+        monkeypatch.setattr(bm25, "_analysed_alone", failing)  # forked workers inherit it
     shared = Bm25Index.build(cards, Analyzer(), tmp_path / "shared")
     assert made and made[0] is not None  # workers did take part
     assert _postings_of(shared) == _postings_of(alone)
@@ -394,7 +394,7 @@ def test_a_process_with_other_threads_at_work_builds_alone() -> None:
     other.start()
     try:
         assert bm25._threads_at_work()
-        assert bm25._worker_pool(2, Analyzer()) is None
+        assert bm25._worker_pool(2, Analyzer(), None) is None
     finally:
         release.set()
         other.join()

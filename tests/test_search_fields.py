@@ -271,3 +271,42 @@ def test_every_terms_impacts_at_once_are_the_floats_worked_out_term_by_term(
         assert [
             [(hit.card.name, hit.score) for hit in at_once.search(q)] for q in questions
         ] == ranked
+
+
+def test_recall_fields_analysed_by_worker_processes_are_as_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Worker processes number terms their own way: a batch's recall entries, made theirs,
+    are the ones one process makes, in the same order, and so is the store."""
+    from hql.search import bm25
+
+    cards = {
+        **CARDS,
+        "aliases": _card("title: Deploys\naliases: [ship it, rollout]\n", "Shipping the app."),
+        "summary": _card("title: Quarter\nsummary: zebra planning train\n", "The quarter plan."),
+        "plain": _card("title: Release notes\n", "A release, planned for the quarter."),
+        "late": _card("title: Late\ntopics: [yak, zebra, apple]\n", "Words met late: yak."),
+    }
+    vault = _vault(tmp_path / "v", cards)
+    monkeypatch.setattr(bm25, "_BATCH", 2)
+    # Onto a store of some of the cards: the vault's numbers start after its terms, and a
+    # worker's from 0.
+    for state in ("alone", "shared"):
+        Bm25Index.build(list(vault.cards)[::3], Analyzer(), tmp_path / state, fields=fields_of())
+    alone = Bm25Index.build(list(vault.cards), Analyzer(), tmp_path / "alone", fields=fields_of())
+    monkeypatch.setattr(bm25, "_PARALLEL_BATCHES", 2)
+    monkeypatch.setattr(bm25, "_processors", lambda: 2)
+    monkeypatch.setattr(bm25, "_threads_at_work", lambda: False)
+    made: list[object] = []
+    pool = bm25._worker_pool
+    monkeypatch.setattr(bm25, "_worker_pool", lambda *a: made.append(pool(*a)) or made[-1])
+    shared = Bm25Index.build(list(vault.cards), Analyzer(), tmp_path / "shared", fields=fields_of())
+    assert made and made[0] is not None  # workers did take part
+    for name in ("slot", "title_tf", "text_tf", "term_count", "title_length", "text_length"):
+        assert getattr(alone._postings, name).tolist() == getattr(shared._postings, name).tolist()
+    one, other = alone._postings.fielded, shared._postings.fielded
+    for name in ("owner", "length", "term", "slot", "kind", "tf"):
+        assert getattr(one, name).tolist() == getattr(other, name).tolist(), name
+    assert len(alone._postings.fielded.term) > 0
+    stored = [(tmp_path / name / bm25.STORE_NAME).read_bytes() for name in ("alone", "shared")]
+    assert stored[0] == stored[1]

@@ -258,3 +258,26 @@ def test_term_numbers_number_the_terms_of_each_text_in_order(
     again: list[int] = []
     assert numbers.add_terms(["ship", "zz-new"], again) == 2
     assert again == [expected["ship"], len(expected)]
+
+
+def test_the_word_patterns_split_as_their_backtracking_forms() -> None:
+    """The word patterns' possessive quantifiers give nothing back: every text splits into
+    the words the same patterns with backtracking find (random texts of word characters,
+    digits, combining marks and the separators)."""
+    import random
+    import re
+
+    from hql.text import analyzer as module
+
+    word = module._WORD_CLASS
+    backtracking = {
+        module._ASCII_WORDS: re.compile(r"[0-9]+(?:[.,][0-9]+)+|[a-z0-9]+(?:\.[a-z0-9]+)*"),
+        module._WORDS: re.compile(f"\\d+(?:[.,]\\d+)+|[{word}]+(?:\\.[{word}]+)*"),
+    }
+    alphabets = ("ab1209.,. ,-x_", "ab1209.,. ,-x_é٣३\u0301\u0915\u093e١٢")
+    chosen = random.Random(7)
+    for possessive, plain in backtracking.items():
+        for alphabet in alphabets:
+            for _ in range(20_000):
+                text = "".join(chosen.choice(alphabet) for _ in range(chosen.randint(0, 14)))
+                assert possessive.findall(text) == plain.findall(text), text

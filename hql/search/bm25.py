@@ -97,7 +97,11 @@ class SearchCard(Protocol):
     once matched to the cards of a digest, are matched again by reading the record.
     One whose names strictly increase may say so (`in_name_order = True`): ties are then
     broken by position, without reading the names. One that offers `passing(positions)`
-    builds the cards a build analyses for that once, not kept (None: read them as usual).
+    builds the cards a build analyses for that once, not kept (None: read them as usual);
+    one that offers `text_rows(positions)` hands over what to read those cards' texts from
+    with no card built, in the build or a worker process (its `cards()`: objects with a
+    card's name, title, search_title, authored, body, text and digest, or None: read the
+    cards instead).
     """
 
     @property
@@ -1847,7 +1851,25 @@ def _merged(
     numbers = TermNumbers(analyzer, postings.term_ids)
     # The fresh cards join in batches, so the texts held at once are a few batches', not
     # the vault's: peak memory grows with the vocabulary and the postings, not the text.
-    batches = [fresh[start : start + _BATCH] for start in range(0, len(fresh), _BATCH)]
+    # Worker processes share them out as they finish: as many batches for each, of a size.
+    count = -(-len(fresh) // _BATCH)
+    workers = min(_processors(), count) if count >= _PARALLEL_BATCHES else 1
+    count = -(-count // workers) * workers
+    size = -(-len(fresh) // count)
+    batches = [fresh[start : start + size] for start in range(0, len(fresh), size)]
+    first = first_fresh = len(postings.keys)  # the first fresh card's slot
+    text_rows = getattr(cards, "text_rows", None)
+
+    def job_of(at: int) -> _Job:
+        """The batch as its analysis reads it: the catalogue rows of the cards not in
+        `known` when the cards offer them (`text_rows`), else their texts read here."""
+        batch = batches[at]
+        wanted = [i for i in batch if keys[i] not in known]
+        rows = text_rows(wanted) if text_rows is not None else None
+        if rows is None or len(rows) != len(wanted):
+            return _Job(first_fresh + at * size, texts_of(batch), None, {})
+        held = {offset: known[keys[i]] for offset, i in enumerate(batch) if keys[i] in known}
+        return _Job(first_fresh + at * size, None, rows, held)
 
     def texts_of(batch: list[int]) -> list[_Texts | Analysed]:
         wanted = [i for i in batch if keys[i] not in known]
@@ -1859,39 +1881,74 @@ def _merged(
             _prefetch(cards, wanted)
         return [known.get(keys[i]) or _texts(read[i], fields) for i in batch]
 
-    vocabulary, first = len(postings.vocabulary), len(postings.keys)
+    def read(at: int, job: _Job) -> list[_Texts | Analysed]:
+        """The texts of a batch, read here (from its rows, or else from its cards)."""
+        texts = _job_texts(job, fields)
+        return texts if texts is not None else texts_of(batches[at])
+
+    vocabulary = len(postings.vocabulary)
     parts = []
-    numbered = _numbered_batches(map(texts_of, batches), len(batches), analyzer, numbers)
-    for batch, added in zip(batches, numbered, strict=True):
-        parts.append(_added([keys[i] for i in batch], added, first))
+    jobs = map(job_of, range(len(batches)))
+    analysed = _analysed_batches(jobs, workers, read, analyzer, fields, numbers)
+    for batch, added in zip(batches, analysed, strict=True):
+        added.keys = [keys[i] for i in batch]
+        parts.append(added)
         for index in batch:
             slot_of_card[index] = first
             first += 1
     return slot_of_card, postings.with_cards(parts, numbers.new_terms(vocabulary)), fresh
 
 
-def _numbered_batches(
-    batches: Iterator[list[_Texts | Analysed]],
-    count: int,
+@dataclass
+class _Job:
+    """A batch of fresh cards to analyse, its slots numbered from `first_slot`: their texts
+    (or analyses made earlier) read already, or the catalogue rows to read them from
+    (`rows`: a `text_rows` answer, which a worker process reads) and the analyses of the
+    batch's other cards, by their place in it (`known`)."""
+
+    first_slot: int
+    texts: list[_Texts | Analysed] | None
+    rows: Any
+    known: dict[int, Analysed]
+
+
+def _job_texts(job: _Job, fields: SearchFields | None) -> list[_Texts | Analysed] | None:
+    """The texts of a job's cards (None: a row could not be read as its card: read the
+    batch from the cards instead)."""
+    if job.texts is not None:
+        return job.texts
+    made = job.rows.cards()
+    if made is None:
+        return None
+    read = iter(made)
+    size = len(made) + len(job.known)
+    return [job.known.get(at) or _texts(next(read), fields) for at in range(size)]
+
+
+def _analysed_batches(
+    jobs: Iterator[_Job],
+    workers: int,
+    read: Callable[[int, _Job], list[_Texts | Analysed]],
     analyzer: Analyzer,
+    fields: SearchFields | None,
     numbers: TermNumbers,
-) -> Iterator[_NewCards]:
-    """Each batch's terms as numbers (`_numbered_cards`), in order. With two processors or
-    more and several batches, worker processes analyse the batches (each numbering terms
-    its own way) and their numbers are made these `numbers` here, batch after batch: the
-    same numbers as analysing them here one after the other."""
-    workers = min(_processors(), count) if count >= _PARALLEL_BATCHES else 1
-    pool = _worker_pool(workers, analyzer) if workers > 1 else None
+) -> Iterator[_Added]:
+    """Each batch's entries (`_added`, their terms `numbers`' numbers), in order. With two
+    `workers` or more, worker processes read, analyse and count the batches (each
+    numbering terms its own way) and their numbers are made these `numbers` here, batch
+    after batch: the same entries as analysing them here one after the other.
+    `read(at, job)` reads the texts of the batch at `at` here."""
+    pool = _worker_pool(workers, analyzer, fields) if workers > 1 else None
     if pool is None:
-        for texts in batches:
-            yield _numbered_cards(texts, numbers)
+        for at, job in enumerate(jobs):
+            yield _added([], _numbered_cards(read(at, job), numbers), job.first_slot)
         return
     with pool:
-        renumber = _Renumbering(numbers)
-        pending: collections.deque[tuple[list[_Texts | Analysed], Any]] = collections.deque()
-        for texts in batches:
+        renumber = _Renumbering(numbers, read)
+        pending: collections.deque[tuple[int, _Job, Any]] = collections.deque()
+        for at, job in enumerate(jobs):
             pending.append(
-                (texts, None if renumber.broken else pool.submit(_numbered_alone, texts))
+                (at, job, None if renumber.broken else pool.submit(_analysed_alone, job))
             )
             if len(pending) > workers:
                 yield renumber(*pending.popleft())
@@ -1907,37 +1964,51 @@ class _Renumbering:
     vault takes the vault's next number, in that order: the terms a batch holds new to
     the vault are among those new to its worker (a term its worker met before was in an
     earlier batch), in the order of their first occurrence, so numbering them so gives
-    each term the number analysing every batch here, in order, would have.
+    each term the number analysing every batch here, in order, would have. A batch's
+    entries are the same under either numbering: only the order of its terms' runs
+    differs, and a term's entries stay in slot order.
     """
 
-    def __init__(self, numbers: TermNumbers) -> None:
+    def __init__(
+        self, numbers: TermNumbers, read: Callable[[int, _Job], list[_Texts | Analysed]]
+    ) -> None:
         self._numbers = numbers
+        self._read = read
         self._own: dict[int, npt.NDArray[np.int32]] = {}  # per worker: its number -> ours
         self.broken = False  # a worker failed: every batch from then on is analysed here
 
-    def __call__(self, texts: list[_Texts | Analysed], done: Any) -> _NewCards:
+    def __call__(self, at: int, job: _Job, done: Any) -> _Added:
         if done is not None and not self.broken:
             try:
                 worker, terms, added = done.result()
             except Exception:  # noqa: BLE001 - a worker that died or failed: analyse here
                 self.broken = True
             else:
-                return self._renumbered(worker, terms, added)
-        return _numbered_cards(texts, self._numbers)
+                if added is not None:
+                    return self._renumbered(worker, terms, added)
+                # a row its worker could not read as its card (it numbered nothing)
+        return _added([], _numbered_cards(self._read(at, job), self._numbers), job.first_slot)
 
-    def _renumbered(self, worker: int, terms: list[str], added: _NewCards) -> _NewCards:
+    def _renumbered(self, worker: int, terms: list[str], added: _Added) -> _Added:
         numbered = np.fromiter(
             map(self._numbers.numbers.__getitem__, terms), dtype=np.int32, count=len(terms)
         )
         own = self._own[worker] = np.concatenate(
             [self._own.get(worker, np.zeros(0, dtype=np.int32)), numbered]
         )
-
-        def renumbered(part: _Numbered) -> _Numbered:
-            return own[np.asarray(part[0], dtype=np.intp)], part[1]
-
-        recall = None if added.recall is None else [renumbered(part) for part in added.recall]
-        return _NewCards(renumbered(added.text), renumbered(added.title), recall, added.owners)
+        added.terms = own[added.terms]
+        fielded = added.fielded
+        if len(fielded.term):
+            term = own[fielded.term]
+            order = np.lexsort((fielded.kind, fielded.slot, term))
+            added.fielded = replace(
+                fielded,
+                term=term[order],
+                slot=fielded.slot[order],
+                kind=fielded.kind[order],
+                tf=fielded.tf[order],
+            )
+        return added
 
 
 def _processors() -> int:
@@ -1945,9 +2016,9 @@ def _processors() -> int:
     return len(available(0)) if available is not None else os.cpu_count() or 1
 
 
-def _worker_pool(workers: int, analyzer: Analyzer) -> Any:
-    """Processes forked from this one (they start with its analyser as it is); None where
-    a process cannot be forked."""
+def _worker_pool(workers: int, analyzer: Analyzer, fields: SearchFields | None) -> Any:
+    """Processes forked from this one (they start with its analyser and fields as they
+    are); None where a process cannot be forked."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -1958,7 +2029,7 @@ def _worker_pool(workers: int, analyzer: Analyzer) -> Any:
             workers,
             mp_context=multiprocessing.get_context("fork"),
             initializer=_start_worker,
-            initargs=(analyzer,),
+            initargs=(analyzer, fields),
         )
         # The first task forks every worker: now, before the cards are read, so that the
         # workers share none of their memory.
@@ -1982,29 +2053,26 @@ def _threads_at_work() -> bool:
 
 
 _WORKER_NUMBERS: list[TermNumbers] = []  # in a worker: its numbering of terms
+_WORKER_FIELDS: list[SearchFields | None] = []  # in a worker: the build's fields
 
 
-def _start_worker(analyzer: Analyzer) -> None:
+def _start_worker(analyzer: Analyzer, fields: SearchFields | None) -> None:
     from hql.text.analyzer import TermNumbers
 
     _WORKER_NUMBERS[:] = [TermNumbers(analyzer, {})]
+    _WORKER_FIELDS[:] = [fields]
 
 
-def _numbered_alone(texts: list[_Texts | Analysed]) -> tuple[int, list[str], _NewCards]:
+def _analysed_alone(job: _Job) -> tuple[int, list[str], _Added | None]:
     """In a worker: which worker it is, the terms the batch numbered first (in number
-    order), and the batch's terms as this worker's numbers."""
+    order), and the batch's entries, their terms this worker's numbers (None, and nothing
+    numbered: a row could not be read as its card, the build reads the batch itself)."""
+    texts = _job_texts(job, _WORKER_FIELDS[0])
+    if texts is None:
+        return os.getpid(), [], None
     numbers = _WORKER_NUMBERS[0]
     known = len(numbers.numbers)
-    added = _numbered_cards(texts, numbers)
-    arrays: list[_Numbered] = [
-        (np.asarray(flat, dtype=np.int32), lengths) for flat, lengths in added.recall or []
-    ]
-    added = _NewCards(
-        (np.asarray(added.text[0], dtype=np.int32), added.text[1]),
-        (np.asarray(added.title[0], dtype=np.int32), added.title[1]),
-        arrays if added.recall is not None else None,
-        added.owners,
-    )
+    added = _added([], _numbered_cards(texts, numbers), job.first_slot)
     return os.getpid(), numbers.new_terms(known), added
 
 
@@ -2181,12 +2249,13 @@ def _drop_delta(store_path: Path) -> None:
             os.unlink(path)
 
 
-# Cards analysed before their postings are merged in: large enough that merging (a copy
-# of the postings so far) stays a small share of the build, small enough that their term
-# lists stay a few MB.
+# Cards analysed before their postings are merged in, at most (a build with workers makes
+# as many batches for each, all of one size): large enough that merging (a copy of the
+# postings so far) stays a small share of the build, small enough that their term lists
+# stay a few MB.
 _BATCH = 4096
 # A build of this many batches or more analyses them in worker processes (see
-# `_numbered_batches`): a vault of fewer cards is analysed sooner than workers start.
+# `_analysed_batches`): a vault of fewer cards is analysed sooner than workers start.
 _PARALLEL_BATCHES = 3
 
 

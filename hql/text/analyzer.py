@@ -72,6 +72,7 @@ _CJK_CHAR = (
 # Every character of both classes is at or above this one: a text below it needs neither
 # their patterns (~10 ms to compile, done on first need) nor ICU.
 _SEGMENTED_FROM = "\u0e00"
+_HIGH = lazy("[\u0e00-\U0010ffff]")  # a character at or above _SEGMENTED_FROM
 
 
 @functools.cache
@@ -533,7 +534,7 @@ def _tokenize(text: str) -> _Tokens:
     normalized = normalize(text)
     if normalized.isascii():
         return _Tokens(_ASCII_WORDS.findall(normalized), False, False, False)
-    if max(normalized) < _SEGMENTED_FROM:
+    if _HIGH.search(normalized) is None:  # max(normalized) < _SEGMENTED_FROM, in C
         vietnamese = _VIETNAMESE_LETTER.search(normalized) is not None
         return _Tokens(_WORDS.findall(normalized), False, vietnamese, False)
     has_cjk = _cjk_char().search(normalized) is not None
@@ -546,15 +547,18 @@ def _tokenize(text: str) -> _Tokens:
 # Word characters: \w plus the combining marks of scripts written with spaces (Arabic,
 # Hebrew, Syriac, Indic, ...) that \w leaves out; a short explicit class keeps the
 # regular expression as fast as plain \w. Dandas (U+0964/5) are punctuation. A number
-# with separators (`1.234,50`) is one token; `.` joins letters or digits (UAX #29).
+# with separators (`1.234,50`) is one token; `.` joins letters or digits (UAX #29). The
+# quantifiers are possessive: no class a run is made of holds the separator after it, so
+# giving characters back could never make a match, and not offering them saves the regex
+# engine a fair share of its time.
 _WORD_CLASS = (
     "\\w\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670"
     "\u06d6-\u06ed\u0711\u0730-\u074a\u0900-\u0963\u0966-\u0dff\u1ab0-\u1aff"
     "\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 )
-_WORDS = lazy(f"\\d+(?:[.,]\\d+)+|[{_WORD_CLASS}]+(?:\\.[{_WORD_CLASS}]+)*")
+_WORDS = lazy(f"\\d++(?:[.,]\\d++)++|[{_WORD_CLASS}]++(?:\\.[{_WORD_CLASS}]++)*+")
 # The same rules for ASCII text: a bitmap class, no underscore or apostrophe to remove.
-_ASCII_WORDS = re.compile(r"[0-9]+(?:[.,][0-9]+)+|[a-z0-9]+(?:\.[a-z0-9]+)*")
+_ASCII_WORDS = re.compile(r"[0-9]++(?:[.,][0-9]++)++|[a-z0-9]++(?:\.[a-z0-9]++)*+")
 
 
 class _IcuWords:

@@ -667,6 +667,21 @@ class Catalog:
         return found
 
     @_one_at_a_time
+    def rows(self, relpaths: list[str]) -> dict[str, Row] | None:
+        """The `files` rows of these paths as stored, read in one query and not checked
+        (`checked_payload` checks one, in any process); None: the catalogue cannot be read."""
+        if self._connection is None or self._foreign:
+            return None
+        if not relpaths:
+            return {}
+        marks = ",".join("?" * len(relpaths))
+        query = f"SELECT {_ROW_COLUMNS} FROM files WHERE relpath IN ({marks})"  # noqa: S608 - only placeholders
+        try:
+            return {row[0]: row[1:] for row in self._connection.execute(query, relpaths)}
+        except sqlite3.Error:
+            return None
+
+    @_one_at_a_time
     def expect(self, relpaths: list[str]) -> None:
         """The order the load will look files up in: rows are read ahead in it, a batch at a
         time, so the stored forms are never all in memory at once."""
@@ -1037,6 +1052,12 @@ def _row_digest(relpath: str, stamp: Stamp, stored: bytes) -> bytes:
     hasher = hashlib.blake2b(signature.encode("utf-8", "surrogatepass"), digest_size=16)
     hasher.update(stored)  # the same digest as of the two joined, without copying the parse
     return hasher.digest()
+
+
+def checked_payload(relpath: str, stamp: Stamp, row: Row) -> Payload | None:
+    """The payload of a row `Catalog.rows` read, if it was read from this very file (the
+    same stamp) and is intact: the check `Catalog.payloads` makes."""
+    return _checked(relpath, stamp, row)
 
 
 def _checked(relpath: str, stamp: Stamp, row: Row) -> Payload | None:

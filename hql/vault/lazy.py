@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
-from hql.vault.catalog import Catalog, SearchColumns, SearchEntry, StoredSearch
+from hql.vault.catalog import Catalog, Row, SearchColumns, SearchEntry, Stamp, StoredSearch
 from hql.vault.model import Card, LoadWarning
 
 # Asked for more cards than this share of the vault, the vault builds them all at once
@@ -65,6 +65,20 @@ class CardMaker:
             return self._from_rows(entries)
         except _Unreadable:
             return None
+
+    def text_rows(self, positions: Sequence[int]) -> TextRows | None:
+        """The catalogue rows of the cards at these positions, as stored (`TextRows` reads
+        their texts); None if any cannot be read as the listing describes it."""
+        entries = self._search.entries(positions)
+        if entries is None or any(entry.size < 0 for entry in entries):
+            return None
+        rows = self._catalog.rows([entry.relpath for entry in entries])
+        if rows is None:
+            return None
+        described = [
+            (entry.relpath, entry.name, entry.digest, entry.title, entry.stamp) for entry in entries
+        ]
+        return TextRows(self._dialect, described, [rows.get(entry.relpath) for entry in entries])
 
     def _from_rows(self, entries: list[SearchEntry]) -> list[Card] | None:
         """The cards of these entries, each from its `files` row as a whole load builds it."""
@@ -313,6 +327,14 @@ class CardSequence(Sequence[Card]):
                 object.__setattr__(card, "_table", self._table)
         return made
 
+    def text_rows(self, positions: Sequence[int]) -> TextRows | None:
+        """The catalogue rows of the cards at these positions, for reading their texts once
+        with no card built (`TextRows.cards`, in this process or another). None: read them
+        through the sequence (the vault has built its cards, or a row cannot be read)."""
+        if self._whole() is not None or not positions:
+            return None
+        return self._maker.text_rows(positions)
+
     def __iter__(self) -> Iterator[Card]:
         """Every card: the vault builds them all (if a file changed since it was opened,
         they are the cards as they are now; `stale` says so)."""
@@ -321,6 +343,75 @@ class CardSequence(Sequence[Card]):
 
     def __repr__(self) -> str:
         return f"CardSequence({len(self)} cards, {len(self._made)} built)"
+
+
+class TextCard:
+    """What ranking reads of a card, read from its catalogue row alone: its name, title,
+    search title, authored header, body, retrieval text and that text's digest."""
+
+    __slots__ = ("authored", "body", "digest", "name", "search_title", "text", "title")
+
+    def __init__(
+        self,
+        name: str,
+        title: str,
+        search_title: str,
+        authored: dict[str, Any],
+        body: str,
+        text: str,
+        digest: str,
+    ) -> None:
+        self.name, self.title, self.search_title = name, title, search_title
+        self.authored, self.body, self.text, self.digest = authored, body, text, digest
+
+
+class TextRows:
+    """Some cards' catalogue rows as stored, and what the listing says of each card (path,
+    name, retrieval-text digest, search title, the file's stamp). It pickles, so another
+    process can read the texts (`cards`)."""
+
+    def __init__(
+        self,
+        dialect: str,
+        described: list[tuple[str, str, str, str, Stamp]],
+        rows: list[Row | None],
+    ) -> None:
+        self.dialect = dialect
+        self.described = described
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def cards(self) -> list[TextCard] | None:
+        """Each card's texts as the card built from its row would give them (its title as
+        the load gives it, its retrieval text); None if any row is missing, stale or damaged
+        (the catalogue's check), or is not the card the listing describes (the digest of its
+        retrieval text or its search title differ): then build the cards instead."""
+        import hashlib
+
+        from hql.vault.assembly import title_of
+        from hql.vault.catalog import checked_payload
+        from hql.vault.model import retrieval_text, search_title_of
+
+        dialect, sha256 = self.dialect, hashlib.sha256
+        cards = []
+        for (relpath, name, digest, listed_title, stamp), row in zip(
+            self.described, self.rows, strict=True
+        ):
+            payload = checked_payload(relpath, stamp, row) if row is not None else None
+            if payload is None or payload[0] != "ok":
+                return None
+            _, authored, body, heading = payload[:4]
+            title = title_of(authored, heading, relpath, dialect)
+            if title is None:
+                title = name
+            search_title = search_title_of(title, relpath, dialect)
+            text = retrieval_text(title, authored, body)
+            if search_title != listed_title or sha256(text.encode()).hexdigest() != digest:
+                return None
+            cards.append(TextCard(name, title, search_title, authored, body, text, digest))
+        return cards
 
 
 class _Names:

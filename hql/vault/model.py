@@ -327,12 +327,7 @@ class Card:
     @property
     def search_title(self) -> str:
         """What ranking reads as the title: in an Obsidian vault, the file name as well."""
-        if self.dialect != "obsidian":
-            return self.title
-        stem = self.relpath.rsplit("/", 1)[-1]
-        dot = stem.rfind(".")
-        stem = stem[:dot] if dot > 0 else stem
-        return self.title if stem == self.title else f"{self.title} {stem}"
+        return search_title_of(self.title, self.relpath, self.dialect)
 
     @property
     def search_body(self) -> str:
@@ -365,6 +360,16 @@ class Card:
                 cached = _sha256(text)
             object.__setattr__(self, "_digest", cached)
         return cached
+
+
+def search_title_of(title: str, relpath: str, dialect: str) -> str:
+    """`Card.search_title` of a card with this title and path, in a vault of this dialect."""
+    if dialect != "obsidian":
+        return title
+    stem = relpath.rsplit("/", 1)[-1]
+    dot = stem.rfind(".")
+    stem = stem[:dot] if dot > 0 else stem
+    return title if stem == title else f"{title} {stem}"
 
 
 def text_digest_of(title: str, authored: dict[str, Any], body: str) -> str:
