@@ -189,6 +189,9 @@ class Answering:
     """
 
     def __init__(self, root: str, log: Any = None) -> None:
+        from hql.search.shared import many_questions_ahead
+
+        many_questions_ahead()
         self.vaults = OpenVault(root)
         self.answered = 0
         self._code = code_stamp()

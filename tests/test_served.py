@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from test_vault_watch import watching
 
+import hql
 from hql import messages, served
 from hql.vault import walk, watch
 
@@ -279,3 +280,22 @@ def test_a_command_the_watcher_fails_on_runs_where_it_was_typed(
         assert _forwarded(one_card, "cards | count") == "1\n"  # the watcher still answers
     assert answering.answered == 1
     assert messages.watch_command_failed(RuntimeError("a defect")) in capsys.readouterr().err
+
+
+def test_a_watcher_answers_its_first_question_from_the_full_index(
+    one_card: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hql.search import shared, terms
+
+    monkeypatch.setattr(shared, "WORD_INDEX_QUESTIONS", 4)  # as in a process of its own
+    (one_card / "b.md").write_text("# B\n\nbearer tokens in a header\n")
+    hql.Vault.open(one_card)  # the first load catalogues the cards
+    earlier = hql.Vault.open(one_card)  # and a later process writes the word index
+    assert not hql.run('import bm25\ncards | bm25("header") | take(1)', vault=earlier).failed
+    assert terms.path_in(one_card / ".hql").exists()
+    answering = served.Answering(str(one_card))  # a process that will ask many questions
+    with serving(one_card, answering):
+        program = 'import bm25\ncards | bm25("bearer token") | take(1) | map(h => h.card.name)'
+        assert _forwarded(one_card, program) == "[b]\n"
+        vault = answering.vaults._vault
+        assert vault is not None and shared._bm25_indexes.get(vault) is not None

@@ -68,6 +68,15 @@ def bm25_index(
 WORD_INDEX_QUESTIONS = 4
 
 
+def many_questions_ahead() -> None:
+    """This process will answer many questions (a vault's watcher answering commands): a
+    loaded vault's first question loads, or builds, its full index, and none reads the
+    word index (which would cost each of the first few questions more than the full
+    index answers in)."""
+    global WORD_INDEX_QUESTIONS
+    WORD_INDEX_QUESTIONS = 0
+
+
 class _WordState:
     def __init__(self) -> None:
         self.index: Any = None  # the open TermIndex, once opened
