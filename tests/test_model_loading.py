@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -130,6 +131,18 @@ def test_the_sentence_transformers_embedder_recovers_from_an_interrupted_import(
     assert done.stdout.split("\n")[:2] == ["interrupted", "(1, 384)"]
 
 
+@pytest.fixture
+def default_ctrl_c() -> Iterator[None]:
+    """Python's own Ctrl-C handler, as in a command run from a terminal (a suite started in
+    the background by a shell without job control inherits Ctrl-C ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("default_ctrl_c")
 def test_a_first_ctrl_c_is_held_until_the_model_is_loaded_and_kept(capsys) -> None:
     calls: list[int] = []
 
@@ -149,6 +162,7 @@ def test_a_first_ctrl_c_is_held_until_the_model_is_loaded_and_kept(capsys) -> No
     embedders._LOCAL_MODELS.pop(key, None)
 
 
+@pytest.mark.usefixtures("default_ctrl_c")
 def test_a_second_ctrl_c_stops_the_load_at_once(capsys) -> None:
     def load() -> str:
         signal.raise_signal(signal.SIGINT)
