@@ -429,11 +429,20 @@ def _add_plugin_commands(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    return run_parsed(parse_arguments(list(sys.argv[1:] if argv is None else argv)))
+
+
+def parse_arguments(argv: list[str]) -> argparse.Namespace:
+    """The command line read; a usage error is said and exits (SystemExit 2), as argparse does."""
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if args.command == "check" and (args.file is None) == (args.expression is None):
         parser.error(messages.check_usage())
+    return args
+
+
+def run_parsed(args: argparse.Namespace) -> int:
+    """Run a parsed command; every failure is a report and an exit code."""
     try:
         handler = COMMANDS.get(args.command)
         if handler is None:

@@ -113,30 +113,13 @@ def _vault_argument(argv: Sequence[str]) -> str | None:
 
 def _exchange(path: str, payload: bytes) -> bytes | None:
     """Send the request and read the whole answer; None when no watcher took it."""
-    import _socket
-
-    from hql.unix_socket import SocketAddress
+    from hql.unix_socket import exchange
 
     try:
-        connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    except (OSError, AttributeError):
-        return None
-    try:
-        connection.settimeout(CONNECT_SECONDS)
-        with SocketAddress(path) as where:
-            connection.connect(where)
-        connection.sendall(b"serve %d\n" % len(payload) + payload)
-        connection.settimeout(None)  # the command runs as long as it runs here would
-        chunks = []
-        while chunk := connection.recv(1 << 16):
-            chunks.append(chunk)
+        # No limit once connected: the command runs as long as it would run here.
+        return exchange(path, b"serve %d\n" % len(payload) + payload, CONNECT_SECONDS, None)
     except KeyboardInterrupt:
         raise SystemExit(_interrupted()) from None
-    except (OSError, ValueError):
-        return None
-    finally:
-        connection.close()
-    return b"".join(chunks)
 
 
 def _interrupted() -> int:
@@ -247,44 +230,41 @@ def answer(payload: bytes, token: str, vaults: OpenVault) -> bytes:
         return DECLINED
     try:
         with _Caller(cwd, env, argv0) as caller:
-            if not _answerable(argv, vaults.root):
+            args = _answerable(argv, vaults.root)
+            if args is None:
                 return DECLINED
-            code = _run(argv, lambda path: vaults.get(path, token))
+            code = _run(args, lambda path: vaults.get(path, token))
     except OSError:  # the caller's directory is gone, say: its own process says so
         return DECLINED
     answered = {"code": code, "out": caller.out.getvalue(), "err": caller.err.getvalue()}
     return OK + json.dumps(answered).encode("utf-8")
 
 
-def _answerable(argv: list[str], root: str) -> bool:
+def _answerable(argv: list[str], root: str) -> Any:
+    """The parsed command when this watcher can answer it as the caller's process would;
+    None when it must run there."""
     from hql import cli
 
     try:
-        args = cli.build_parser(argv).parse_args(argv)
+        args = cli.parse_arguments(argv)
     except SystemExit:
-        return False  # a usage error: said by the caller's own process
+        return None  # a usage error: said by the caller's own process
     if args.command not in SERVED or not args.vault:
-        return False
+        return None
     if os.path.realpath(args.vault) != root or getattr(args, "svg", None):
-        return False
-    reads_stdin = (
-        getattr(args, "file", None) == "-"
-        or (args.command == "context" and args.file is None and args.prompt in (None, "-"))
-        or (args.command == "check" and args.file is None and args.expression is None)
+        return None
+    reads_stdin = getattr(args, "file", None) == "-" or (
+        args.command == "context" and args.file is None and args.prompt in (None, "-")
     )
-    return not reads_stdin
+    return None if reads_stdin else args
 
 
-def _run(argv: list[str], opener: Callable[[str], Vault]) -> int:
+def _run(args: Any, opener: Callable[[str], Vault]) -> int:
     from hql import cli
 
     previous, cli.vault_opener = cli.vault_opener, opener
     try:
-        return cli.main(argv)
-    except SystemExit as leaving:  # as the process would have exited
-        if leaving.code is None:
-            return 0
-        return leaving.code if isinstance(leaving.code, int) else 1
+        return cli.run_parsed(args)
     finally:
         cli.vault_opener = previous
 

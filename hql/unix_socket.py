@@ -28,3 +28,43 @@ class SocketAddress:
         if self._folder is not None:
             os.close(self._folder)
             self._folder = None
+
+
+def exchange(
+    path: str | os.PathLike[str],
+    message: bytes,
+    connect_seconds: float,
+    answer_seconds: float | None,
+    line_only: bool = False,
+) -> bytes | None:
+    """Send `message` to the Unix socket at `path` and return what comes back: everything
+    until the other end closes, or with `line_only` the first line (at most 64 bytes).
+    None when nothing listens there (no socket file, or it cannot be reached in time).
+    KeyboardInterrupt goes to the caller."""
+    import stat
+
+    try:
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            return None
+        # The C module: socket.py builds its enums on import (~5-10 ms of every watched load).
+        import _socket
+
+        connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    except (OSError, AttributeError):  # nothing there, or no Unix sockets here
+        return None
+    chunks: list[bytes] = []
+    try:
+        connection.settimeout(connect_seconds)
+        with SocketAddress(path) as where:
+            connection.connect(where)
+        connection.sendall(message)
+        connection.settimeout(answer_seconds)
+        while chunk := connection.recv(64 if line_only else 1 << 16):
+            chunks.append(chunk)
+            if line_only and (chunk.endswith(b"\n") or sum(map(len, chunks)) >= 64):
+                break
+    except (OSError, ValueError):
+        return None
+    finally:
+        connection.close()
+    return b"".join(chunks)

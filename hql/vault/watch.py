@@ -21,11 +21,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from hql.unix_socket import SocketAddress
+from hql.unix_socket import exchange
 
 SOCKET = "watch.sock"
 # How long a load waits for a watcher's answer before walking as usual.
@@ -71,32 +70,7 @@ def ask(state_dir: Path) -> str | None:
 
 def tell(state_dir: Path, question: bytes) -> bytes | None:
     """Ask the watcher one question and return its one-line answer, or None (no watcher)."""
-    path = state_dir / SOCKET
-    try:
-        if not stat.S_ISSOCK(os.lstat(path).st_mode):
-            return None
-        # The C module: socket.py builds its enums on import (~5-10 ms of every watched load).
-        import _socket
-
-        connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    except (OSError, AttributeError):  # no watcher, or no Unix sockets here
-        return None
-    try:
-        connection.settimeout(ASK_SECONDS)
-        with address(path) as where:
-            connection.connect(where)
-        connection.sendall(question + b"\n")
-        answer = b""
-        while not answer.endswith(b"\n") and len(answer) < 64:
-            chunk = connection.recv(64)
-            if not chunk:
-                break
-            answer += chunk
-    except (OSError, ValueError):
-        return None
-    finally:
-        connection.close()
-    return answer
+    return exchange(state_dir / SOCKET, question + b"\n", ASK_SECONDS, ASK_SECONDS, line_only=True)
 
 
 def start_detached(root: Path, state_dir: Path) -> bool:
@@ -138,9 +112,3 @@ def start_detached(root: Path, state_dir: Path) -> bool:
     finally:
         os.close(log)
     return True
-
-
-def address(path: Path) -> SocketAddress:
-    """A socket address for `path`: itself, or through /proc when it is longer than a
-    socket address may be (about 108 bytes)."""
-    return SocketAddress(path)

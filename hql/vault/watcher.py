@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Protocol
 
 from hql import files, messages
-from hql.vault.watch import SOCKET, address, answer_in_process
+from hql.unix_socket import SocketAddress
+from hql.vault.watch import SOCKET, answer_in_process
 
 LOCK = "watch.lock"
 
@@ -231,7 +232,7 @@ class Watcher:
                 os.unlink(path)  # a socket left by a watcher that was killed
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            with address(path) as where:
+            with SocketAddress(path) as where:
                 listener.bind(where)
             listener.listen(16)
         except OSError:
