@@ -188,11 +188,8 @@ def run_sort(call: StepCall) -> ListValue:
     if by is None:
         if plain and _plainly_ordered(items):
             return ListValue(tuple(_leading_plainly(items, descending, call.limit)))
-        if plain and items and all(type(item) is Card for item in items):
-            if call.limit is not None and call.limit < len(items):
-                chosen = heapq.nlargest if descending else heapq.nsmallest
-                return ListValue(tuple(chosen(call.limit, items, key=_CARD_NAME)))
-            return ListValue(tuple(sorted(items, key=_CARD_NAME, reverse=descending)))
+        if plain and _cards_alone(items):
+            return ListValue(tuple(_leading_plainly(items, descending, call.limit, _CARD_NAME)))
         return ListValue(tuple(_leading(items, functools.cmp_to_key(compare), call.limit)))
     keys: list[tuple[Any, Any]] = [(by(item), item) for item in items]
     if plain and _plainly_ordered([key for key, _ in keys]):
@@ -264,11 +261,23 @@ def _plainly_ordered(values: list[Any]) -> bool:
     return kind is str and all(type(value) is str for value in values)
 
 
-def _leading_plainly(items: list[Any], descending: bool, limit: int | None) -> list[Any]:
-    """`_leading` for plainly ordered values (equal ones cannot be told apart)."""
+def _leading_plainly(
+    items: list[Any], descending: bool, limit: int | None, key: Callable[[Any], Any] | None = None
+) -> list[Any]:
+    """`_leading` for values plainly ordered by themselves or by `key` (ties keep their
+    order, as the stable sort does)."""
     if limit is not None and limit < len(items):
-        return (heapq.nlargest if descending else heapq.nsmallest)(limit, items)
-    return sorted(items, reverse=descending)
+        return (heapq.nlargest if descending else heapq.nsmallest)(limit, items, key=key)
+    return sorted(items, key=key, reverse=descending)
+
+
+def _cards_alone(items: Sequence[Any]) -> bool:
+    """Cards only: `compare_values` orders them by name, and code point order is UTF-8 byte
+    order, so their names order them plainly."""
+    return bool(items) and all(type(item) is Card for item in items)
+
+
+_CARD_NAME = operator.attrgetter("name")
 
 
 def _compares_itself(call: StepCall) -> bool | None:
@@ -365,20 +374,10 @@ def run_take(call: StepCall) -> Any:
         listed = list(items)
         if _plainly_ordered(listed):
             return ListValue(tuple(_leading_plainly(listed, False, count)))
-        return ListValue(tuple(heapq.nsmallest(count, listed, key=_order_of(listed))))
+        if _cards_alone(listed):
+            return ListValue(tuple(_leading_plainly(listed, False, count, _CARD_NAME)))
+        return ListValue(tuple(_leading(listed, functools.cmp_to_key(compare_values), count)))
     return ListValue(items[:count])
-
-
-def _order_of(items: Sequence[Any]) -> Callable[[Any], Any]:
-    """A sort key giving `compare_values`' order: a card's name for cards alone (it
-    compares cards by name, and code point order is UTF-8 byte order), else a comparison
-    per pair."""
-    if items and all(type(item) is Card for item in items):
-        return _CARD_NAME
-    return functools.cmp_to_key(compare_values)
-
-
-_CARD_NAME = operator.attrgetter("name")
 
 
 def check_filter(call: StepTyping) -> Type:
