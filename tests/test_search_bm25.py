@@ -335,7 +335,10 @@ def _postings_of(index: Bm25Index[Card]) -> tuple[object, ...]:
 
 @pytest.mark.parametrize("worker_fails", [False, True])
 def test_batches_analysed_by_worker_processes_number_terms_as_one_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker_fails: bool
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    worker_fails: bool,
+    request: pytest.FixtureRequest,
 ) -> None:
     """Worker processes analyse the batches of a large build; the postings and the store
     are the same as one process makes, also when a worker fails (its batches are then
@@ -345,11 +348,7 @@ def test_batches_analysed_by_worker_processes_number_terms_as_one_process(
     alone = Bm25Index.build(cards, Analyzer(), tmp_path / "alone")
     monkeypatch.setattr(bm25, "_PARALLEL_BATCHES", 2)
     monkeypatch.setattr(bm25, "_processors", lambda: 2)
-    # Threads another test left running would keep the workers out (their own test below).
-    monkeypatch.setattr(bm25, "_threads_at_work", lambda: False)
-    made: list[object] = []
-    pool = bm25._worker_pool
-    monkeypatch.setattr(bm25, "_worker_pool", lambda *a: made.append(pool(*a)) or made[-1])
+    workers = request.getfixturevalue("worker_pools")
     if worker_fails:
 
         def failing(texts: object) -> object:
@@ -357,7 +356,9 @@ def test_batches_analysed_by_worker_processes_number_terms_as_one_process(
 
         monkeypatch.setattr(bm25, "_analysed_alone", failing)  # forked workers inherit it
     shared = Bm25Index.build(cards, Analyzer(), tmp_path / "shared")
-    assert made and made[0] is not None  # workers did take part
+    assert workers.pools and workers.pools[0] is not None  # workers did take part
+    # Their batches were used, unless they failed (then this process analysed every batch).
+    assert (workers.analysed == 0) == worker_fails
     assert _postings_of(shared) == _postings_of(alone)
     stored = [(tmp_path / name / STORE_NAME).read_bytes() for name in ("alone", "shared")]
     assert stored[0] == stored[1]

@@ -274,7 +274,7 @@ def test_every_terms_impacts_at_once_are_the_floats_worked_out_term_by_term(
 
 
 def test_recall_fields_analysed_by_worker_processes_are_as_one_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     """Worker processes number terms their own way: a batch's recall entries, made theirs,
     are the ones one process makes, in the same order, and so is the store."""
@@ -296,12 +296,10 @@ def test_recall_fields_analysed_by_worker_processes_are_as_one_process(
     alone = Bm25Index.build(list(vault.cards), Analyzer(), tmp_path / "alone", fields=fields_of())
     monkeypatch.setattr(bm25, "_PARALLEL_BATCHES", 2)
     monkeypatch.setattr(bm25, "_processors", lambda: 2)
-    monkeypatch.setattr(bm25, "_threads_at_work", lambda: False)
-    made: list[object] = []
-    pool = bm25._worker_pool
-    monkeypatch.setattr(bm25, "_worker_pool", lambda *a: made.append(pool(*a)) or made[-1])
+    workers = request.getfixturevalue("worker_pools")
     shared = Bm25Index.build(list(vault.cards), Analyzer(), tmp_path / "shared", fields=fields_of())
-    assert made and made[0] is not None  # workers did take part
+    assert workers.pools and workers.pools[0] is not None  # workers did take part
+    assert workers.analysed > 0  # and the build used the batches they analysed
     for name in ("slot", "title_tf", "text_tf", "term_count", "title_length", "text_length"):
         assert getattr(alone._postings, name).tolist() == getattr(shared._postings, name).tolist()
     one, other = alone._postings.fielded, shared._postings.fielded

@@ -502,7 +502,7 @@ def test_a_card_is_found_by_name_reading_only_the_blocks_a_bisection_needs(
 
 @pytest.mark.parametrize("damage", [None, "UPDATE files SET digest = x'00' WHERE relpath = ?"])
 def test_worker_processes_read_the_catalogue_rows_as_one_process_does(
-    mixed: Path, monkeypatch: pytest.MonkeyPatch, damage: str | None
+    mixed: Path, monkeypatch: pytest.MonkeyPatch, damage: str | None, request: pytest.FixtureRequest
 ) -> None:
     """A first index of a catalogued vault, its batches read from their rows and analysed
     by worker processes, is the one a single process builds: the same store, the same
@@ -525,14 +525,12 @@ def test_worker_processes_read_the_catalogue_rows_as_one_process_does(
         return store.read_bytes(), answer
 
     names = [card.name for card in Vault.open(mixed, use_cache=False).cards]
-    monkeypatch.setattr(bm25, "_threads_at_work", lambda: False)
-    made: list[object] = []
-    pool = bm25._worker_pool
-    monkeypatch.setattr(bm25, "_worker_pool", lambda *a: made.append(pool(*a)) or made[-1])
+    seen = request.getfixturevalue("worker_pools")
     alone, answer = first_index(1)
-    assert not made
+    assert not seen.pools
     shared, again = first_index(2)
-    assert made and made[0] is not None  # workers did take part
+    assert seen.pools and seen.pools[0] is not None  # workers did take part
+    assert seen.analysed > 0  # and the build used the batches they analysed
     assert shared == alone
     _assert_same(again, answer)
     _assert_same(answer, _run(Vault.open(mixed, use_cache=False), PROGRAMS[0], QUESTIONS[0]))
