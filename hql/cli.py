@@ -800,6 +800,7 @@ def watch_command(vault: str) -> int:
     import signal
     from pathlib import Path
 
+    from hql.search.shared import many_questions_ahead
     from hql.served import Answering
     from hql.vault import VaultError
     from hql.vault.store import check_root
@@ -814,6 +815,7 @@ def watch_command(vault: str) -> int:
     root = os.path.abspath(vault)
     refresh = functools.partial(_refresh_seen, root, sys.stderr)
     watcher = Watcher(Path(vault), refresh, Answering(root, sys.stderr))
+    many_questions_ahead()  # this process answers commands until it stops
     try:
         watcher.start()
     except WatchError as error:

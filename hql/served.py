@@ -172,9 +172,6 @@ class Answering:
     """
 
     def __init__(self, root: str, log: Any = None) -> None:
-        from hql.search.shared import many_questions_ahead
-
-        many_questions_ahead()
         self.vaults = OpenVault(root)
         self.answered = 0
         self._code = code_stamp()

@@ -99,3 +99,11 @@ def test_a_vault_built_with_int8_answers_and_a_changed_copy_is_refused(tmp_path:
     assert refused.returncode != 0
     assert "is not the one HQL made there" in refused.stderr, refused.stderr
     assert "Traceback" not in refused.stderr
+    # A damaged digest file (bytes that are not ASCII) is refused the same way.
+    data[len(data) // 2] ^= 0xFF
+    made.write_bytes(bytes(data))
+    made.with_name(made.name + ".sha256").write_bytes(b"\xff\xfe not a digest")
+    damaged = hql("eval", program.replace("hunt at night", "sing at dawn"))
+    assert damaged.returncode != 0
+    assert "is not the one HQL made there" in damaged.stderr, damaged.stderr
+    assert "Traceback" not in damaged.stderr

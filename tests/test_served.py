@@ -288,12 +288,13 @@ def test_a_watcher_answers_its_first_question_from_the_full_index(
     from hql.search import shared, terms
 
     monkeypatch.setattr(shared, "WORD_INDEX_QUESTIONS", 4)  # as in a process of its own
+    shared.many_questions_ahead()  # what `hql vault watch` says of its process
     (one_card / "b.md").write_text("# B\n\nbearer tokens in a header\n")
     hql.Vault.open(one_card)  # the first load catalogues the cards
     earlier = hql.Vault.open(one_card)  # and a later process writes the word index
     assert not hql.run('import bm25\ncards | bm25("header") | take(1)', vault=earlier).failed
     assert terms.path_in(one_card / ".hql").exists()
-    answering = served.Answering(str(one_card))  # a process that will ask many questions
+    answering = served.Answering(str(one_card))
     with serving(one_card, answering):
         program = 'import bm25\ncards | bm25("bearer token") | take(1) | map(h => h.card.name)'
         assert _forwarded(one_card, program) == "[b]\n"

@@ -43,9 +43,7 @@ def int8_model(model: str, source: Callable[[], Path], source_sha256: str) -> tu
     try:
         import onnxruntime
     except ImportError:
-        raise EmbedderUnavailable(
-            messages.embedder_packages_missing(model, "`onnx` and `onnxruntime`", "minilm-int8")
-        ) from None
+        raise _packages_missing(model) from None
     # Named by what it is made from and by; a copy once made is checked by its own digest.
     name = f"all-MiniLM-L6-v2-{source_sha256[:16]}-ort{onnxruntime.__version__}"
     target = cache_folder() / f"{name}-int8.onnx"
@@ -53,13 +51,20 @@ def int8_model(model: str, source: Callable[[], Path], source_sha256: str) -> tu
     if not target.exists() or not digest_file.exists():
         _make(model, source(), target, digest_file)
     try:
-        kept = digest_file.read_text(encoding="ascii").strip()
+        # A damaged digest file is one that does not match: the copy is refused, with the report.
+        kept = digest_file.read_bytes().decode("ascii", "replace").strip()
         found = hashlib.sha256(target.read_bytes()).hexdigest()
     except OSError as error:
         raise EmbedderError(messages.embedder_failed(model, str(error))) from None
     if found != kept:
         raise EmbedderError(messages.embedder_int8_copy_changed(str(target), found))
     return target, found
+
+
+def _packages_missing(model: str) -> EmbedderUnavailable:
+    return EmbedderUnavailable(
+        messages.embedder_packages_missing(model, "`onnx` and `onnxruntime`", "minilm-int8")
+    )
 
 
 def _make(model: str, source: Path, target: Path, digest_file: Path) -> None:
@@ -69,9 +74,7 @@ def _make(model: str, source: Path, target: Path, digest_file: Path) -> None:
     try:  # the quantiser needs `onnx`; only making the copy does
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError:
-        raise EmbedderUnavailable(
-            messages.embedder_packages_missing(model, "`onnx` and `onnxruntime`", "minilm-int8")
-        ) from None
+        raise _packages_missing(model) from None
 
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

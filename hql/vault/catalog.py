@@ -579,6 +579,7 @@ class Catalog:
         if key is not None:
             self._write_one(_TAGS_SCHEMA, "tags", key, marshal.dumps(column))
 
+    @_one_at_a_time
     def superseded_entries(self, key: bytes | None) -> list[Any] | None:
         """Who supersedes whom in the load the listing `key` describes, as
         `record_superseded` kept it (None: not recorded, or damaged)."""
