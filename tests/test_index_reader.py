@@ -692,8 +692,15 @@ def test_the_best_few_of_every_card_rank_as_the_general_path_does(tmp_path: Path
                         (card.name, score) for card, score in zip(found, scores, strict=True)
                     ] == hits
                     assert said == warnings
-                    assert all(card in cards for card in found)
+                    last_of = {card.name: card for card in cards}
+                    assert all(card is last_of[card.name] for card in found)
             assert index._best_of_all(vector, 3000) is None  # every card: the general path
+    # As many cards as rows, but one twice and another missing: the missing one is not ranked.
+    repeated = [named[0], named[0], *named[2:]]
+    for vector in questions:
+        hits, _, _ = index.rank_sections(vector, repeated, 3000)
+        assert named[1].name not in {name for name, _ in hits}
+        assert index.best_cards(vector, repeated, 3000) is None  # not every card: not one pass
     assert index.rank_sections(questions[0], named, 100)[0][:2] == [
         ("card-00000", index.rank_sections(questions[0], named, 1)[0][0][1]),
         ("card-00001", index.rank_sections(questions[0], named, 1)[0][0][1]),

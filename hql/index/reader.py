@@ -272,8 +272,8 @@ class SemanticIndex:
     ) -> tuple[list[Any], list[float], list[str]] | None:
         """`rank_sections(vector, cards, k)` for the usual question, as the cards themselves:
         the best few of `cards` when they hold every indexed card and the index has no
-        sections. The hit cards (each the last of `cards` with its name; None: a row no
-        card of `cards` holds), their scores and the warnings. None: another shape, which
+        sections. The hit cards (each the last of `cards` with its name), their scores and
+        the warnings. None: another shape, which
         `rank_sections` ranks.
         """
         if self._loaded.sections is not None:
@@ -624,7 +624,7 @@ def _align(loaded: _Loaded, cards: Sequence[CardLike], ids: tuple[int, ...]) -> 
             stale.append(card.name)
     rows.sort()
     stale.sort()
-    if len(rows) == len(loaded.names):
+    if rows == list(range(len(loaded.names))):  # every row once (a card twice is not all)
         return _Alignment(cards, tuple(cards), ids, None, stale, absent)
     return _Alignment(cards, tuple(cards), ids, np.asarray(rows, dtype=np.intp), stale, absent)
 

@@ -420,13 +420,8 @@ def _scanned_ranking(call: StepCall, query: str, best: Any) -> Ranking:
     model = best.model
     said = {"search": best.method.to_tree()}
     retrieval = Retrieval(query, best.location, model.id, model.revision, model.metric, False, said)
-    found, scores = best.cards, best.scores
-    if any(map(operator.is_, found, itertools.repeat(None))):  # a hit no input card holds
-        kept = [
-            (card, score) for card, score in zip(found, scores, strict=True) if card is not None
-        ]
-        found, scores = [card for card, _ in kept], [score for _, score in kept]
-    return Ranking(tuple(map(Hit, found, scores, itertools.repeat(retrieval))), retrieval)
+    hits = map(Hit, best.cards, best.scores, itertools.repeat(retrieval))
+    return Ranking(tuple(hits), retrieval)
 
 
 def restated(hits: Sequence[Hit], retrieval: Retrieval) -> Ranking:
