@@ -107,3 +107,24 @@ def test_hybrid_relevant_reads_a_models_cosines_less_their_hub_prior(
     outcome = hql.run(penguins, vault=vault)
     assert [hit.card.name for hit in outcome.value] == ["penguin"]
     assert outcome.value.retrieval.extra["cutoff"]["by_meaning"] == 1
+
+
+def test_priors_are_worked_out_once_while_new_questions_are_kept_in_the_index(
+    zoo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each new question's vector is written into the index; that write is the index's own,
+    so the store that worked out the priors (48 searches of every card) keeps them."""
+    from hql.index import hubs
+    from hql.search import relevance
+
+    root, _ = zoo
+    monkeypatch.setitem(relevance.HUB_FLOORS, "standin-bow", 0.3)
+    monkeypatch.setattr(hubs, "_PRIORS", weakref.WeakKeyDictionary())
+    worked_out: list[int] = []
+    real = hubs._bank_vectors
+    monkeypatch.setattr(hubs, "_bank_vectors", lambda *a: worked_out.append(1) or real(*a))
+    vault = hql.open_vault(root, use_cache=False)
+    for question in ("penguins catch fish", "owls hunt at night", "which bird swims"):
+        outcome = hql.run(f'import hybrid\ncards | hybrid("{question}") | relevant', vault=vault)
+        assert not outcome.failed, outcome.render_reports()
+    assert len(worked_out) == 1

@@ -487,8 +487,13 @@ class SemanticIndex:
             _CACHE.pop(key, None)
             return self._loaded
         queries = {**self._loaded.queries, text: vector}
-        updated = dataclasses.replace(self._loaded, stamp=_stamp(self.path), queries=queries)
+        status = key.stat()
+        stamp = _stamp_of(status)
+        updated = dataclasses.replace(self._loaded, stamp=stamp, queries=queries)
         _CACHE[key] = updated
+        # The path now reaches this revision: a later `unchanged` (and the store holding this
+        # index, with what it worked out, such as hub priors) outlives our own write.
+        _RESOLVED[self.path] = self._identity = ((status.st_dev, *stamp), key)
         return updated
 
     def _align(self, cards: Sequence[CardLike]) -> _Alignment:
