@@ -649,20 +649,11 @@ class Catalog:
     def payloads(self, wanted: list[tuple[str, Stamp]]) -> dict[str, Payload]:
         """The checked payloads of these (relpath, stamp), read in one query; a file whose
         row is missing, stale or damaged is left out."""
-        if self._connection is None or self._foreign or not wanted:
-            return {}
-        marks = ",".join("?" * len(wanted))
-        query = f"SELECT {_ROW_COLUMNS} FROM files WHERE relpath IN ({marks})"  # noqa: S608 - only placeholders
-        try:
-            rows = {
-                row[0]: row[1:] for row in self._connection.execute(query, [w[0] for w in wanted])
-            }
-        except sqlite3.Error:
-            return {}
+        rows = self.rows([relpath for relpath, _ in wanted]) or {}
         found = {}
         for relpath, stamp in wanted:
             row = rows.get(relpath)
-            payload = _checked(relpath, stamp, row) if row is not None else None
+            payload = checked_payload(relpath, stamp, row) if row is not None else None
             if payload is not None:
                 found[relpath] = payload
         return found
@@ -706,7 +697,7 @@ class Catalog:
             row = rows.pop(relpath, None)
         if row is None:
             return None
-        return _checked(relpath, stamp, row)
+        return checked_payload(relpath, stamp, row)
 
     def _stored_relpaths(self) -> set[str]:
         if self._connection is None:
@@ -737,12 +728,9 @@ class Catalog:
         except sqlite3.Error:
             self._give_up(replace=True)
 
-    @_one_at_a_time
     def store(self, relpath: str, stamp: Stamp, payload: Payload) -> None:
-        if self._path is not None and not self._stream_lost:
-            self._fresh[relpath] = row_of(relpath, stamp, payload)
-            if self._streaming and len(self._fresh) >= _STREAM_ROWS:
-                self._flush()
+        if self._path is not None and not self._stream_lost:  # else no row need be made
+            self.keep(relpath, row_of(relpath, stamp, payload))
 
     @_one_at_a_time
     def keep(self, relpath: str, row: Row) -> None:
@@ -1056,13 +1044,8 @@ def _row_digest(relpath: str, stamp: Stamp, stored: bytes) -> bytes:
 
 
 def checked_payload(relpath: str, stamp: Stamp, row: Row) -> Payload | None:
-    """The payload of a row `Catalog.rows` read, if it was read from this very file (the
-    same stamp) and is intact: the check `Catalog.payloads` makes."""
-    return _checked(relpath, stamp, row)
-
-
-def _checked(relpath: str, stamp: Stamp, row: Row) -> Payload | None:
-    """The payload of a `files` row, if it was read from this very file and is intact."""
+    """The payload of a `files` row (as `Catalog.rows` reads it), if it was read from this
+    very file (the same stamp) and is intact."""
     if row[0] != stamp[0] or row[1] != stamp[1] or row[2] != stamp[2] or row[3] != stamp[3]:
         return None
     stored, digest = row[4], row[5]

@@ -388,13 +388,11 @@ class TextRows:
         the load gives it, its retrieval text); None if any row is missing, stale or damaged
         (the catalogue's check), or is not the card the listing describes (the digest of its
         retrieval text or its search title differ): then build the cards instead."""
-        import hashlib
-
         from hql.vault.assembly import title_of
         from hql.vault.catalog import checked_payload
-        from hql.vault.model import retrieval_text, search_title_of
+        from hql.vault.model import retrieval_text, search_title_of, text_digest
 
-        dialect, sha256 = self.dialect, hashlib.sha256
+        dialect = self.dialect
         cards = []
         for (relpath, name, digest, listed_title, stamp), row in zip(
             self.described, self.rows, strict=True
@@ -408,7 +406,7 @@ class TextRows:
                 title = name
             search_title = search_title_of(title, relpath, dialect)
             text = retrieval_text(title, authored, body)
-            if search_title != listed_title or sha256(text.encode()).hexdigest() != digest:
+            if search_title != listed_title or text_digest(text) != digest:
                 return None
             cards.append(TextCard(name, title, search_title, authored, body, text, digest))
         return cards

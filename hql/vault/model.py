@@ -357,7 +357,7 @@ class Card:
             if text is None:  # not kept: most cards' text is never needed again
                 cached = text_digest_of(self.title, self.authored, self.body)
             else:
-                cached = _sha256(text)
+                cached = text_digest(text)
             object.__setattr__(self, "_digest", cached)
         return cached
 
@@ -374,10 +374,11 @@ def search_title_of(title: str, relpath: str, dialect: str) -> str:
 
 def text_digest_of(title: str, authored: dict[str, Any], body: str) -> str:
     """`Card.digest` of a card with this title, authored header and body."""
-    return _sha256(retrieval_text(title, authored, body))
+    return text_digest(retrieval_text(title, authored, body))
 
 
-def _sha256(text: str) -> str:
+def text_digest(text: str) -> str:
+    """A retrieval text's digest (`Card.digest`)."""
     import hashlib  # only ranking needs digests; starting up should not pay for hashlib
 
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
