@@ -154,13 +154,6 @@ class SemanticIndex:
     def __init__(self, path: Path, loaded: _Loaded) -> None:
         self.path = path
         self._loaded = loaded
-        # What `unchanged` compares one stat of the path with: the file's device and stamp
-        # when it was resolved, and where the cache keeps its revision (None: not resolved).
-        resolved = _RESOLVED.get(path)
-        self._file = os.fspath(path)
-        self._identity = (
-            resolved if resolved is not None and resolved[0][1:] == loaded.stamp else None
-        )
 
     @classmethod
     def open(cls, path: Path | str, vault_root: Path | str) -> SemanticIndex:
@@ -175,15 +168,7 @@ class SemanticIndex:
 
     def unchanged(self) -> bool:
         """Whether the index file is still the revision these vectors were read from."""
-        identity = self._identity
-        if identity is None:
-            return _unchanged(self.path) is self._loaded
-        try:
-            status = os.stat(self._file)
-        except (OSError, ValueError):
-            return False
-        now = (status.st_dev, status.st_ino, status.st_mtime_ns, status.st_size, status.st_ctime_ns)
-        return now == identity[0] and _CACHE.get(identity[1]) is self._loaded
+        return _unchanged(self.path) is self._loaded
 
     @property
     def model(self) -> str:
@@ -302,11 +287,7 @@ class SemanticIndex:
         if not 0 < k < count:
             return None
         # `_candidates`: every card within the float32 slack of the k-th best scan score.
-        scores = loaded.matrix @ vector
-        ordered = scores.copy()
-        ordered.partition(count - k)
-        kth = ordered[count - k]
-        positions = (scores >= kth - float32_slack(loaded.model.dimensions)).nonzero()[0]
+        positions = _within_slack(loaded.matrix @ vector, k, loaded.model.dimensions)
         # `rank_rows` and `_hits`: the candidates' exact scores, best first, ties in row
         # (= name) order, since the positions ascend.
         exact = exact_scores(loaded.matrix[positions], vector)
@@ -339,13 +320,8 @@ class SemanticIndex:
         scores, _ = self._card_scores(vector)
         if rows is not None:
             scores = scores[rows]
-        # The k-th largest (`np.partition`, through the array's own methods: the module's
-        # wrappers cost more than partitioning a few thousand scores).
-        ordered = scores.copy()
-        ordered.partition(count - k)
-        kth = ordered[count - k]
-        positions = (scores >= kth - float32_slack(self.dimensions)).nonzero()[0]
-        # flatnonzero's positions ascend; `rows` may repeat a row (a card given twice).
+        positions = _within_slack(scores, k, self.dimensions)
+        # The positions ascend; `rows` may repeat a row (a card given twice).
         return (positions, True) if rows is None else (rows[positions], False)
 
     @property
@@ -493,7 +469,7 @@ class SemanticIndex:
         _CACHE[key] = updated
         # The path now reaches this revision: a later `unchanged` (and the store holding this
         # index, with what it worked out, such as hub priors) outlives our own write.
-        _RESOLVED[self.path] = self._identity = ((status.st_dev, *stamp), key)
+        _RESOLVED[self.path] = ((status.st_dev, *stamp), key)
         return updated
 
     def _align(self, cards: Sequence[CardLike]) -> _Alignment:
@@ -610,6 +586,16 @@ def _cards_by_row(loaded: _Loaded, cards: Sequence[Any]) -> list[Any]:
         if row is not None:
             by_row[row] = card
     return by_row
+
+
+def _within_slack(scores: np.ndarray, k: int, dimensions: int) -> np.ndarray:
+    """The positions (ascending) of the scores within the float32 slack of the k-th largest
+    (0 < k < len(scores)). Through the array's own methods: the module's wrappers cost more
+    than partitioning a few thousand scores."""
+    count = len(scores)
+    ordered = scores.copy()
+    ordered.partition(count - k)
+    return (scores >= ordered[count - k] - float32_slack(dimensions)).nonzero()[0]
 
 
 def _align(loaded: _Loaded, cards: Sequence[CardLike], ids: tuple[int, ...]) -> _Alignment:
