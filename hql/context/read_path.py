@@ -33,6 +33,7 @@ reason, and nothing here stores the prompt.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -267,11 +268,12 @@ def _candidates(
         warn=warn,
     )
     variants = ranking.retrieval.extra.get("variants", ())
-    kept_by_words = _words_rule(index, analyzer_for(vault), prompt, depth, variants)
+    scores = _prompt_scores(index, prompt, variants)  # the words rule's and hybrid's
+    kept_by_words = _words_rule(index, analyzer_for(vault), prompt, depth, scores)
     meaning, ranker = _meaning(vault, cards, prompt, source.library, warn)
     if meaning is not None:
         kept_by_words, cutoff = _words_or_meaning(
-            index, prompt, variants, depth, kept_by_words, meaning
+            index, prompt, scores, depth, kept_by_words, meaning
         )
         ranker["cutoff"] = cutoff
     not_kept = (
@@ -355,19 +357,16 @@ class Kept:
     rule: str = WORDS_RULE
 
 
-def _words_rule(
-    index: Any, analyzer: Any, prompt: str, depth: int, variants: Sequence[Any] = ()
-) -> dict[str, Kept]:
+def _words_rule(index: Any, analyzer: Any, prompt: str, depth: int, scores: Any) -> dict[str, Kept]:
     """The plain notes the prompt's words call for, by name, with their rank and matched terms:
     the best `depth` of `bm25(prompt)` that share a whole word with what the
     prompt affirms (`relevant`'s evidence rule: a negated or prefix-only match is no evidence)
     and score at least `WORDS_SHARE` of the best.
 
-    A prompt of several segments scores as the sum of its segments, as the prompt ranking
-    scores it (`variants`, from its retrieval: the index kept their scores)."""
+    `scores` are the prompt's (`_prompt_scores`)."""
     from hql.search.relevance import affirmed_text, evidence_filter
 
-    hits = index.hits_of(_prompt_scores(index, prompt, variants), prompt, depth)
+    hits = index.hits_of(scores, prompt, depth)
     if not hits:
         return {}
     affirmed = set(analyzer.term_list(affirmed_text(prompt)))
@@ -406,14 +405,13 @@ def _meaning(
     embedded and not stored) when the vault ranks by meaning, and what the diagnostics say of
     the ranker: nothing for a vault without a semantic index; `bm25` and why, with a warning
     when meaning failed, when it cannot be used."""
-    from hql.index.config import load_semantics_config, meaning_configured
+    from hql.index.config import meaning_configured
     from hql.index.errors import SemanticIndexError
-    from hql.index.reader import raw_config
-    from hql.index.semantic import semantic_ranking
+    from hql.index.semantic import semantic_ranking, settings_of
     from hql.search.fusion import HYBRID_DEPTH
 
     try:
-        config = load_semantics_config(raw_config(vault))
+        config = settings_of(vault)
     except SemanticIndexError as error:
         config, unreadable = None, error.message
     if config is not None and not meaning_configured(config):
@@ -442,7 +440,7 @@ def _meaning(
 def _words_or_meaning(
     index: Any,
     prompt: str,
-    variants: Sequence[Any],
+    scores: Any,
     depth: int,
     by_words: dict[str, Kept],
     meaning: Any,
@@ -462,7 +460,7 @@ def _words_or_meaning(
     from hql.search.fusion import HYBRID_DEPTH, fuse_standing
     from hql.search.relevance import MEANING_WINDOW, Meaning, cosine_rule, meaning_reach
 
-    words = index.hits_of(_prompt_scores(index, prompt, variants), prompt, HYBRID_DEPTH)
+    words = index.hits_of(scores, prompt, HYBRID_DEPTH)
     cosines = dict(meaning.hits)
     sections = {
         name: section
@@ -470,7 +468,7 @@ def _words_or_meaning(
         if section is not None
     }
     model = meaning.retrieval.model
-    judged = {name for name, _ in cosine_rule(meaning.hits, _second, model)[0]}
+    judged = {name for name, _ in cosine_rule(meaning.hits, operator.itemgetter(1), model)[0]}
     arm = fuse_standing([[(hit.card.name, hit.score) for hit in words], meaning.hits])
     standing = arm[1][1]
     spread = standing.spread if standing is not None else 0.0
@@ -501,10 +499,6 @@ def _words_or_meaning(
     if reach < float("inf"):
         record["reach"] = reach
     return kept, record
-
-
-def _second(pair: tuple[str, float]) -> float:
-    return pair[1]
 
 
 def _matched(hit: Any) -> Any:

@@ -50,10 +50,10 @@ def hub_priors(vault: VaultLike, bank: tuple[str, ...] = BANK) -> dict[str, floa
     cards), by card name; None when the bank's questions cannot be embedded (no embedder
     configured, or one that cannot be reached): the caller then reads raw cosines."""
     from hql.index.errors import SemanticIndexError
-    from hql.index.semantic import _settings
+    from hql.index.semantic import settings_of
     from hql.index.stores import SearchFilter, open_store
 
-    config = _settings(vault)
+    config = settings_of(vault)
     try:
         store = open_store(vault, config)
         # A SQLite store object lasts while its index file is unchanged; a server's store is

@@ -57,7 +57,9 @@ class SemanticRanking:
 _SETTINGS: weakref.WeakKeyDictionary[Any, SemanticsConfig] = weakref.WeakKeyDictionary()
 
 
-def _settings(vault: VaultLike) -> SemanticsConfig:
+def settings_of(vault: VaultLike) -> SemanticsConfig:
+    """The vault's `[semantics]` settings, read once per loaded vault (SemanticIndexError
+    when they are wrong; not kept then)."""
     try:
         found = _SETTINGS.get(vault)
     except TypeError:  # a vault-like object that cannot be weakly referenced
@@ -92,7 +94,7 @@ def semantic_ranking(
     when the store (a Qdrant server) cannot be reached. `store_filter`: the
     conditions the planner found the input's filter to be, for a store to push.
     """
-    config = _settings(vault)
+    config = settings_of(vault)
     try:
         return _ranking(vault, config, query, cards, k, embedder, exact, store_filter, remember)
     except StoreUnavailable as error:  # a server down: the vault may ask for bm25 instead
@@ -111,7 +113,7 @@ def scanned_best(
     `semantic_ranking` gives them, and what its retrieval records. None: any other
     question, which `semantic_ranking` answers (or refuses).
     """
-    config = _settings(vault)
+    config = settings_of(vault)
     if config.store != "sqlite":
         return None
     try:

@@ -455,13 +455,13 @@ class VaultService:
 
     def default_ranker(self) -> tuple[str, str]:
         """The ranker `auto` stands for in this vault, and why (the answer says both)."""
-        from hql.index.config import load_semantics_config, meaning_configured
+        from hql.index.config import meaning_configured
         from hql.index.errors import SemanticIndexError
-        from hql.index.reader import raw_config
+        from hql.index.semantic import settings_of
 
-        vault: Any = self.live.get()  # a Vault is what `raw_config` reads
+        vault: Any = self.live.get()  # a Vault is what `settings_of` reads
         try:
-            config = load_semantics_config(raw_config(vault))
+            config = settings_of(vault)
         except SemanticIndexError:
             return "bm25", messages.mcp_ranker_bm25_bad_semantics()
         if meaning_configured(config):
