@@ -90,16 +90,16 @@ class Standing:
     median: float
     spread: float
     lowest: float  # the standing of the arm's last candidate: what a card it left out gets
-    step: float = 0.0  # 0: the spread
+    step: float
 
     def of(self, score: float) -> float:
-        return (score - self.median) / (self.step or self.spread)
+        return (score - self.median) / self.step
 
     def to_json(self) -> dict[str, float]:
         return {
             "median": self.median,
             "spread": self.spread,
-            "step": self.step or self.spread,
+            "step": self.step,
             "lowest": self.lowest,
         }
 
