@@ -1635,29 +1635,19 @@ class Bm25Index(Generic[CardT]):
     def _every_impact(
         self,
     ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]] | None:
-        """Every term's entries and impacts, worked out a run of terms at a time as
-        `term_rows` does (the same floats as term by term), when they fit in
+        """Every term's entries and impacts, worked out a run of terms at a time
+        (`_impact_runs`, as `term_rows` reads them; the same floats as term by term), when they fit in
         `_IMPACTS_KEPT`: a process that asks many questions then finds the impacts of a
         new question's terms made, as a repeated question does. None: too many."""
         ptr = self._ptr
         total = int(ptr[-1])
         if total > _IMPACTS_KEPT:
             return None
-        postings, terms = self._postings, len(ptr) - 1
         slots = np.empty(total, dtype=np.int32)
         impacts = np.empty(total, dtype=np.float32)
-        first = 0
-        while first < terms:
-            last = int(np.searchsorted(ptr, ptr[first] + _ROWS_AT_ONCE, side="right")) - 1
-            last = min(max(last, first + 1), terms)
+        for first, last, slot, weighted in self._impact_runs():
             start, end = int(ptr[first]), int(ptr[last])
-            counts = postings.term_count[first:last]
-            slot, title_tf, text_tf = postings.entries(start, end)
-            slots[start:end] = slot
-            impacts[start:end] = self._impacts_at(
-                first, counts, slot, title_tf, text_tf, np.repeat(self._idf[first:last], counts)
-            )
-            first = last
+            slots[start:end], impacts[start:end] = slot, weighted
         self._every = (slots, impacts)
         self._impacts.clear()  # each term's are in `_every` now
         self._impacts_held = 0
@@ -1721,6 +1711,24 @@ class Bm25Index(Generic[CardT]):
             at, until = starts[term_id - first_term], starts[term_id - first_term + 1]
             self._add_recall_fields(term_id, slot[at:until], weighted[at:until])
 
+    def _impact_runs(
+        self,
+    ) -> Iterator[tuple[int, int, npt.NDArray[np.int32], npt.NDArray[np.float32]]]:
+        """Every term's entries (slots) and impacts, a run of terms at a time (about
+        _ROWS_AT_ONCE entries): (first term, term after the last, slots, impacts)."""
+        postings, ptr = self._postings, self._ptr
+        terms, first = len(ptr) - 1, 0
+        while first < terms:
+            last = int(np.searchsorted(ptr, ptr[first] + _ROWS_AT_ONCE, side="right")) - 1
+            last = min(max(last, first + 1), terms)
+            counts = postings.term_count[first:last]
+            slot, title_tf, text_tf = postings.entries(int(ptr[first]), int(ptr[last]))
+            impacts = self._impacts_at(
+                first, counts, slot, title_tf, text_tf, np.repeat(self._idf[first:last], counts)
+            )
+            yield first, last, slot, impacts
+            first = last
+
     def term_rows(self) -> Iterator[tuple[str, float, bytes, bytes]]:
         """Every term's (idf, card positions, impacts) as the word index stores them
         (`hql.search.terms`): positions increasing, little-endian int32 and float32.
@@ -1728,21 +1736,14 @@ class Bm25Index(Generic[CardT]):
         Worked out a run of terms at a time (about _ROWS_AT_ONCE entries), so writing the
         word index holds a few megabytes beyond the postings."""
         postings, ptr = self._postings, self._ptr
-        vocabulary, terms = postings.vocabulary, len(postings.vocabulary)
+        vocabulary = postings.vocabulary
         position_of_slot = self._card_of_slot.astype(np.int32)
         # Slots in the order of their cards (as a first build numbers them): a term's
         # entries, in slot order, are in position order already.
         in_order = bool(np.all(position_of_slot[1:] > position_of_slot[:-1]))
-        first = 0
-        while first < terms:
-            last = int(np.searchsorted(ptr, ptr[first] + _ROWS_AT_ONCE, side="right")) - 1
-            last = min(max(last, first + 1), terms)
+        for first, last, slot, impacts in self._impact_runs():
             start = int(ptr[first])
             counts = postings.term_count[first:last]
-            slot, title_tf, text_tf = postings.entries(start, int(ptr[last]))
-            impacts = self._impacts_at(
-                first, counts, slot, title_tf, text_tf, np.repeat(self._idf[first:last], counts)
-            )
             positions = position_of_slot[slot]
             if not in_order:
                 order = np.lexsort((positions, np.repeat(np.arange(last - first), counts)))
@@ -1754,7 +1755,6 @@ class Bm25Index(Generic[CardT]):
             for offset in range(last - first):
                 low, high = bounds[offset], bounds[offset + 1]
                 yield vocabulary[first + offset], idfs[offset], at[low:high], shares[low:high]
-            first = last
 
     def unknown_idf(self) -> float:
         """The idf a query term no card holds counts with (see `score_bound`)."""
