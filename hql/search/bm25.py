@@ -2135,11 +2135,11 @@ def _recall_part(number: int, card: _Texts | Analysed) -> str | list[str] | None
 
 
 def analysed(card: SearchCard, analyzer: Analyzer, fields: SearchFields | None) -> Analysed:
-    """The card's analysis, as a build makes it."""
-    split = fields.split(card) if fields is not None else None
-    body = card.text if split is None else split[0]
-    recall = None if split is None else _recall_terms(split[1], analyzer)
-    return analyzer.terms(_title_field(card)), analyzer.terms(body), recall
+    """The card's analysis, as a build makes it: its texts (`_texts`), each analysed."""
+    title, body, recall = _texts(card, fields)
+    terms = analyzer.terms
+    fielded = None if recall is None else {number: terms(text) for number, text in recall.items()}
+    return terms(title), terms(body), fielded
 
 
 def record_analyses(
@@ -2257,15 +2257,6 @@ _BATCH = 4096
 # A build of this many batches or more analyses them in worker processes (see
 # `_analysed_batches`): a vault of fewer cards is analysed sooner than workers start.
 _PARALLEL_BATCHES = 3
-
-
-def _recall_terms(texts: Mapping[str, str], analyzer: Analyzer) -> dict[int, list[str]]:
-    """A card's terms per recall field, by the field's number in RECALL_FIELDS."""
-    return {
-        number: analyzer.terms(texts[name])
-        for number, name in enumerate(RECALL_FIELDS)
-        if texts.get(name)
-    }
 
 
 def _store_fingerprint(analyzer: Analyzer, fields: SearchFields | None) -> str:
