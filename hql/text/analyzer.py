@@ -72,7 +72,7 @@ _CJK_CHAR = (
 # Every character of both classes is at or above this one: a text below it needs neither
 # their patterns (~10 ms to compile, done on first need) nor ICU.
 _SEGMENTED_FROM = "\u0e00"
-_HIGH = lazy("[\u0e00-\U0010ffff]")  # a character at or above _SEGMENTED_FROM
+_HIGH = lazy(f"[{_SEGMENTED_FROM}-\U0010ffff]")  # a character at or above _SEGMENTED_FROM
 
 
 @functools.cache
@@ -335,10 +335,9 @@ class TermNumbers:
             numbered = self._of_table[id(table)] = _TokenNumbers(table, self.numbers)
         before = len(into)
         into.extend(chain.from_iterable(map(numbered.__getitem__, tokens.words)))
-        if tokens.has_cjk or not analyzer._synonym_starts.isdisjoint(tokens.words):
-            joined: list[str] = []
-            analyzer._add_joined_terms(tokens, table, joined)
-            into.extend(map(self.numbers.__getitem__, joined))
+        joined: list[str] = []  # bigrams and synonyms, as `terms` adds them
+        analyzer._add_joined_terms(tokens, table, joined)
+        into.extend(map(self.numbers.__getitem__, joined))
         return len(into) - before
 
     def add_terms(self, terms: Iterable[str], into: list[int]) -> int:
