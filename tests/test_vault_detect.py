@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from obsidian_resolver import note_links
@@ -177,3 +178,56 @@ def test_the_scan_never_waits_on_a_fifo(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe.md")
     vault = Vault.open(tmp_path)  # would block forever if the scan opened the FIFO
     assert vault.dialect == "obsidian" and "pipe" not in vault
+
+
+def _mixed_notes(root: Path, count: int, showing_every: int, seed: int) -> None:
+    """`count` notes of plain text, plain links, links naming no note, aliases and, every
+    `showing_every`-th note from the middle on, a form only Obsidian reads."""
+    import random
+
+    rng = random.Random(seed)
+    forms = ["[[n{0}|shown]]", "![[n{0}]]", "[[n{0}#Part]]", "[[N{0}]]", "[x](n{0}.md)"]
+    for number in range(count):
+        lines = ["plain words"]
+        if rng.random() < 0.3:
+            lines.append(f"[[n{rng.randrange(count)}]] and [[nickname {number % 7}]]")
+        if number >= count // 2 and number % showing_every == 0:
+            lines.append(rng.choice(forms).format(rng.randrange(count)))
+        header = f"---\naliases: [nickname {number}]\n---\n" if number % 11 == 0 else ""
+        (root / f"n{number}.md").write_text(header + "\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize(
+    ("showing_every", "seed"), [(1, 1), (5, 2), (10**6, 3)], ids=["stops", "some", "alias-only"]
+)
+def test_a_scan_shared_with_a_forked_reader_decides_as_one_reader_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, showing_every: int, seed: int
+) -> None:
+    from hql.vault import workers
+
+    _mixed_notes(tmp_path, 240, showing_every, seed)
+    walked = walk.walk(str(tmp_path), [])
+    alone = detect.scan(walked)
+    shares: list[int] = []
+    heard: list[int] = []
+
+    def share(count: int, here: Any, there: Any, received: Any) -> None:
+        def heard_from_child(task: int, found: object) -> None:
+            heard.append(task)
+            received(task, found)
+
+        shares.append(count)
+        real_share(count, here, there, heard_from_child)
+
+    real_share = workers.share
+    monkeypatch.setattr(detect, "SHARED_SCAN_FROM", 100)
+    monkeypatch.setattr(detect, "_READ_ALONE", 30)
+    monkeypatch.setattr(detect, "_FILES_PER_TASK", 7)
+    monkeypatch.setattr(workers, "usable", lambda: True)
+    monkeypatch.setattr(workers, "core_free", lambda: True)
+    monkeypatch.setattr(workers, "share", share)
+    shared = detect.scan(walked)
+    assert shares == [-(-210 // 7)] and heard  # the forked reader's findings were counted
+    assert shared == alone
+    expected = {1: (False, "obsidian"), 5: (True, "obsidian"), 10**6: (True, "obsidian")}
+    assert (alone.complete, alone.dialect) == expected[showing_every]

@@ -26,6 +26,7 @@ import os
 import re
 import stat
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,63 +104,159 @@ def choose(walked: Walk, state_dir: Path | None) -> Choice:
 
 def scan(walked: Walk) -> Choice:
     """Read the walk's Markdown files and count the links only Obsidian reads, until
-    `ENOUGH_NOTES` notes have shown some (the rest could not change the verdict)."""
-    stems: dict[str, str] = {}  # casefolded file name -> as written
-    paths: set[str] = set()  # casefolded vault-relative paths without extension
-    exact: set[str] = set()
-    for relpath in walked.relpaths:
-        stem_path = relpath.rsplit(".", 1)[0]
-        stem = stem_path.rsplit("/", 1)[-1]
-        exact.add(stem)
-        stems.setdefault(stem.casefold(), stem)
-        paths.add(stem_path.casefold())
+    `ENOUGH_NOTES` notes have shown some (the rest could not change the verdict).
+
+    The notes of a large vault that its first `_READ_ALONE` notes have not decided are
+    read by this process and a forked one at once; their findings are still counted in
+    walk order, so the verdict, counts and first note are the ones one reader gives."""
+    names = _Names(walked.relpaths)
+    files = list(zip(walked.relpaths, walked.paths, walked.statuses, strict=True))
+    tally = _Tally()
+    alone = _READ_ALONE if len(files) >= SHARED_SCAN_FROM else len(files)
+    stopped = tally.count(files[:alone], (_findings(file, names) for file in files[:alone]))
+    if not stopped and alone < len(files):
+        rest = files[alone:]
+        stopped = tally.enough() or tally.count(rest, _shared_findings(rest, names))
+    return tally.choice(names, complete=not stopped)
+
+
+# A scan of this many files or more shares them with a forked process once its first
+# `_READ_ALONE` files have not decided: a vault showing Obsidian's forms early is read no
+# further, and only many notes are worth a fork.
+SHARED_SCAN_FROM = 20_000
+_READ_ALONE = 2_000
+_FILES_PER_TASK = 500
+
+# What one note shows: its wikilinks and Markdown links to notes counted, each form's count,
+# the casefolded targets of plain links naming no note (perhaps an alias), and its header
+# when it declares aliases. None: not a regular file, or one that could not be read.
+_Found = tuple[int, dict[str, int], list[str], bytes | None]
+_NOTHING: _Found = (0, {}, [], None)  # a note without links or aliases (never changed)
+_File = tuple[str, str, os.stat_result | OSError]  # a file of the walk: relative path, path, `stat`
+
+
+class _Names:
+    """The walk's notes by name, as a link may name them."""
+
+    def __init__(self, relpaths: list[str]) -> None:
+        self.stems: dict[str, str] = {}  # casefolded file name -> as written
+        self.paths: set[str] = set()  # casefolded vault-relative paths without extension
+        self.exact: set[str] = set()
+        for relpath in relpaths:
+            stem_path = relpath.rsplit(".", 1)[0]
+            stem = stem_path.rsplit("/", 1)[-1]
+            self.exact.add(stem)
+            self.stems.setdefault(stem.casefold(), stem)
+            self.paths.add(stem_path.casefold())
+
+
+def _findings(file: _File, names: _Names) -> _Found | None:
+    """What one of the walk's files shows."""
+    relpath, path, status = file
+    # Only regular files: opening a FIFO would wait for a writer (the load refuses those).
+    if not (isinstance(status, os.stat_result) and stat.S_ISREG(status.st_mode)):
+        return None
+    data = _read(path)
+    if data is None:
+        return None
+    header = _HEADER.match(data)
+    aliases = header.group(1) if header is not None and _ALIASES.search(header.group(1)) else None
+    if b"[" not in data:  # no link of either kind
+        return _NOTHING if aliases is None else (0, {}, [], aliases)
+    code = b"`" in data or b"~~~" in data or b"%%" in data
+    text = _CODE.sub(b"", data) if code else data
     forms = dict.fromkeys(KINDS, 0)
-    first: str | None = None
-    links = notes = showing = 0
-    complete = True
-    alias_headers: list[bytes] = []
-    pending: list[tuple[str, str]] = []  # plain links naming no note: perhaps an alias
-    for relpath, path, status in zip(walked.relpaths, walked.paths, walked.statuses, strict=True):
-        if showing >= ENOUGH_NOTES:
-            complete = False
-            break
-        # Only regular files: opening a FIFO would wait for a writer (the load refuses those).
-        if not (isinstance(status, os.stat_result) and stat.S_ISREG(status.st_mode)):
-            continue
-        data = _read(path)
-        if data is None:
-            continue
-        notes += 1
-        header = _HEADER.match(data)
-        if header is not None and _ALIASES.search(header.group(1)):
-            alias_headers.append(header.group(1))
-        if b"[" not in data:  # no link of either kind
-            continue
-        code = b"`" in data or b"~~~" in data or b"%%" in data
-        text = _CODE.sub(b"", data) if code else data
-        before = sum(forms.values())
-        for match in _WIKILINK.finditer(text):
-            links += 1
-            bang = text[match.start() - 1 : match.start()] == b"!"
-            missed = _count_wikilink(bang, match.group(1), exact, stems, paths, forms)
-            if missed is not None:
-                pending.append((relpath, missed))
-        if b"](" in text:
-            links += _count_markdown(text, relpath, paths, forms)
-        if sum(forms.values()) > before:
-            showing += 1
-            first = first or relpath
-    if pending and not any(forms.values()):
-        # Only now, when nothing else decides, are the notes' aliases read (`hql vault
-        # doctor` lists every link found only by an alias).
-        aliases = {alias.casefold() for header in alias_headers for alias in _aliases_of(header)}
-        for relpath, folded in pending:
-            if folded in aliases:
-                forms["by-alias"] += 1
-                first = first or relpath
-    kept = {kind: count for kind, count in forms.items() if count}
-    dialect = OBSIDIAN if kept else REFERENCE
-    return Choice(dialect, links, kept, first, notes=notes, complete=complete)
+    links = 0
+    pending: list[str] = []
+    for match in _WIKILINK.finditer(text):
+        links += 1
+        bang = text[match.start() - 1 : match.start()] == b"!"
+        missed = _count_wikilink(bang, match.group(1), names.exact, names.stems, names.paths, forms)
+        if missed is not None:
+            pending.append(missed)
+    if b"](" in text:
+        links += _count_markdown(text, relpath, names.paths, forms)
+    return links, {kind: count for kind, count in forms.items() if count}, pending, aliases
+
+
+def _shared_findings(files: list[_File], names: _Names) -> list[_Found | None]:
+    """`_findings` of each file, made by this process and a forked one when they can share."""
+    from hql.vault import workers
+
+    tasks = -(-len(files) // _FILES_PER_TASK)
+    done: list[list[_Found | None] | None] = [None] * tasks
+
+    def part(task: int) -> list[_File]:
+        return files[task * _FILES_PER_TASK : (task + 1) * _FILES_PER_TASK]
+
+    def there(task: int) -> list[_Found | None]:
+        return [_findings(file, names) for file in part(task)]
+
+    def here(task: int) -> None:
+        done[task] = there(task)
+
+    def received(task: int, found: object) -> None:
+        if done[task] is None and isinstance(found, list) and len(found) == len(part(task)):
+            done[task] = found
+
+    if workers.usable() and workers.core_free():
+        workers.share(tasks, here, there, received)
+    return [found for task in range(tasks) for found in done[task] or there(task)]
+
+
+class _Tally:
+    """The findings of the notes counted so far, in walk order."""
+
+    def __init__(self) -> None:
+        self.forms = dict.fromkeys(KINDS, 0)
+        self.first: str | None = None
+        self.links = self.notes = self.showing = 0
+        self.alias_headers: list[bytes] = []
+        self.pending: list[tuple[str, str]] = []  # plain links naming no note: perhaps an alias
+
+    def enough(self) -> bool:
+        return self.showing >= ENOUGH_NOTES
+
+    def count(self, files: list[_File], found: Iterable[_Found | None]) -> bool:
+        """Count the files' findings (made as they are counted, when `found` is lazy) until
+        enough notes have shown forms; whether a file was left uncounted for that."""
+        for (relpath, _, _), findings in zip(files, found, strict=True):
+            if self.enough():
+                return True
+            if findings is _NOTHING:
+                self.notes += 1
+            elif findings is not None:
+                self._add(relpath, findings)
+        return False
+
+    def _add(self, relpath: str, findings: _Found) -> None:
+        links, forms, pending, aliases = findings
+        self.notes += 1
+        if aliases is not None:
+            self.alias_headers.append(aliases)
+        self.links += links
+        self.pending.extend((relpath, target) for target in pending)
+        if forms:
+            for kind, count in forms.items():
+                self.forms[kind] += count
+            self.showing += 1
+            self.first = self.first or relpath
+
+    def choice(self, names: _Names, complete: bool) -> Choice:
+        forms, first = self.forms, self.first
+        if self.pending and not any(forms.values()):
+            # Only now, when nothing else decides, are the notes' aliases read (`hql vault
+            # doctor` lists every link found only by an alias).
+            aliases = {
+                alias.casefold() for header in self.alias_headers for alias in _aliases_of(header)
+            }
+            for relpath, folded in self.pending:
+                if folded in aliases:
+                    forms["by-alias"] += 1
+                    first = first or relpath
+        kept = {kind: count for kind, count in forms.items() if count}
+        dialect = OBSIDIAN if kept else REFERENCE
+        return Choice(dialect, self.links, kept, first, notes=self.notes, complete=complete)
 
 
 def _count_wikilink(
