@@ -469,7 +469,9 @@ def _walk(
     for folder in folders:
         end = bisect.bisect_left(names, folder.name, start)
         _add(documents[start:end], prefix, found)
-        _walk(folder.path, prefix + folder.name + "/", visited, warnings, containment, outside, found)
+        _walk(
+            folder.path, prefix + folder.name + "/", visited, warnings, containment, outside, found
+        )
         start = end
     _add(documents[start:], prefix, found)
 
