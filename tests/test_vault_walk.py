@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -164,3 +165,27 @@ def test_a_command_that_ends_at_once_has_written_all_its_output(tmp_path: Path) 
         timeout=120,
     )
     assert failed.returncode == 1 and "nope" in failed.stderr and failed.stdout == ""
+
+
+def test_a_document_gone_before_its_stat_keeps_the_error_and_the_rest_their_stats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("a.md", "b.md", "c.md"):
+        (tmp_path / name).write_text(name)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "d.md").write_text("d")
+    made = walk._folder_statuses
+
+    def gone_first(folder: str, names: list[str]) -> Any:
+        if os.path.exists(tmp_path / "b.md"):
+            (tmp_path / "b.md").unlink()
+        if folder.endswith("sub"):
+            (tmp_path / "sub").rename(tmp_path / "moved")  # the folder itself is gone
+        return made(folder, names)
+
+    monkeypatch.setattr(walk, "_folder_statuses", gone_first)
+    walked = walk.walk(str(tmp_path), [])
+    assert walked.relpaths == ["a.md", "b.md", "c.md", "sub/d.md"]
+    kinds = [type(status).__name__ for status in walked.statuses]
+    assert kinds == ["stat_result", "FileNotFoundError", "stat_result", "FileNotFoundError"]
+    assert walked.statuses[0] == os.stat(tmp_path / "a.md")

@@ -322,12 +322,12 @@ def walk(root: str, warnings: list[LoadWarning], allow_outside: tuple[str, ...] 
     """
     containment = files.Containment(root, allow_outside)
     outside: list[str] = []
-    found = _Columns([], [], [], [])
+    found = _Columns([], [], [], [], [])
     _walk(root, "", set(), warnings, containment, outside, found)
     if outside:  # named by the first in the walk's order
         first = min(outside, key=_components)
         warnings.append(LoadWarning(first, messages.symlinks_outside(len(outside))))
-    return Walk(found.relpaths, found.paths, found.formats, _statuses(found.entries))
+    return Walk(found.relpaths, found.paths, found.formats, _statuses(found.entries, found.runs))
 
 
 class _Columns(NamedTuple):
@@ -337,6 +337,9 @@ class _Columns(NamedTuple):
     paths: list[str]
     formats: list[str]
     entries: list[os.DirEntry[str]]
+    # Runs of documents in walk order: each one's folder, names, and whether all of them are
+    # plain (regular files, not symlinks, as listed), whose `stat` is an `lstat` of the name.
+    runs: list[tuple[str, list[str], bool]]
 
 
 # A walk of this many documents or more shares their `stat`s with a forked process
@@ -346,7 +349,9 @@ SHARED_STATS_FROM = 20_000
 _STATS_PER_TASK = 1_000
 
 
-def _statuses(entries: list[os.DirEntry[str]]) -> Sequence[os.stat_result | OSError]:
+def _statuses(
+    entries: list[os.DirEntry[str]], runs: list[tuple[str, list[str], bool]]
+) -> Sequence[os.stat_result | OSError]:
     """Each document's `stat` (symlinks followed), or the error it raised."""
     if len(entries) >= SHARED_STATS_FROM:
         from hql.vault import workers
@@ -355,10 +360,50 @@ def _statuses(entries: list[os.DirEntry[str]]) -> Sequence[os.stat_result | OSEr
             shared = _shared_statuses(entries, workers.share)
             if shared is not None:
                 return shared
+    statuses: list[os.stat_result | OSError] = []
+    at = 0
+    for folder, names, plain in runs:
+        run = entries[at : at + len(names)]
+        at += len(names)
+        made = _folder_statuses(folder, names) if plain else None
+        if made is None:
+            try:
+                made = list(map(_STAT, run))
+            except OSError:  # one failed: each keeps its `stat` or its error
+                made = [_status(entry) for entry in run]
+        statuses.extend(made)
+    return statuses
+
+
+_FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _folder_statuses(folder: str, names: list[str]) -> list[os.stat_result | OSError] | None:
+    """The `lstat` of each plain document of a folder (what its entry's `stat` makes of a
+    file that is no symlink), each name looked up in the folder opened once rather than
+    along its whole path: a tenth or so less than the path's `stat`. None when the folder
+    cannot be opened (then each entry makes its own)."""
+    if os.stat not in os.supports_dir_fd:
+        return None
     try:
-        return list(map(_STAT, entries))
-    except OSError:  # one failed: each keeps its `stat` or its error (made ones are cached)
-        return [_status(entry) for entry in entries]
+        descriptor = os.open(folder, _FOLDER_FLAGS)
+    except OSError:
+        return None
+    try:
+        lstat = os.lstat
+        try:
+            return [lstat(name, dir_fd=descriptor) for name in names]
+        except OSError:  # one failed: each keeps its `lstat` or its error
+            return [_lstatus(name, descriptor) for name in names]
+    finally:
+        os.close(descriptor)
+
+
+def _lstatus(name: str, descriptor: int) -> os.stat_result | OSError:
+    try:
+        return os.lstat(name, dir_fd=descriptor)
+    except OSError as error:
+        return error
 
 
 _STAT = os.DirEntry.stat
@@ -458,22 +503,24 @@ def _walk(
         others = [entry for entry in entries if not entry.is_file(follow_symlinks=False)]
     except OSError:  # an entry of unknown type gone since the listing: each is asked alone
         documents, others = [], entries
+    listed = len(documents)
     folders = _sorted_out(others, documents, containment, outside)
+    plain = len(documents) == listed  # no symlink nor entry of unknown type among them
     documents.sort(key=_BY_NAME)
     if not folders:
-        _add(documents, prefix, found)
+        _add(documents, directory, prefix, plain, found)
         return
     # Each folder's documents come where its name sorts among this folder's documents.
     names = [entry.name for entry in documents]
     start = 0
     for folder in folders:
         end = bisect.bisect_left(names, folder.name, start)
-        _add(documents[start:end], prefix, found)
+        _add(documents[start:end], directory, prefix, plain, found)
         _walk(
             folder.path, prefix + folder.name + "/", visited, warnings, containment, outside, found
         )
         start = end
-    _add(documents[start:], prefix, found)
+    _add(documents[start:], directory, prefix, plain, found)
 
 
 def _sorted_out(
@@ -504,7 +551,9 @@ def _sorted_out(
     return folders
 
 
-def _add(documents: list[os.DirEntry[str]], prefix: str, found: _Columns) -> None:
+def _add(
+    documents: list[os.DirEntry[str]], directory: str, prefix: str, plain: bool, found: _Columns
+) -> None:
     """Add a run of one folder's documents, in name order."""
     if not documents:
         return
@@ -514,6 +563,7 @@ def _add(documents: list[os.DirEntry[str]], prefix: str, found: _Columns) -> Non
     formats = FORMATS
     found.formats.extend([formats[name[name.rfind(".") :]] for name in names])
     found.entries.extend(documents)
+    found.runs.append((directory, names, plain))
 
 
 def _is_symlink(entry: os.DirEntry[str]) -> bool:
