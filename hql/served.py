@@ -52,7 +52,29 @@ def main() -> int:
         return code
     from hql.cli import main as local_main
 
-    return local_main()
+    code = local_main()
+    _end_at_once(code)
+    return code
+
+
+def _end_at_once(code: int) -> None:
+    """End the process now, its output flushed, when nothing is left for an orderly exit
+    to do: no other thread runs and nothing waits to run at exit. An orderly exit frees
+    every object the command made one by one (on a large vault, a card's worth of objects
+    per file: tens of milliseconds); the system frees a process's memory at once. Anything
+    left to finish (a thread, an exit handler, output that cannot be flushed) means the
+    orderly exit, and this returns."""
+    import _thread
+    import atexit
+
+    if _thread._count() or atexit._ncallbacks() or os.environ.get("HQL_DEBUG"):
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return  # said, or not, by the orderly exit
+    os._exit(code)
 
 
 # --- the command line's side -------------------------------------------------------
