@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -216,8 +217,12 @@ def test_a_scan_shared_with_a_forked_reader_decides_as_one_reader_does(
             heard.append(task)
             received(task, found)
 
+        def slow_here(task: int) -> None:  # so that the forked reader surely takes some
+            time.sleep(0.02)
+            here(task)
+
         shares.append(count)
-        real_share(count, here, there, heard_from_child)
+        real_share(count, slow_here, there, heard_from_child)
 
     real_share = workers.share
     monkeypatch.setattr(detect, "SHARED_SCAN_FROM", 100)
