@@ -281,3 +281,32 @@ def test_the_word_patterns_split_as_their_backtracking_forms() -> None:
             for _ in range(20_000):
                 text = "".join(chosen.choice(alphabet) for _ in range(chosen.randint(0, 14)))
                 assert possessive.findall(text) == plain.findall(text), text
+
+
+def test_ascii_segmentation_splits_as_the_word_patterns() -> None:
+    """Text segmented as ASCII (`str.translate` and `str.split`, the patterns only for runs
+    holding `.` or `,`; other characters that are all boundaries read as spaces) gives the
+    words and flags that normalising and the word patterns give: random texts of letters,
+    digits, separators, currency, boundaries (dashes, quotes, symbols, a CJK comma) and
+    characters that are not (accents, Greek, superscripts, ligatures, marks, spaces that
+    NFKC changes, a Thai sign)."""
+    import random
+
+    from hql.text import analyzer as module
+
+    ascii_only = "aB1209.,. ,.,-x_Z'`;:\n\t"
+    others = "–β’±≥×“”·…é²µ、≠\u00a0\u0301ﬁ，\u3001๏\u2028α$ʼ´"
+    chosen = random.Random(11)
+    fast = 0
+    for alphabet in (ascii_only, ascii_only + others[:9], ascii_only + others):
+        for _ in range(20_000):
+            text = "".join(chosen.choice(alphabet) for _ in range(chosen.randint(0, 16)))
+            assert module._tokenize(text) == module._tokenize_by_pattern(text), text
+            fast += "$" not in text and module._all_boundaries(module._NON_ASCII.findall(text))
+    assert fast > 30_000  # most texts took the ASCII way
+    prose = "Dorsal–ventral “patterning”, e.g. 1,000.5a ≥3.14 p.m. Spemann’s cells. 2,a."
+    assert module._tokenize(prose) == module._tokenize_by_pattern(prose)
+    assert module._tokenize(prose).words == [
+        "dorsal", "ventral", "patterning", "e.g", "1,000.5", "a", "3.14", "p.m",
+        "spemann", "s", "cells", "2", "a",
+    ]  # fmt: skip

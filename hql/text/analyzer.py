@@ -23,7 +23,9 @@ Pipeline (product §4.1), in this order:
    Japanese or Korean words; `syn:` + the group name of each synonym found.
 
 Each distinct token's terms are worked out once per analyser (`_TokenTable`), so indexing
-a vault costs one regular-expression pass per text and a dictionary lookup per word.
+a vault costs one segmentation per text and a dictionary lookup per word; an ASCII text
+(or one whose other characters are only punctuation and symbols) is segmented by
+`str.translate` and `str.split`, with the patterns only for runs holding `.` or `,`.
 """
 
 from __future__ import annotations
@@ -530,6 +532,25 @@ class _Tokens(NamedTuple):
 
 
 def _tokenize(text: str) -> _Tokens:
+    """The text's words (as `_tokenize_by_pattern` finds them): ASCII text, and text whose
+    other characters are all boundaries (`_boundary`: dashes, quotes, math symbols), is
+    split as ASCII (`_ascii_words`), with no normalisation pass and no pattern per word."""
+    if "$" not in text:  # a currency prefix takes `normalize`'s way
+        if text.isascii():
+            return _Tokens(_ascii_words(text), False, False, False)
+        others = _NON_ASCII.findall(text)
+        if _all_boundaries(others):
+            # As ASCII text: the other characters end words, as spaces do (`_boundary`);
+            # `high` as `normalize` would leave them (a separator is a space by then).
+            high = max(map(max, others)) >= _SEGMENTED_FROM and bool(
+                _HIGH.search(_SEPARATORS.sub("", "".join(others)))
+            )
+            return _Tokens(_ascii_words(_NON_ASCII.sub(" ", text)), False, False, high)
+    return _tokenize_by_pattern(text)
+
+
+def _tokenize_by_pattern(text: str) -> _Tokens:
+    """`_tokenize` step by step: `normalize`, then the word patterns (or ICU)."""
     normalized = normalize(text)
     if normalized.isascii():
         return _Tokens(_ASCII_WORDS.findall(normalized), False, False, False)
@@ -558,6 +579,100 @@ _WORD_CLASS = (
 _WORDS = lazy(f"\\d++(?:[.,]\\d++)++|[{_WORD_CLASS}]++(?:\\.[{_WORD_CLASS}]++)*+")
 # The same rules for ASCII text: a bitmap class, no underscore or apostrophe to remove.
 _ASCII_WORDS = re.compile(r"[0-9]++(?:[.,][0-9]++)++|[a-z0-9]++(?:\.[a-z0-9]++)*+")
+
+
+# --- ASCII text without the regular expression engine ---------------------------------
+#
+# `_ASCII_WORDS.findall(text.lower())` for ASCII text, found mostly by `str.translate` and
+# `str.split` (in C, a fraction of the regular expression's time per character):
+# * a character outside [a-z0-9.,] is never part of a word and ends any it follows, as a
+#   space does, so it is translated to one (capitals to small letters, as casefolding
+#   ASCII does);
+# * a `.` or `,` is only part of a word when a letter or digit follows it, so one before a
+#   space, or at the end, is a space too;
+# * the words of a run of characters holding none of them are the run; a run that still
+#   holds one is split by the pattern itself (a number, `e.g`, `p.m`).
+_ASCII_FOLD = str.maketrans(
+    {
+        chr(code): chr(code).lower() if chr(code).isalnum() or chr(code) in ".," else " "
+        for code in range(128)
+    }
+)
+_NON_ASCII = lazy("[^\x00-\x7f]+")
+
+
+def _ascii_words(text: str) -> list[str]:
+    """The words of an ASCII text (see above): `_ASCII_WORDS.findall(text.lower())`."""
+    folded = text.translate(_ASCII_FOLD)
+    if "." in folded or "," in folded:
+        folded = folded.replace(". ", "  ").replace(", ", "  ").rstrip(".,")
+        if "." in folded or "," in folded:
+            return _words_around_separators(folded)
+    return folded.split()
+
+
+def _words_around_separators(folded: str) -> list[str]:
+    """The words of translated ASCII text (see above) whose runs holding a `.` or `,` are
+    split by `_ASCII_WORDS`, the rest by `str.split`, in text order."""
+    words: list[str] = []
+    find, rfind = folded.find, folded.rfind
+    done = 0  # the text before this is split
+    dot, comma = find("."), find(",")
+    while dot >= 0 or comma >= 0:
+        at = dot if comma < 0 or 0 <= dot < comma else comma
+        start = rfind(" ", done, at) + 1 or done
+        end = find(" ", at)
+        if end < 0:
+            end = len(folded)
+        words += folded[done:start].split()
+        words += _ASCII_WORDS.findall(folded, start, end)
+        done = end
+        if 0 <= dot < end:
+            dot = find(".", end)
+        if 0 <= comma < end:
+            comma = find(",", end)
+    words += folded[done:].split()
+    return words
+
+
+# Characters outside ASCII that leave a text's words as a space would (`_boundary`), and
+# ones that may not; each character is looked at once per process.
+_BOUNDARIES: set[str] = set()
+_NOT_BOUNDARIES: set[str] = set()
+
+
+def _all_boundaries(runs: list[str]) -> bool:
+    """Whether every character of these runs is a boundary (`_boundary`)."""
+    for run in runs:
+        for char in run:
+            if char not in _BOUNDARIES and (char in _NOT_BOUNDARIES or not _boundary(char)):
+                return False
+    return True
+
+
+def _boundary(char: str) -> bool:
+    """Whether `char` analyses as a space wherever it stands in a text it shares only with
+    ASCII (no `$`): a punctuation mark, symbol or separator that every step leaves as it is
+    (no decomposition, casefolding to itself), which no word holds and which sends no text
+    to ICU. Remembered either way."""
+    boundary = (
+        unicodedata.category(char)[0] in "PSZ"
+        and not unicodedata.decomposition(char)
+        and unicodedata.combining(char) == 0
+        and unicodedata.normalize("NFKC", char) == char
+        and char.casefold() == char
+        and _WORD_CHAR.match(char) is None
+        and not _VIETNAMESE_LETTER.match(char)
+        and not (
+            char >= _SEGMENTED_FROM
+            and (_cjk_char().match(char) or _dictionary_scripts().match(char))
+        )
+    )
+    (_BOUNDARIES if boundary else _NOT_BOUNDARIES).add(char)
+    return boundary
+
+
+_WORD_CHAR = lazy(f"\\d|[{_WORD_CLASS}]")
 
 
 class _IcuWords:
