@@ -232,7 +232,7 @@ def test_term_numbers_number_the_terms_of_each_text_in_order(
 ) -> None:
     """An index numbers terms through `TermNumbers`: each text's numbers are its terms'
     (`Analyzer.terms`) in the same order, a new term numbered where it first occurs."""
-    from hql.text.analyzer import TermNumbers
+    from hql.text.analyzer import TermNumbers, numbers_of
 
     texts = [*_MIXED_TEXTS, *_random_texts(300), *_MIXED_TEXTS]
     known = {"deploy": 0, "pref:deplo": 1, "unused": 2}
@@ -245,8 +245,9 @@ def test_term_numbers_number_the_terms_of_each_text_in_order(
             expected.setdefault(term, len(expected))
         wanted.append([expected[term] for term in terms])
     numbers = TermNumbers(Analyzer.from_config(section), known)
-    flat: list[int] = []
-    lengths = [numbers.add(text, flat) for text in texts]
+    packed: list[bytes] = []
+    lengths = [numbers.add(text, packed) for text in texts]
+    flat = numbers_of(b"".join(packed))
     got, at = [], 0
     for length in lengths:
         got.append(flat[at : at + length])
@@ -255,9 +256,9 @@ def test_term_numbers_number_the_terms_of_each_text_in_order(
     assert numbers.new_terms(len(known)) == list(expected)[len(known) :]
     assert any(len(numbered) > 2 for numbered in wanted)  # the texts give terms
     # Terms analysed earlier take the same numbers, new ones the next.
-    again: list[int] = []
+    again: list[bytes] = []
     assert numbers.add_terms(["ship", "zz-new"], again) == 2
-    assert again == [expected["ship"], len(expected)]
+    assert numbers_of(b"".join(again)) == [expected["ship"], len(expected)]
 
 
 def test_the_word_patterns_split_as_their_backtracking_forms() -> None:

@@ -2104,17 +2104,17 @@ def _numbered_cards(cards: Sequence[_Texts | Analysed], numbers: TermNumbers) ->
     new to the vocabulary is numbered where it first occurs in that order."""
 
     def numbered(part: Callable[[_Texts | Analysed], str | list[str] | None]) -> _Numbered:
-        flat: list[int] = []
+        packed: list[bytes] = []
         lengths = []
         for card in cards:
             text = part(card)
             if text is None:
                 lengths.append(0)
             elif isinstance(text, str):
-                lengths.append(numbers.add(text, flat))
+                lengths.append(numbers.add(text, packed))
             else:
-                lengths.append(numbers.add_terms(text, flat))
-        return flat, lengths
+                lengths.append(numbers.add_terms(text, packed))
+        return np.frombuffer(b"".join(packed), dtype=np.intc), lengths
 
     text = numbered(lambda card: card[1])
     title = numbered(lambda card: card[0])

@@ -36,6 +36,7 @@ import json
 import re
 import threading
 import unicodedata
+from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -318,50 +319,66 @@ class Analyzer:
 class TermNumbers:
     """The terms of many texts as numbers, for an index: `numbers` maps each term to its
     number, and a term met for the first time takes the next one (so numbers follow first
-    occurrence). A text's numbers are its terms' (`Analyzer.terms`), in the same order; each
-    distinct token's are looked up once, so a text costs its segmentation and a dictionary
-    lookup per word."""
+    occurrence). A text's numbers are its terms' (`Analyzer.terms`), in the same order, as
+    native int32 bytes (`numbers_of` reads them back): each distinct token's are packed once,
+    so a text costs its segmentation and a dictionary lookup per word, and many texts' numbers
+    are joined into one array with no Python int per term."""
 
     def __init__(self, analyzer: Analyzer, numbers: Mapping[str, int]) -> None:
         self._analyzer = analyzer
         self.numbers: dict[str, int] = defaultdict(count(len(numbers)).__next__, numbers)
         self._of_table: dict[int, _TokenNumbers] = {}
 
-    def add(self, text: str, into: list[int]) -> int:
-        """Append the numbers of the text's terms to `into`; returns how many there are."""
+    def add(self, text: str, into: list[bytes]) -> int:
+        """Append the numbers of the text's terms to `into` (as bytes); returns how many."""
         analyzer = self._analyzer
         tokens = _tokenize(text)
         table = analyzer._table_of(tokens)
         numbered = self._of_table.get(id(table))
         if numbered is None or len(numbered) > _TOKEN_CACHE_LIMIT:
             numbered = self._of_table[id(table)] = _TokenNumbers(table, self.numbers)
-        before = len(into)
-        into.extend(chain.from_iterable(map(numbered.__getitem__, tokens.words)))
+        packed = b"".join(map(numbered.__getitem__, tokens.words))
+        into.append(packed)
         joined: list[str] = []  # bigrams and synonyms, as `terms` adds them
         analyzer._add_joined_terms(tokens, table, joined)
-        into.extend(map(self.numbers.__getitem__, joined))
-        return len(into) - before
+        if joined:
+            into.append(_packed(map(self.numbers.__getitem__, joined)))
+        return len(packed) // _NUMBER.itemsize + len(joined)
 
-    def add_terms(self, terms: Iterable[str], into: list[int]) -> int:
+    def add_terms(self, terms: Sequence[str], into: list[bytes]) -> int:
         """Append the numbers of these terms (an analysis made earlier) to `into`."""
-        before = len(into)
-        into.extend(map(self.numbers.__getitem__, terms))
-        return len(into) - before
+        into.append(_packed(map(self.numbers.__getitem__, terms)))
+        return len(terms)
 
     def new_terms(self, known: int) -> list[str]:
         """The terms numbered from `known` on, in number order."""
         return list(islice(self.numbers, known, None))
 
 
-class _TokenNumbers(dict[str, tuple[int, ...]]):
-    """token -> the numbers of the terms it contributes (its `_TokenTable` entry's)."""
+_NUMBER = array("i")  # a term's number as `TermNumbers` packs it: a native C int
+assert _NUMBER.itemsize == 4, "a term number is packed as 32 bits"
+
+
+def _packed(numbers: Iterable[int]) -> bytes:
+    return array("i", numbers).tobytes()
+
+
+def numbers_of(packed: bytes) -> list[int]:
+    """The numbers `TermNumbers` packed."""
+    unpacked = array("i")
+    unpacked.frombytes(packed)
+    return unpacked.tolist()
+
+
+class _TokenNumbers(dict[str, bytes]):
+    """token -> the numbers of the terms it contributes (its `_TokenTable` entry's), packed."""
 
     def __init__(self, table: _TokenTable, numbers: dict[str, int]) -> None:
         super().__init__()
         self._table, self._numbers = table, numbers
 
-    def __missing__(self, token: str) -> tuple[int, ...]:
-        numbers = self[token] = tuple(map(self._numbers.__getitem__, self._table[token]))
+    def __missing__(self, token: str) -> bytes:
+        numbers = self[token] = _packed(map(self._numbers.__getitem__, self._table[token]))
         return numbers
 
 
