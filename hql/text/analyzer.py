@@ -514,10 +514,13 @@ def _plain_token(token: str) -> str:
     return token
 
 
+_NUMBER_SEPARATOR = re.compile("[.,]")
+
+
 def _plain_number(number: str) -> str:
     """`20,00` → `20`; `1.234,50` → `1234.5`; `1,000` → `1000`; `3.14` stays."""
     separators = [char for char in number if char in ".,"]
-    groups = re.split("[.,]", number)
+    groups = _NUMBER_SEPARATOR.split(number)
     if len(set(separators)) == 2:
         whole, fraction = "".join(groups[:-1]), groups[-1]
     elif len(separators) > 1 or len(groups[-1]) == 3:
@@ -550,20 +553,42 @@ class _Tokens(NamedTuple):
 
 def _tokenize(text: str) -> _Tokens:
     """The text's words (as `_tokenize_by_pattern` finds them): ASCII text, and text whose
-    other characters are all boundaries (`_boundary`: dashes, quotes, math symbols), is
-    split as ASCII (`_ascii_words`), with no normalisation pass and no pattern per word."""
+    other characters are all boundaries or plain letters (`_kind_of`: dashes, quotes, math
+    symbols, unaccented small Greek letters), is split with no normalisation pass and no
+    pattern per word (`_ascii_words`, `_plain_words`)."""
     if "$" not in text:  # a currency prefix takes `normalize`'s way
         if text.isascii():
             return _Tokens(_ascii_words(text), False, False, False)
-        others = _NON_ASCII.findall(text)
-        if _all_boundaries(others):
-            # As ASCII text: the other characters end words, as spaces do (`_boundary`);
-            # `high` as `normalize` would leave them (a separator is a space by then).
-            high = max(map(max, others)) >= _SEGMENTED_FROM and bool(
-                _HIGH.search(_SEPARATORS.sub("", "".join(others)))
-            )
-            return _Tokens(_ascii_words(_NON_ASCII.sub(" ", text)), False, False, high)
+        plain = _plain_tokens(text)
+        if plain is not None:
+            return plain
     return _tokenize_by_pattern(text)
+
+
+def _plain_tokens(text: str) -> _Tokens | None:
+    """A text's words if its characters beyond ASCII are all boundaries or plain letters:
+    each boundary read as a space, the letters as ASCII letters are (None: another kind)."""
+    boundaries: set[str] = set()
+    letters = False
+    kinds = _KINDS
+    for run in _NON_ASCII.findall(text):
+        for char in run:
+            kind = kinds.get(char)
+            if kind is None:
+                kind = _kind_of(char)
+            if kind == _LETTER:
+                letters = True
+            elif kind == _BOUNDARY:
+                boundaries.add(char)
+            else:
+                return None
+    # `high` as `normalize` leaves the text: a separator is a space by then.
+    high = any(char >= _SEGMENTED_FROM for char in boundaries if not _SEPARATORS.match(char))
+    if not letters:
+        return _Tokens(_ascii_words(_NON_ASCII.sub(" ", text)), False, False, high)
+    for char in boundaries:
+        text = text.replace(char, " ")
+    return _Tokens(_plain_words(text), False, False, high)
 
 
 def _tokenize_by_pattern(text: str) -> _Tokens:
@@ -620,17 +645,22 @@ _NON_ASCII = lazy("[^\x00-\x7f]+")
 
 def _ascii_words(text: str) -> list[str]:
     """The words of an ASCII text (see above): `_ASCII_WORDS.findall(text.lower())`."""
-    folded = text.translate(_ASCII_FOLD)
+    return _split_folded(text.translate(_ASCII_FOLD), _ASCII_WORDS)
+
+
+def _split_folded(folded: str, pattern: Any) -> list[str]:
+    """The words of folded text (see above), the runs still holding `.` or `,` split by
+    `pattern`."""
     if "." in folded or "," in folded:
         folded = folded.replace(". ", "  ").replace(", ", "  ").rstrip(".,")
         if "." in folded or "," in folded:
-            return _words_around_separators(folded)
+            return _words_around_separators(folded, pattern)
     return folded.split()
 
 
-def _words_around_separators(folded: str) -> list[str]:
-    """The words of translated ASCII text (see above) whose runs holding a `.` or `,` are
-    split by `_ASCII_WORDS`, the rest by `str.split`, in text order."""
+def _words_around_separators(folded: str, pattern: Any) -> list[str]:
+    """The words of folded text (see above) whose runs holding a `.` or `,` are split by
+    `pattern`, the rest by `str.split`, in text order."""
     words: list[str] = []
     find, rfind = folded.find, folded.rfind
     done = 0  # the text before this is split
@@ -642,7 +672,7 @@ def _words_around_separators(folded: str) -> list[str]:
         if end < 0:
             end = len(folded)
         words += folded[done:start].split()
-        words += _ASCII_WORDS.findall(folded, start, end)
+        words += pattern.findall(folded, start, end)
         done = end
         if 0 <= dot < end:
             dot = find(".", end)
@@ -652,41 +682,58 @@ def _words_around_separators(folded: str) -> list[str]:
     return words
 
 
-# Characters outside ASCII that leave a text's words as a space would (`_boundary`), and
-# ones that may not; each character is looked at once per process.
-_BOUNDARIES: set[str] = set()
-_NOT_BOUNDARIES: set[str] = set()
+# What a character beyond ASCII is to `_plain_tokens` (each is looked at once per process):
+# a boundary reads as a space wherever it stands in a text it shares only with ASCII, other
+# boundaries and plain letters (no `$`); a plain letter as itself, as ASCII letters do; any
+# other kind sends the text to `_tokenize_by_pattern`.
+_OTHER, _BOUNDARY, _LETTER = 0, 1, 2
+_KINDS: dict[str, int] = {}
 
 
-def _all_boundaries(runs: list[str]) -> bool:
-    """Whether every character of these runs is a boundary (`_boundary`)."""
-    for run in runs:
-        for char in run:
-            if char not in _BOUNDARIES and (char in _NOT_BOUNDARIES or not _boundary(char)):
-                return False
-    return True
-
-
-def _boundary(char: str) -> bool:
-    """Whether `char` analyses as a space wherever it stands in a text it shares only with
-    ASCII (no `$`): a punctuation mark, symbol or separator that every step leaves as it is
-    (no decomposition, casefolding to itself), which no word holds and which sends no text
-    to ICU. Remembered either way."""
-    boundary = (
-        unicodedata.category(char)[0] in "PSZ"
-        and not unicodedata.decomposition(char)
+def _kind_of(char: str) -> int:
+    """What `char` is to `_plain_tokens` (remembered in `_KINDS`). Either kind is one that
+    every step of `normalize` leaves as it is (no decomposition, casefolding and lowering
+    to itself, no combining class), below the scripts ICU segments and not Vietnamese:
+    a boundary is a punctuation mark, symbol or separator no word holds (or a separator
+    `normalize` makes a space), a plain letter a word character that is a letter."""
+    settled = (
+        not unicodedata.decomposition(char)
         and unicodedata.combining(char) == 0
         and unicodedata.normalize("NFKC", char) == char
         and char.casefold() == char
-        and _WORD_CHAR.match(char) is None
+        and char.lower() == char
         and not _VIETNAMESE_LETTER.match(char)
-        and not (
-            char >= _SEGMENTED_FROM
-            and (_cjk_char().match(char) or _dictionary_scripts().match(char))
-        )
     )
-    (_BOUNDARIES if boundary else _NOT_BOUNDARIES).add(char)
-    return boundary
+    category = unicodedata.category(char)[0]
+    word = _WORD_CHAR.match(char) is not None
+    segmented = char >= _SEGMENTED_FROM and bool(
+        _cjk_char().match(char) or _dictionary_scripts().match(char)
+    )
+    if not settled:
+        kind = _OTHER
+    elif _SEPARATORS.match(char) or (category in "PSZ" and not word and not segmented):
+        kind = _BOUNDARY
+    elif category == "L" and word and char < _SEGMENTED_FROM:
+        kind = _LETTER
+    else:
+        kind = _OTHER
+    _KINDS[char] = kind
+    return kind
+
+
+# `_ASCII_FOLD` for the UTF-8 bytes of a text: bytes beyond ASCII (its other letters) kept.
+_UTF8_FOLD = bytes(
+    ord(_ASCII_FOLD.get(code, chr(code))) if code < 128 else code for code in range(256)
+)
+
+
+def _plain_words(text: str) -> list[str]:
+    """The words of a text of ASCII and plain letters (no boundary left), as `_ascii_words`
+    finds ASCII text's: its ASCII folded through its UTF-8 bytes, the runs still holding
+    `.` or `,` split by `_WORDS`."""
+    folded = text.encode("utf-8", "surrogatepass").translate(_UTF8_FOLD)
+    folded_text = folded.decode("utf-8", "surrogatepass")
+    return _split_folded(folded_text, _WORDS)
 
 
 _WORD_CHAR = lazy(f"\\d|[{_WORD_CLASS}]")
