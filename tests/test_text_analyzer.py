@@ -245,9 +245,9 @@ def test_term_numbers_number_the_terms_of_each_text_in_order(
             expected.setdefault(term, len(expected))
         wanted.append([expected[term] for term in terms])
     numbers = TermNumbers(Analyzer.from_config(section), known)
-    packed: list[bytes] = []
+    packed = bytearray()
     lengths = [numbers.add(text, packed) for text in texts]
-    flat = numbers_of(b"".join(packed))
+    flat = numbers_of(packed)
     got, at = [], 0
     for length in lengths:
         got.append(flat[at : at + length])
@@ -256,9 +256,9 @@ def test_term_numbers_number_the_terms_of_each_text_in_order(
     assert numbers.new_terms(len(known)) == list(expected)[len(known) :]
     assert any(len(numbered) > 2 for numbered in wanted)  # the texts give terms
     # Terms analysed earlier take the same numbers, new ones the next.
-    again: list[bytes] = []
+    again = bytearray()
     assert numbers.add_terms(["ship", "zz-new"], again) == 2
-    assert numbers_of(b"".join(again)) == [expected["ship"], len(expected)]
+    assert numbers_of(again) == [expected["ship"], len(expected)]
 
 
 def test_the_word_patterns_split_as_their_backtracking_forms() -> None:

@@ -2104,7 +2104,7 @@ def _numbered_cards(cards: Sequence[_Texts | Analysed], numbers: TermNumbers) ->
     new to the vocabulary is numbered where it first occurs in that order."""
 
     def numbered(part: Callable[[_Texts | Analysed], str | list[str] | None]) -> _Numbered:
-        packed: list[bytes] = []
+        packed = bytearray()
         lengths = []
         for card in cards:
             text = part(card)
@@ -2114,7 +2114,7 @@ def _numbered_cards(cards: Sequence[_Texts | Analysed], numbers: TermNumbers) ->
                 lengths.append(numbers.add(text, packed))
             else:
                 lengths.append(numbers.add_terms(text, packed))
-        return np.frombuffer(b"".join(packed), dtype=np.intc), lengths
+        return np.frombuffer(packed, dtype=np.intc), lengths
 
     text = numbered(lambda card: card[1])
     title = numbered(lambda card: card[0])

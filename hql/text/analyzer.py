@@ -319,35 +319,35 @@ class Analyzer:
 class TermNumbers:
     """The terms of many texts as numbers, for an index: `numbers` maps each term to its
     number, and a term met for the first time takes the next one (so numbers follow first
-    occurrence). A text's numbers are its terms' (`Analyzer.terms`), in the same order, as
-    native int32 bytes (`numbers_of` reads them back): each distinct token's are packed once,
-    so a text costs its segmentation and a dictionary lookup per word, and many texts' numbers
-    are joined into one array with no Python int per term."""
+    occurrence). A text's numbers are its terms' (`Analyzer.terms`), in the same order,
+    appended as native int32 bytes to one buffer (`numbers_of` reads them back): each
+    distinct token's are packed once, so a text costs its segmentation and a dictionary
+    lookup per word, and many texts' numbers are one array with no Python int per term."""
 
     def __init__(self, analyzer: Analyzer, numbers: Mapping[str, int]) -> None:
         self._analyzer = analyzer
         self.numbers: dict[str, int] = defaultdict(count(len(numbers)).__next__, numbers)
         self._of_table: dict[int, _TokenNumbers] = {}
 
-    def add(self, text: str, into: list[bytes]) -> int:
-        """Append the numbers of the text's terms to `into` (as bytes); returns how many."""
+    def add(self, text: str, into: bytearray) -> int:
+        """Append the numbers of the text's terms to `into`; returns how many there are."""
         analyzer = self._analyzer
         tokens = _tokenize(text)
         table = analyzer._table_of(tokens)
         numbered = self._of_table.get(id(table))
         if numbered is None or len(numbered) > _TOKEN_CACHE_LIMIT:
             numbered = self._of_table[id(table)] = _TokenNumbers(table, self.numbers)
-        packed = b"".join(map(numbered.__getitem__, tokens.words))
-        into.append(packed)
+        before = len(into)
+        into += b"".join(map(numbered.__getitem__, tokens.words))
         joined: list[str] = []  # bigrams and synonyms, as `terms` adds them
         analyzer._add_joined_terms(tokens, table, joined)
         if joined:
-            into.append(_packed(map(self.numbers.__getitem__, joined)))
-        return len(packed) // _NUMBER.itemsize + len(joined)
+            into += _packed(map(self.numbers.__getitem__, joined))
+        return (len(into) - before) // _NUMBER.itemsize
 
-    def add_terms(self, terms: Sequence[str], into: list[bytes]) -> int:
+    def add_terms(self, terms: Sequence[str], into: bytearray) -> int:
         """Append the numbers of these terms (an analysis made earlier) to `into`."""
-        into.append(_packed(map(self.numbers.__getitem__, terms)))
+        into += _packed(map(self.numbers.__getitem__, terms))
         return len(terms)
 
     def new_terms(self, known: int) -> list[str]:
@@ -363,7 +363,7 @@ def _packed(numbers: Iterable[int]) -> bytes:
     return array("i", numbers).tobytes()
 
 
-def numbers_of(packed: bytes) -> list[int]:
+def numbers_of(packed: bytes | bytearray) -> list[int]:
     """The numbers `TermNumbers` packed."""
     unpacked = array("i")
     unpacked.frombytes(packed)
