@@ -320,3 +320,35 @@ def test_plain_segmentation_splits_as_the_word_patterns() -> None:
         "dorsal", "ventral", "patterning", "e.g", "1,000.5", "a", "3.14", "p.m",
         "spemann", "s", "β.cells", "α2", "2", "a",
     ]  # fmt: skip
+
+
+def test_synonyms_are_found_where_their_first_words_stand() -> None:
+    """`_SynonymTable.find` looks only where a member's first word stands (found by
+    `list.index`) and finds what a walk over every word finds: random word sequences of
+    built-in members' words (phrases overlapping, repeated) and others."""
+    import random
+
+    analyzer = Analyzer.from_config({"synonyms": [["opening", "open door"], ["door", "gate"]]})
+    table = analyzer._synonyms.by_first_word
+
+    def walked(words: list[str]) -> list[tuple[str, str]]:
+        found, covered = [], 0
+        for position, word in enumerate(words):
+            if position < covered or word not in table:
+                continue
+            for member, group in table[word]:
+                if tuple(words[position : position + len(member)]) == member:
+                    found.append((" ".join(member), group))
+                    covered = position + len(member)
+                    break
+        return found
+
+    vocabulary = ["opening", "hours", "open", "door", "gate", "business", "time", "x", "y"]
+    chosen = random.Random(5)
+    with_synonyms = 0
+    for _ in range(5_000):
+        words = [chosen.choice(vocabulary) for _ in range(chosen.randint(0, 12))]
+        firsts = analyzer._synonym_starts.intersection(words)
+        assert analyzer._synonyms.find(words, firsts) == walked(words), words
+        with_synonyms += bool(walked(words))
+    assert with_synonyms > 1_000

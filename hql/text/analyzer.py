@@ -142,11 +142,12 @@ class _SynonymTable:
     def group_names(self) -> set[str]:
         return {name for entries in self.by_first_word.values() for _, name in entries}
 
-    def find(self, words: Sequence[str]) -> list[tuple[str, str]]:
+    def find(self, words: list[str], firsts: Iterable[str]) -> list[tuple[str, str]]:
+        """The members found in `words`, whose first words among them are `firsts`."""
         found: list[tuple[str, str]] = []
         table = self.by_first_word
         covered = 0  # a phrase's words are not matched again
-        for position in [i for i, word in enumerate(words) if word in table]:
+        for position in _positions(words, firsts):
             if position < covered:
                 continue
             for member, group in table[words[position]]:
@@ -155,6 +156,21 @@ class _SynonymTable:
                     covered = position + len(member)
                     break
         return found
+
+
+def _positions(words: list[str], wanted: Iterable[str]) -> list[int]:
+    """Where the wanted words are in `words`, in order (`list.index` scans in C)."""
+    positions = []
+    for word in wanted:
+        at = words.index(word)
+        while True:
+            positions.append(at)
+            try:
+                at = words.index(word, at + 1)
+            except ValueError:
+                break
+    positions.sort()
+    return positions
 
 
 @dataclass
@@ -303,8 +319,9 @@ class Analyzer:
         if tokens.has_cjk:
             terms.extend(_bigram_terms(tokens.words, table.stop))
         synonyms = []
-        if not self._synonym_starts.isdisjoint(tokens.words):
-            synonyms = self._synonyms.find(tokens.words)
+        firsts = self._synonym_starts.intersection(tokens.words)
+        if firsts:
+            synonyms = self._synonyms.find(tokens.words, firsts)
             terms.extend(SYNONYM_MARK + group for _, group in synonyms)
         return synonyms
 
