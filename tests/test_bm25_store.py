@@ -305,3 +305,24 @@ def test_a_ranking_analyses_its_question_once_and_splits_no_vocabulary(
         assert (passing[2] > 0) == question.startswith("sourdough")  # evidence was found
         assert [h.card.name for h in passing[0]] == [h.card.name for h in expected[0]]
     assert index._postings._vocabulary is None  # type: ignore[attr-defined]
+
+
+def test_postings_are_counted_in_term_then_card_order_whatever_the_term_numbers() -> None:
+    """A batch's entries are counted by sorting its terms' numbers stably (one 16-bit
+    radix pass when every number is below 2**16, two otherwise): both give numpy's stable
+    order, so each (term, card) is counted once and in (term, card) order."""
+    from collections import Counter
+
+    from hql.search.bm25 import _counted, _stable_order
+
+    chosen = np.random.default_rng(3)
+    for high in (50, 0xFFFF, 0x10000, 1 << 30):
+        values = chosen.integers(0, high + 1, size=5_000).astype(np.int32)
+        values[::997] = high  # the largest number, and ties, at either pass
+        assert np.array_equal(_stable_order(values), np.argsort(values, kind="stable"))
+        lengths = [2_000, 0, 3_000]
+        terms, slots, counts = _counted(values, lengths, 7)
+        pairs = zip(values.tolist(), np.repeat(np.arange(7, 10), lengths).tolist(), strict=True)
+        expected = sorted(Counter(pairs).items())
+        assert list(zip(terms.tolist(), slots.tolist(), strict=True)) == [p for p, _ in expected]
+        assert counts.tolist() == [c for _, c in expected]

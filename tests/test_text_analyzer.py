@@ -232,7 +232,7 @@ def test_term_numbers_number_the_terms_of_each_text_in_order(
 ) -> None:
     """An index numbers terms through `TermNumbers`: each text's numbers are its terms'
     (`Analyzer.terms`) in the same order, a new term numbered where it first occurs."""
-    from hql.text.analyzer import TermNumbers
+    from hql.text.analyzer import TermNumbers, numbers_of
 
     texts = [*_MIXED_TEXTS, *_random_texts(300), *_MIXED_TEXTS]
     known = {"deploy": 0, "pref:deplo": 1, "unused": 2}
@@ -245,8 +245,9 @@ def test_term_numbers_number_the_terms_of_each_text_in_order(
             expected.setdefault(term, len(expected))
         wanted.append([expected[term] for term in terms])
     numbers = TermNumbers(Analyzer.from_config(section), known)
-    flat: list[int] = []
-    lengths = [numbers.add(text, flat) for text in texts]
+    packed = bytearray()
+    lengths = [numbers.add(text, packed) for text in texts]
+    flat = numbers_of(packed)
     got, at = [], 0
     for length in lengths:
         got.append(flat[at : at + length])
@@ -255,9 +256,9 @@ def test_term_numbers_number_the_terms_of_each_text_in_order(
     assert numbers.new_terms(len(known)) == list(expected)[len(known) :]
     assert any(len(numbered) > 2 for numbered in wanted)  # the texts give terms
     # Terms analysed earlier take the same numbers, new ones the next.
-    again: list[int] = []
+    again = bytearray()
     assert numbers.add_terms(["ship", "zz-new"], again) == 2
-    assert again == [expected["ship"], len(expected)]
+    assert numbers_of(again) == [expected["ship"], len(expected)]
 
 
 def test_the_word_patterns_split_as_their_backtracking_forms() -> None:
@@ -281,3 +282,73 @@ def test_the_word_patterns_split_as_their_backtracking_forms() -> None:
             for _ in range(20_000):
                 text = "".join(chosen.choice(alphabet) for _ in range(chosen.randint(0, 14)))
                 assert possessive.findall(text) == plain.findall(text), text
+
+
+def test_plain_segmentation_splits_as_the_word_patterns() -> None:
+    """Text segmented without normalising (`str.translate` and `str.split`, the patterns
+    only for runs holding `.` or `,`; boundaries beyond ASCII read as spaces, plain letters
+    kept) gives the words and flags that normalising and the word patterns give: random
+    texts of letters, digits, separators, currency, boundaries (dashes, quotes, symbols, a
+    CJK comma), plain letters (small Greek) and characters of neither kind (accents,
+    capital or final Greek, superscripts, ligatures, marks, spaces NFKC changes, a Thai
+    sign, a modifier letter that is a separator)."""
+    import random
+
+    from hql.text import analyzer as module
+
+    ascii_only = "aB1209.,. ,.,-x_Z'`;:\n\t"
+    boundaries = "–’±≥×“”·…、\u3001\u2028"
+    letters = "βαγ"
+    others = "é²µ≠\u00a0\u0301ﬁ，๏$ʼ´Δςüǰ"
+    chosen = random.Random(11)
+    plain = 0
+    for alphabet in (
+        ascii_only,
+        ascii_only + boundaries,
+        ascii_only + boundaries + letters,
+        ascii_only + boundaries + letters + others,
+    ):
+        for _ in range(15_000):
+            text = "".join(chosen.choice(alphabet) for _ in range(chosen.randint(0, 16)))
+            assert module._tokenize(text) == module._tokenize_by_pattern(text), text
+            plain += "$" not in text and (text.isascii() or module._plain_tokens(text) is not None)
+    assert plain > 40_000  # most texts took the plain way
+    prose = "Dorsal–ventral “patterning”, e.g. 1,000.5a ≥3.14 p.m. Spemann’s β.cells, α2. 2,a."
+    assert module._tokenize(prose) == module._tokenize_by_pattern(prose)
+    assert module._plain_tokens(prose) is not None
+    assert module._tokenize(prose).words == [
+        "dorsal", "ventral", "patterning", "e.g", "1,000.5", "a", "3.14", "p.m",
+        "spemann", "s", "β.cells", "α2", "2", "a",
+    ]  # fmt: skip
+
+
+def test_synonyms_are_found_where_their_first_words_stand() -> None:
+    """`_SynonymTable.find` looks only where a member's first word stands (found by
+    `list.index`) and finds what a walk over every word finds: random word sequences of
+    built-in members' words (phrases overlapping, repeated) and others."""
+    import random
+
+    analyzer = Analyzer.from_config({"synonyms": [["opening", "open door"], ["door", "gate"]]})
+    table = analyzer._synonyms.by_first_word
+
+    def walked(words: list[str]) -> list[tuple[str, str]]:
+        found, covered = [], 0
+        for position, word in enumerate(words):
+            if position < covered or word not in table:
+                continue
+            for member, group in table[word]:
+                if tuple(words[position : position + len(member)]) == member:
+                    found.append((" ".join(member), group))
+                    covered = position + len(member)
+                    break
+        return found
+
+    vocabulary = ["opening", "hours", "open", "door", "gate", "business", "time", "x", "y"]
+    chosen = random.Random(5)
+    with_synonyms = 0
+    for _ in range(5_000):
+        words = [chosen.choice(vocabulary) for _ in range(chosen.randint(0, 12))]
+        firsts = analyzer._synonym_starts.intersection(words)
+        assert analyzer._synonyms.find(words, firsts) == walked(words), words
+        with_synonyms += bool(walked(words))
+    assert with_synonyms > 1_000

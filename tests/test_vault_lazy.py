@@ -534,3 +534,33 @@ def test_worker_processes_read_the_catalogue_rows_as_one_process_does(
     assert shared == alone
     _assert_same(again, answer)
     _assert_same(answer, _run(Vault.open(mixed, use_cache=False), PROGRAMS[0], QUESTIONS[0]))
+
+
+def test_a_row_reader_reads_the_rows_of_the_catalogue_as_it_is(mixed: Path) -> None:
+    """A batch's rows are read where its texts are (`TextRows` pickles, its `RowReader` reads
+    in that process): the texts the cards give; no rows when the catalogue holds another
+    parser's; a catalogue written anew since is read anew, not through the file it
+    replaced."""
+    import pickle
+
+    Vault.open(mixed)  # catalogue written
+    lazy = Vault.open(mixed).lazy_cards()
+    rows = lazy.text_rows(list(range(len(lazy))))
+    assert rows is not None
+    sent = pickle.loads(pickle.dumps(rows))
+    made = sent.cards()
+    whole = Vault.open(mixed, use_cache=False).cards
+    assert made is not None and [card.text for card in made] == [card.text for card in whole]
+    relpaths = [relpath for relpath, *_ in rows.described]
+    assert set(rows.reader.rows(relpaths) or {}) == set(relpaths)
+    other = catalog.RowReader(rows.reader.path, {**rows.reader.meta, "parser": "another"})
+    assert other.rows(relpaths) is None and sent.reader.rows(relpaths) is not None
+    path = Path(rows.reader.path)
+    written = path.with_name("written-anew.sqlite")
+    shutil.copyfile(path, written)
+    with sqlite3.connect(written) as connection:
+        connection.execute("DELETE FROM files WHERE relpath = ?", (relpaths[0],))
+    connection.close()
+    os.replace(written, path)
+    assert set(rows.reader.rows(relpaths) or {}) == set(relpaths[1:])
+    assert sent.cards() is None  # a row is missing: the cards are built instead

@@ -987,8 +987,11 @@ def _gathered(
 def _stable_order(values: npt.NDArray[np.int32]) -> npt.NDArray[np.intp]:
     """A stable sort order of non-negative int32 values: two 16-bit radix passes.
 
-    numpy sorts 16-bit keys with a radix sort, much faster than its timsort on int32.
+    numpy sorts 16-bit keys with a radix sort, much faster than its timsort on int32; values
+    all below 2**16 (a batch of a vault of fewer terms) take one pass.
     """
+    if not len(values) or int(values.max()) <= 0xFFFF:
+        return np.argsort(values.astype(np.uint16), kind="stable")
     low = (values & 0xFFFF).astype(np.uint16)
     high = (values >> 16).astype(np.uint16)
     order = np.argsort(low, kind="stable")
@@ -2104,17 +2107,17 @@ def _numbered_cards(cards: Sequence[_Texts | Analysed], numbers: TermNumbers) ->
     new to the vocabulary is numbered where it first occurs in that order."""
 
     def numbered(part: Callable[[_Texts | Analysed], str | list[str] | None]) -> _Numbered:
-        flat: list[int] = []
+        packed = bytearray()
         lengths = []
         for card in cards:
             text = part(card)
             if text is None:
                 lengths.append(0)
             elif isinstance(text, str):
-                lengths.append(numbers.add(text, flat))
+                lengths.append(numbers.add(text, packed))
             else:
-                lengths.append(numbers.add_terms(text, flat))
-        return flat, lengths
+                lengths.append(numbers.add_terms(text, packed))
+        return np.frombuffer(packed, dtype=np.intc), lengths
 
     text = numbered(lambda card: card[1])
     title = numbered(lambda card: card[0])

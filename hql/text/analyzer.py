@@ -23,7 +23,9 @@ Pipeline (product §4.1), in this order:
    Japanese or Korean words; `syn:` + the group name of each synonym found.
 
 Each distinct token's terms are worked out once per analyser (`_TokenTable`), so indexing
-a vault costs one regular-expression pass per text and a dictionary lookup per word.
+a vault costs one segmentation per text and a dictionary lookup per word; an ASCII text
+(or one whose other characters are only punctuation and symbols) is segmented by
+`str.translate` and `str.split`, with the patterns only for runs holding `.` or `,`.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import json
 import re
 import threading
 import unicodedata
+from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -139,11 +142,12 @@ class _SynonymTable:
     def group_names(self) -> set[str]:
         return {name for entries in self.by_first_word.values() for _, name in entries}
 
-    def find(self, words: Sequence[str]) -> list[tuple[str, str]]:
+    def find(self, words: list[str], firsts: Iterable[str]) -> list[tuple[str, str]]:
+        """The members found in `words`, whose first words among them are `firsts`."""
         found: list[tuple[str, str]] = []
         table = self.by_first_word
         covered = 0  # a phrase's words are not matched again
-        for position in [i for i, word in enumerate(words) if word in table]:
+        for position in _positions(words, firsts):
             if position < covered:
                 continue
             for member, group in table[words[position]]:
@@ -152,6 +156,21 @@ class _SynonymTable:
                     covered = position + len(member)
                     break
         return found
+
+
+def _positions(words: list[str], wanted: Iterable[str]) -> list[int]:
+    """Where the wanted words are in `words`, in order (`list.index` scans in C)."""
+    positions = []
+    for word in wanted:
+        at = words.index(word)
+        while True:
+            positions.append(at)
+            try:
+                at = words.index(word, at + 1)
+            except ValueError:
+                break
+    positions.sort()
+    return positions
 
 
 @dataclass
@@ -300,8 +319,9 @@ class Analyzer:
         if tokens.has_cjk:
             terms.extend(_bigram_terms(tokens.words, table.stop))
         synonyms = []
-        if not self._synonym_starts.isdisjoint(tokens.words):
-            synonyms = self._synonyms.find(tokens.words)
+        firsts = self._synonym_starts.intersection(tokens.words)
+        if firsts:
+            synonyms = self._synonyms.find(tokens.words, firsts)
             terms.extend(SYNONYM_MARK + group for _, group in synonyms)
         return synonyms
 
@@ -316,16 +336,17 @@ class Analyzer:
 class TermNumbers:
     """The terms of many texts as numbers, for an index: `numbers` maps each term to its
     number, and a term met for the first time takes the next one (so numbers follow first
-    occurrence). A text's numbers are its terms' (`Analyzer.terms`), in the same order; each
-    distinct token's are looked up once, so a text costs its segmentation and a dictionary
-    lookup per word."""
+    occurrence). A text's numbers are its terms' (`Analyzer.terms`), in the same order,
+    appended as native int32 bytes to one buffer (`numbers_of` reads them back): each
+    distinct token's are packed once, so a text costs its segmentation and a dictionary
+    lookup per word, and many texts' numbers are one array with no Python int per term."""
 
     def __init__(self, analyzer: Analyzer, numbers: Mapping[str, int]) -> None:
         self._analyzer = analyzer
         self.numbers: dict[str, int] = defaultdict(count(len(numbers)).__next__, numbers)
         self._of_table: dict[int, _TokenNumbers] = {}
 
-    def add(self, text: str, into: list[int]) -> int:
+    def add(self, text: str, into: bytearray) -> int:
         """Append the numbers of the text's terms to `into`; returns how many there are."""
         analyzer = self._analyzer
         tokens = _tokenize(text)
@@ -334,32 +355,47 @@ class TermNumbers:
         if numbered is None or len(numbered) > _TOKEN_CACHE_LIMIT:
             numbered = self._of_table[id(table)] = _TokenNumbers(table, self.numbers)
         before = len(into)
-        into.extend(chain.from_iterable(map(numbered.__getitem__, tokens.words)))
+        into += b"".join(map(numbered.__getitem__, tokens.words))
         joined: list[str] = []  # bigrams and synonyms, as `terms` adds them
         analyzer._add_joined_terms(tokens, table, joined)
-        into.extend(map(self.numbers.__getitem__, joined))
-        return len(into) - before
+        if joined:
+            into += _packed(map(self.numbers.__getitem__, joined))
+        return (len(into) - before) // _NUMBER.itemsize
 
-    def add_terms(self, terms: Iterable[str], into: list[int]) -> int:
+    def add_terms(self, terms: Sequence[str], into: bytearray) -> int:
         """Append the numbers of these terms (an analysis made earlier) to `into`."""
-        before = len(into)
-        into.extend(map(self.numbers.__getitem__, terms))
-        return len(into) - before
+        into += _packed(map(self.numbers.__getitem__, terms))
+        return len(terms)
 
     def new_terms(self, known: int) -> list[str]:
         """The terms numbered from `known` on, in number order."""
         return list(islice(self.numbers, known, None))
 
 
-class _TokenNumbers(dict[str, tuple[int, ...]]):
-    """token -> the numbers of the terms it contributes (its `_TokenTable` entry's)."""
+_NUMBER = array("i")  # a term's number as `TermNumbers` packs it: a native C int
+assert _NUMBER.itemsize == 4, "a term number is packed as 32 bits"
+
+
+def _packed(numbers: Iterable[int]) -> bytes:
+    return array("i", numbers).tobytes()
+
+
+def numbers_of(packed: bytes | bytearray) -> list[int]:
+    """The numbers `TermNumbers` packed."""
+    unpacked = array("i")
+    unpacked.frombytes(packed)
+    return unpacked.tolist()
+
+
+class _TokenNumbers(dict[str, bytes]):
+    """token -> the numbers of the terms it contributes (its `_TokenTable` entry's), packed."""
 
     def __init__(self, table: _TokenTable, numbers: dict[str, int]) -> None:
         super().__init__()
         self._table, self._numbers = table, numbers
 
-    def __missing__(self, token: str) -> tuple[int, ...]:
-        numbers = self[token] = tuple(map(self._numbers.__getitem__, self._table[token]))
+    def __missing__(self, token: str) -> bytes:
+        numbers = self[token] = _packed(map(self._numbers.__getitem__, self._table[token]))
         return numbers
 
 
@@ -495,10 +531,13 @@ def _plain_token(token: str) -> str:
     return token
 
 
+_NUMBER_SEPARATOR = re.compile("[.,]")
+
+
 def _plain_number(number: str) -> str:
     """`20,00` → `20`; `1.234,50` → `1234.5`; `1,000` → `1000`; `3.14` stays."""
     separators = [char for char in number if char in ".,"]
-    groups = re.split("[.,]", number)
+    groups = _NUMBER_SEPARATOR.split(number)
     if len(set(separators)) == 2:
         whole, fraction = "".join(groups[:-1]), groups[-1]
     elif len(separators) > 1 or len(groups[-1]) == 3:
@@ -530,6 +569,47 @@ class _Tokens(NamedTuple):
 
 
 def _tokenize(text: str) -> _Tokens:
+    """The text's words (as `_tokenize_by_pattern` finds them): ASCII text, and text whose
+    other characters are all boundaries or plain letters (`_kind_of`: dashes, quotes, math
+    symbols, unaccented small Greek letters), is split with no normalisation pass and no
+    pattern per word (`_ascii_words`, `_plain_words`)."""
+    if "$" not in text:  # a currency prefix takes `normalize`'s way
+        if text.isascii():
+            return _Tokens(_ascii_words(text), False, False, False)
+        plain = _plain_tokens(text)
+        if plain is not None:
+            return plain
+    return _tokenize_by_pattern(text)
+
+
+def _plain_tokens(text: str) -> _Tokens | None:
+    """A text's words if its characters beyond ASCII are all boundaries or plain letters:
+    each boundary read as a space, the letters as ASCII letters are (None: another kind)."""
+    boundaries: set[str] = set()
+    letters = False
+    kinds = _KINDS
+    for run in _NON_ASCII.findall(text):
+        for char in run:
+            kind = kinds.get(char)
+            if kind is None:
+                kind = _kind_of(char)
+            if kind == _LETTER:
+                letters = True
+            elif kind == _BOUNDARY:
+                boundaries.add(char)
+            else:
+                return None
+    # `high` as `normalize` leaves the text: a separator is a space by then.
+    high = any(char >= _SEGMENTED_FROM for char in boundaries if not _SEPARATORS.match(char))
+    if not letters:
+        return _Tokens(_ascii_words(_NON_ASCII.sub(" ", text)), False, False, high)
+    for char in boundaries:
+        text = text.replace(char, " ")
+    return _Tokens(_plain_words(text), False, False, high)
+
+
+def _tokenize_by_pattern(text: str) -> _Tokens:
+    """`_tokenize` step by step: `normalize`, then the word patterns (or ICU)."""
     normalized = normalize(text)
     if normalized.isascii():
         return _Tokens(_ASCII_WORDS.findall(normalized), False, False, False)
@@ -558,6 +638,122 @@ _WORD_CLASS = (
 _WORDS = lazy(f"\\d++(?:[.,]\\d++)++|[{_WORD_CLASS}]++(?:\\.[{_WORD_CLASS}]++)*+")
 # The same rules for ASCII text: a bitmap class, no underscore or apostrophe to remove.
 _ASCII_WORDS = re.compile(r"[0-9]++(?:[.,][0-9]++)++|[a-z0-9]++(?:\.[a-z0-9]++)*+")
+
+
+# --- ASCII text without the regular expression engine ---------------------------------
+#
+# `_ASCII_WORDS.findall(text.lower())` for ASCII text, found mostly by `str.translate` and
+# `str.split` (in C, a fraction of the regular expression's time per character):
+# * a character outside [a-z0-9.,] is never part of a word and ends any it follows, as a
+#   space does, so it is translated to one (capitals to small letters, as casefolding
+#   ASCII does);
+# * a `.` or `,` is only part of a word when a letter or digit follows it, so one before a
+#   space, or at the end, is a space too;
+# * the words of a run of characters holding none of them are the run; a run that still
+#   holds one is split by the pattern itself (a number, `e.g`, `p.m`).
+_ASCII_FOLD = str.maketrans(
+    {
+        chr(code): chr(code).lower() if chr(code).isalnum() or chr(code) in ".," else " "
+        for code in range(128)
+    }
+)
+_NON_ASCII = lazy("[^\x00-\x7f]+")
+
+
+def _ascii_words(text: str) -> list[str]:
+    """The words of an ASCII text (see above): `_ASCII_WORDS.findall(text.lower())`."""
+    return _split_folded(text.translate(_ASCII_FOLD), _ASCII_WORDS)
+
+
+def _split_folded(folded: str, pattern: Any) -> list[str]:
+    """The words of folded text (see above), the runs still holding `.` or `,` split by
+    `pattern`."""
+    if "." in folded or "," in folded:
+        folded = folded.replace(". ", "  ").replace(", ", "  ").rstrip(".,")
+        if "." in folded or "," in folded:
+            return _words_around_separators(folded, pattern)
+    return folded.split()
+
+
+def _words_around_separators(folded: str, pattern: Any) -> list[str]:
+    """The words of folded text (see above) whose runs holding a `.` or `,` are split by
+    `pattern`, the rest by `str.split`, in text order."""
+    words: list[str] = []
+    find, rfind = folded.find, folded.rfind
+    done = 0  # the text before this is split
+    dot, comma = find("."), find(",")
+    while dot >= 0 or comma >= 0:
+        at = dot if comma < 0 or 0 <= dot < comma else comma
+        start = rfind(" ", done, at) + 1 or done
+        end = find(" ", at)
+        if end < 0:
+            end = len(folded)
+        words += folded[done:start].split()
+        words += pattern.findall(folded, start, end)
+        done = end
+        if 0 <= dot < end:
+            dot = find(".", end)
+        if 0 <= comma < end:
+            comma = find(",", end)
+    words += folded[done:].split()
+    return words
+
+
+# What a character beyond ASCII is to `_plain_tokens` (each is looked at once per process):
+# a boundary reads as a space wherever it stands in a text it shares only with ASCII, other
+# boundaries and plain letters (no `$`); a plain letter as itself, as ASCII letters do; any
+# other kind sends the text to `_tokenize_by_pattern`.
+_OTHER, _BOUNDARY, _LETTER = 0, 1, 2
+_KINDS: dict[str, int] = {}
+
+
+def _kind_of(char: str) -> int:
+    """What `char` is to `_plain_tokens` (remembered in `_KINDS`). Either kind is one that
+    every step of `normalize` leaves as it is (no decomposition, casefolding and lowering
+    to itself, no combining class), below the scripts ICU segments and not Vietnamese:
+    a boundary is a punctuation mark, symbol or separator no word holds (or a separator
+    `normalize` makes a space), a plain letter a word character that is a letter."""
+    settled = (
+        not unicodedata.decomposition(char)
+        and unicodedata.combining(char) == 0
+        and unicodedata.normalize("NFKC", char) == char
+        and char.casefold() == char
+        and char.lower() == char
+        and not _VIETNAMESE_LETTER.match(char)
+    )
+    category = unicodedata.category(char)[0]
+    word = _WORD_CHAR.match(char) is not None
+    segmented = char >= _SEGMENTED_FROM and bool(
+        _cjk_char().match(char) or _dictionary_scripts().match(char)
+    )
+    if not settled:
+        kind = _OTHER
+    elif _SEPARATORS.match(char) or (category in "PSZ" and not word and not segmented):
+        kind = _BOUNDARY
+    elif category == "L" and word and char < _SEGMENTED_FROM:
+        kind = _LETTER
+    else:
+        kind = _OTHER
+    _KINDS[char] = kind
+    return kind
+
+
+# `_ASCII_FOLD` for the UTF-8 bytes of a text: bytes beyond ASCII (its other letters) kept.
+_UTF8_FOLD = bytes(
+    ord(_ASCII_FOLD.get(code, chr(code))) if code < 128 else code for code in range(256)
+)
+
+
+def _plain_words(text: str) -> list[str]:
+    """The words of a text of ASCII and plain letters (no boundary left), as `_ascii_words`
+    finds ASCII text's: its ASCII folded through its UTF-8 bytes, the runs still holding
+    `.` or `,` split by `_WORDS`."""
+    folded = text.encode("utf-8", "surrogatepass").translate(_UTF8_FOLD)
+    folded_text = folded.decode("utf-8", "surrogatepass")
+    return _split_folded(folded_text, _WORDS)
+
+
+_WORD_CHAR = lazy(f"\\d|[{_WORD_CLASS}]")
 
 
 class _IcuWords:

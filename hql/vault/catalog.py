@@ -673,6 +673,13 @@ class Catalog:
         except sqlite3.Error:
             return None
 
+    def row_reader(self) -> RowReader | None:
+        """What another process reads this catalogue's `files` rows with (`RowReader`);
+        None without a usable catalogue."""
+        if self._connection is None or self._foreign or self._path is None:
+            return None
+        return RowReader(os.fspath(self._path), self._meta())
+
     @_one_at_a_time
     def expect(self, relpaths: list[str]) -> None:
         """The order the load will look files up in: rows are read ahead in it, a batch at a
@@ -1041,6 +1048,54 @@ def _row_digest(relpath: str, stamp: Stamp, stored: bytes) -> bytes:
     hasher = hashlib.blake2b(signature.encode("utf-8", "surrogatepass"), digest_size=16)
     hasher.update(stored)  # the same digest as of the two joined, without copying the parse
     return hasher.digest()
+
+
+class RowReader:
+    """A catalogue's `files` rows as `Catalog.rows` reads them, read in whichever process
+    asks (it pickles: a worker process reads the rows it needs instead of being sent them).
+    Each process opens the file once, read-only, and reads rows only while its `meta` is
+    the one the catalogue had when this was made (another parser's rows: None); the rows
+    themselves are checked by `checked_payload`, as any are."""
+
+    def __init__(self, path: str, meta: dict[str, str]) -> None:
+        self.path, self.meta = path, meta
+
+    def rows(self, relpaths: list[str]) -> dict[str, Row] | None:
+        """The `files` rows of these paths (None: the catalogue cannot be read as one with
+        this meta)."""
+        try:
+            status = os.stat(self.path)
+        except OSError:
+            return None
+        key = (os.getpid(), self.path)
+        with _READERS_LOCK:
+            opened = _READERS.get(key)
+            try:
+                if opened is None or opened[0] != (status.st_dev, status.st_ino):
+                    if opened is not None:  # the catalogue was written anew since
+                        opened[1].close()
+                        del _READERS[key]
+                    uri = f"{Path(self.path).resolve().as_uri()}?mode=ro"
+                    connection = sqlite3.connect(
+                        uri, uri=True, timeout=BUSY_SECONDS, check_same_thread=False
+                    )
+                    opened = _READERS[key] = ((status.st_dev, status.st_ino), connection)
+                connection = opened[1]
+                if dict(connection.execute("SELECT key, value FROM meta").fetchall()) != self.meta:
+                    return None
+                if not relpaths:
+                    return {}
+                marks = ",".join("?" * len(relpaths))
+                query = f"SELECT {_ROW_COLUMNS} FROM files WHERE relpath IN ({marks})"  # noqa: S608 - only placeholders
+                return {row[0]: row[1:] for row in connection.execute(query, relpaths)}
+            except sqlite3.Error:
+                return None
+
+
+# Each process's read-only connection of `RowReader`s, by (process, path), with the file
+# it opened (device, inode); used one at a time.
+_READERS: dict[tuple[int, str], tuple[tuple[int, int], sqlite3.Connection]] = {}
+_READERS_LOCK = threading.Lock()
 
 
 def checked_payload(relpath: str, stamp: Stamp, row: Row) -> Payload | None:

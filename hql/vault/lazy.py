@@ -20,7 +20,14 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
-from hql.vault.catalog import Catalog, Row, SearchColumns, SearchEntry, Stamp, StoredSearch
+from hql.vault.catalog import (
+    Catalog,
+    RowReader,
+    SearchColumns,
+    SearchEntry,
+    Stamp,
+    StoredSearch,
+)
 from hql.vault.model import Card, LoadWarning
 
 # Asked for more cards than this share of the vault, the vault builds them all at once
@@ -72,13 +79,13 @@ class CardMaker:
         entries = self._search.entries(positions)
         if entries is None or any(entry.size < 0 for entry in entries):
             return None
-        rows = self._catalog.rows([entry.relpath for entry in entries])
-        if rows is None:
+        reader = self._catalog.row_reader()
+        if reader is None:
             return None
         described = [
             (entry.relpath, entry.name, entry.digest, entry.title, entry.stamp) for entry in entries
         ]
-        return TextRows(self._dialect, described, [rows.get(entry.relpath) for entry in entries])
+        return TextRows(self._dialect, described, reader)
 
     def _from_rows(self, entries: list[SearchEntry]) -> list[Card] | None:
         """The cards of these entries, each from its `files` row as a whole load builds it."""
@@ -366,36 +373,41 @@ class TextCard:
 
 
 class TextRows:
-    """Some cards' catalogue rows as stored, and what the listing says of each card (path,
-    name, retrieval-text digest, search title, the file's stamp). It pickles, so another
-    process can read the texts (`cards`)."""
+    """Some cards' catalogue rows, to be read (`reader`), and what the listing says of each
+    card (path, name, retrieval-text digest, search title, the file's stamp). It pickles,
+    so another process reads the rows and the texts (`cards`)."""
 
     def __init__(
         self,
         dialect: str,
         described: list[tuple[str, str, str, str, Stamp]],
-        rows: list[Row | None],
+        reader: RowReader,
     ) -> None:
         self.dialect = dialect
         self.described = described
-        self.rows = rows
+        self.reader = reader
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.described)
 
     def cards(self) -> list[TextCard] | None:
         """Each card's texts as the card built from its row would give them (its title as
-        the load gives it, its retrieval text); None if any row is missing, stale or damaged
-        (the catalogue's check), or is not the card the listing describes (the digest of its
-        retrieval text or its search title differ): then build the cards instead."""
+        the load gives it, its retrieval text); None if the rows cannot be read, or any is
+        missing, stale or damaged (the catalogue's check), or is not the card the listing
+        describes (the digest of its retrieval text or its search title differ): then build
+        the cards instead."""
         from hql.vault.assembly import title_of
         from hql.vault.catalog import checked_payload
         from hql.vault.model import retrieval_text, search_title_of, text_digest
 
+        read = self.reader.rows([relpath for relpath, *_ in self.described])
+        if read is None:
+            return None
+        rows = [read.get(relpath) for relpath, *_ in self.described]
         dialect = self.dialect
         cards = []
         for (relpath, name, digest, listed_title, stamp), row in zip(
-            self.described, self.rows, strict=True
+            self.described, rows, strict=True
         ):
             payload = checked_payload(relpath, stamp, row) if row is not None else None
             if payload is None or payload[0] != "ok":
