@@ -664,12 +664,8 @@ class Catalog:
         (`checked_payload` checks one, in any process); None: the catalogue cannot be read."""
         if self._connection is None or self._foreign:
             return None
-        if not relpaths:
-            return {}
-        marks = ",".join("?" * len(relpaths))
-        query = f"SELECT {_ROW_COLUMNS} FROM files WHERE relpath IN ({marks})"  # noqa: S608 - only placeholders
         try:
-            return {row[0]: row[1:] for row in self._connection.execute(query, relpaths)}
+            return _select_rows(self._connection, relpaths)
         except sqlite3.Error:
             return None
 
@@ -1083,13 +1079,18 @@ class RowReader:
                 connection = opened[1]
                 if dict(connection.execute("SELECT key, value FROM meta").fetchall()) != self.meta:
                     return None
-                if not relpaths:
-                    return {}
-                marks = ",".join("?" * len(relpaths))
-                query = f"SELECT {_ROW_COLUMNS} FROM files WHERE relpath IN ({marks})"  # noqa: S608 - only placeholders
-                return {row[0]: row[1:] for row in connection.execute(query, relpaths)}
+                return _select_rows(connection, relpaths)
             except sqlite3.Error:
                 return None
+
+
+def _select_rows(connection: sqlite3.Connection, relpaths: list[str]) -> dict[str, Row]:
+    """The `files` rows of these paths as stored, in one query (sqlite3.Error goes up)."""
+    if not relpaths:
+        return {}
+    marks = ",".join("?" * len(relpaths))
+    query = f"SELECT {_ROW_COLUMNS} FROM files WHERE relpath IN ({marks})"  # noqa: S608 - only placeholders
+    return {row[0]: row[1:] for row in connection.execute(query, relpaths)}
 
 
 # Each process's read-only connection of `RowReader`s, by (process, path), with the file
