@@ -87,6 +87,10 @@ def forward(argv: Sequence[str]) -> int | None:
     vault = _vault_argument(argv)
     if vault is None or not SERVED.intersection(argv):
         return None
+    if (sys.stdout.encoding or "").lower().replace("-", "") != "utf8":
+        return None  # the answer comes as UTF-8 text: print it the way this process would
+    # Checked here, before the request is made, though `exchange` checks again: most calls
+    # find no watcher, and should pay no more than this `lstat` to learn so.
     path = os.path.join(vault, *SOCKET_PATH)
     try:
         if not stat.S_ISSOCK(os.lstat(path).st_mode):
@@ -101,8 +105,6 @@ def forward(argv: Sequence[str]) -> int | None:
         "cwd": os.getcwd(),
         "env": dict(os.environ),
     }
-    if (sys.stdout.encoding or "").lower().replace("-", "") != "utf8":
-        return None  # the answer comes as UTF-8 text: print it the way this process would
     reply = _exchange(path, json.dumps(request).encode("utf-8"))
     if reply is None or not reply.startswith(OK):
         return None
