@@ -147,24 +147,36 @@ def test_a_command_that_ends_at_once_has_written_all_its_output(tmp_path: Path) 
     for at in range(40):
         (tmp_path / f"card-{at:02d}.md").write_text(f"# Card {at}\n\n{'word ' * 2000}\n")
     environment = {k: v for k, v in os.environ.items() if k not in ("HQL_DEBUG", "HQL_LOCAL")}
-    program = "cards | map(c => c.body)"
-    done = subprocess.run(
-        [sys.executable, "-m", "hql", "--vault", str(tmp_path), "eval", program],
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=120,
+    # The `hql` command as installed, its `os._exit` marked so that the test sees the
+    # command did end at once (an orderly exit would write the same output).
+    marked = (
+        "import os, sys\n"
+        "from hql import served\n"
+        "real = os._exit\n"
+        "def marked(code):\n"
+        "    os.write(2, b'ended at once\\n')\n"
+        "    real(code)\n"
+        "os._exit = marked\n"
+        "sys.argv = ['hql', *sys.argv[1:]]\n"
+        "sys.exit(served.main())\n"
     )
+
+    def hql(program: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", marked, "--vault", str(tmp_path), "eval", program],
+            capture_output=True,
+            text=True,
+            env=environment,
+            timeout=120,
+        )
+
+    done = hql("cards | map(c => c.body)")
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("word") == 40 * 2000 and done.stdout.endswith("]\n")
-    failed = subprocess.run(
-        [sys.executable, "-m", "hql", "--vault", str(tmp_path), "eval", "cards | nope"],
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=120,
-    )
+    assert done.stderr == "ended at once\n"
+    failed = hql("cards | nope")
     assert failed.returncode == 1 and "nope" in failed.stderr and failed.stdout == ""
+    assert failed.stderr.endswith("ended at once\n")
 
 
 def test_a_document_gone_before_its_stat_keeps_the_error_and_the_rest_their_stats(
