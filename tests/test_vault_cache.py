@@ -392,8 +392,24 @@ def _catalogue_rows(root: Path) -> dict[str, list[tuple[object, ...]]]:
         connection.close()
 
 
+@pytest.fixture
+def insertions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many fresh rows each write of them put into the catalogue, in order."""
+    from hql.vault import catalog
+
+    inserted: list[int] = []
+    insert = catalog.Catalog._insert_fresh
+
+    def counting(self: catalog.Catalog, connection: sqlite3.Connection) -> None:
+        inserted.append(len(self._fresh))
+        insert(self, connection)
+
+    monkeypatch.setattr(catalog.Catalog, "_insert_fresh", counting)
+    return inserted
+
+
 def test_rows_written_during_a_load_are_the_rows_a_save_writes(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, monkeypatch: pytest.MonkeyPatch, insertions: list[int]
 ) -> None:
     """A load that parses many files writes their rows as it reads, in its save's
     transaction: the catalogue is the one it would write all at once, row for row."""
@@ -405,21 +421,14 @@ def test_rows_written_during_a_load_are_the_rows_a_save_writes(
     assert len(at_once["files"]) == 6
     shutil.rmtree(root / ".hql")
     monkeypatch.setattr(catalog, "_STREAM_ROWS", 2)
-    inserted: list[int] = []
-    real = catalog.Catalog._insert_fresh
-
-    def counting(self: catalog.Catalog, connection: sqlite3.Connection) -> None:
-        inserted.append(len(self._fresh))
-        real(self, connection)
-
-    monkeypatch.setattr(catalog.Catalog, "_insert_fresh", counting)
+    insertions.clear()
     assert summary(Vault.open(root)) == whole
-    assert inserted[:3] == [2, 2, 2]  # written two at a time while reading
+    assert insertions[:3] == [2, 2, 2]  # written two at a time while reading
     assert _catalogue_rows(root) == at_once
 
 
 def test_a_load_that_fails_after_writing_rows_leaves_the_catalogue_as_it_was(
-    root: Path, parses: list[str], monkeypatch: pytest.MonkeyPatch
+    root: Path, parses: list[str], monkeypatch: pytest.MonkeyPatch, insertions: list[int]
 ) -> None:
     """The rows a failed load wrote early are rolled back; readers meanwhile see the
     catalogue as it was; the next load parses those files again and saves them."""
@@ -433,14 +442,7 @@ def test_a_load_that_fails_after_writing_rows_leaves_the_catalogue_as_it_was(
         path.write_text(path.read_text() + "\nOne more line.\n")
     seen_meanwhile: list[list[tuple[object, ...]]] = []
     real = assembly.build_cards
-    inserted: list[int] = []
-    insert = catalog.Catalog._insert_fresh
-
-    def counting(self: catalog.Catalog, connection: sqlite3.Connection) -> None:
-        inserted.append(len(self._fresh))
-        insert(self, connection)
-
-    monkeypatch.setattr(catalog.Catalog, "_insert_fresh", counting)
+    insertions.clear()
 
     def failing(*args: object, **kwargs: object) -> object:
         seen_meanwhile.append(_catalogue_rows(root)["files"])  # another connection reads
@@ -450,7 +452,7 @@ def test_a_load_that_fails_after_writing_rows_leaves_the_catalogue_as_it_was(
     parses.clear()
     with pytest.raises(RuntimeError):
         Vault.open(root)
-    assert len(parses) == 3 and inserted == [2]  # two rows written before the failure
+    assert len(parses) == 3 and insertions == [2]  # two rows written before the failure
     assert seen_meanwhile == [before["files"]]
     assert _catalogue_rows(root) == before
     monkeypatch.setattr(assembly, "build_cards", real)
