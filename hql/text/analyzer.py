@@ -337,7 +337,7 @@ class TermNumbers:
     """The terms of many texts as numbers, for an index: `numbers` maps each term to its
     number, and a term met for the first time takes the next one (so numbers follow first
     occurrence). A text's numbers are its terms' (`Analyzer.terms`), in the same order,
-    appended as native int32 bytes to one buffer (`numbers_of` reads them back): each
+    appended as native int32 bytes to one buffer (a build views it as one array): each
     distinct token's are packed once, so a text costs its segmentation and a dictionary
     lookup per word, and many texts' numbers are one array with no Python int per term."""
 
@@ -378,13 +378,6 @@ assert _NUMBER.itemsize == 4, "a term number is packed as 32 bits"
 
 def _packed(numbers: Iterable[int]) -> bytes:
     return array("i", numbers).tobytes()
-
-
-def numbers_of(packed: bytes | bytearray) -> list[int]:
-    """The numbers `TermNumbers` packed."""
-    unpacked = array("i")
-    unpacked.frombytes(packed)
-    return unpacked.tolist()
 
 
 class _TokenNumbers(dict[str, bytes]):
