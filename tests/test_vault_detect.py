@@ -236,3 +236,29 @@ def test_a_scan_shared_with_a_forked_reader_decides_as_one_reader_does(
     assert shared == alone
     expected = {1: (False, "obsidian"), 5: (True, "obsidian"), 10**6: (True, "obsidian")}
     assert (alone.complete, alone.dialect) == expected[showing_every]
+
+
+def test_a_large_scan_with_no_core_to_spare_still_stops_once_enough_notes_decide(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hql.vault import workers
+
+    for number in range(240):
+        body = f"see [[n{number + 1:03d}|the next]]\n" if number >= 30 else "plain\n"
+        (tmp_path / f"n{number:03d}.md").write_text(body)
+    walked = walk.walk(str(tmp_path), [])
+    alone = detect.scan(walked)
+    monkeypatch.setattr(detect, "SHARED_SCAN_FROM", 100)
+    monkeypatch.setattr(detect, "_READ_ALONE", 30)
+    monkeypatch.setattr(workers, "core_free", lambda: False)
+    reads: list[str] = []
+    read = detect._read
+
+    def counted(path: str) -> bytes | None:
+        reads.append(path)
+        return read(path)
+
+    monkeypatch.setattr(detect, "_read", counted)
+    assert detect.scan(walked) == alone
+    assert not alone.complete and alone.notes == 30 + detect.ENOUGH_NOTES
+    assert len(reads) == 30 + detect.ENOUGH_NOTES  # none read past the deciding notes

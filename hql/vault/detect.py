@@ -26,7 +26,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,11 +113,20 @@ def scan(walked: Walk) -> Choice:
     files = list(zip(walked.relpaths, walked.paths, walked.statuses, strict=True))
     tally = _Tally()
     alone = _READ_ALONE if len(files) >= SHARED_SCAN_FROM else len(files)
-    stopped = tally.count(files[:alone], (_findings(file, names) for file in files[:alone]))
+    stopped = tally.count(files[:alone], _read_here(files[:alone], names))
     if not stopped and alone < len(files):
         rest = files[alone:]
-        stopped = tally.enough() or tally.count(rest, _shared_findings(rest, names))
+        if tally.enough():  # the last of the first notes decided: the rest is not read
+            stopped = True
+        else:
+            shared = _shared_findings(rest, names)
+            stopped = tally.count(rest, shared if shared is not None else _read_here(rest, names))
     return tally.choice(names, complete=not stopped)
+
+
+def _read_here(files: list[_File], names: _Names) -> Iterator[_Found | None]:
+    """`_findings` of each file, made as they are counted (the count may stop early)."""
+    return (_findings(file, names) for file in files)
 
 
 # A scan of this many files or more shares them with a forked process once its first
@@ -179,10 +188,13 @@ def _findings(file: _File, names: _Names) -> _Found | None:
     return links, {kind: count for kind, count in forms.items() if count}, pending, aliases
 
 
-def _shared_findings(files: list[_File], names: _Names) -> list[_Found | None]:
-    """`_findings` of each file, made by this process and a forked one when they can share."""
+def _shared_findings(files: list[_File], names: _Names) -> list[_Found | None] | None:
+    """`_findings` of each file, made by this process and a forked one; None when no process
+    can be forked, or the machine has no core to spare (then they are read as counted)."""
     from hql.vault import workers
 
+    if not (workers.usable() and workers.core_free()):
+        return None
     tasks = -(-len(files) // _FILES_PER_TASK)
     done: list[list[_Found | None] | None] = [None] * tasks
 
@@ -199,8 +211,7 @@ def _shared_findings(files: list[_File], names: _Names) -> list[_Found | None]:
         if done[task] is None and isinstance(found, list) and len(found) == len(part(task)):
             done[task] = found
 
-    if workers.usable() and workers.core_free():
-        workers.share(tasks, here, there, received)
+    workers.share(tasks, here, there, received)
     return [found for task in range(tasks) for found in done[task] or there(task)]
 
 
@@ -220,9 +231,11 @@ class _Tally:
     def count(self, files: list[_File], found: Iterable[_Found | None]) -> bool:
         """Count the files' findings (made as they are counted, when `found` is lazy) until
         enough notes have shown forms; whether a file was left uncounted for that."""
-        for (relpath, _, _), findings in zip(files, found, strict=True):
-            if self.enough():
+        findings_of = iter(found)
+        for relpath, _, _ in files:
+            if self.enough():  # before the next file's findings are made: it is not read
                 return True
+            findings = next(findings_of)
             if findings is _NOTHING:
                 self.notes += 1
             elif findings is not None:
