@@ -168,7 +168,7 @@ class Compiler:
             vault = it.vault
             assert vault is not None, "the checker lets `cards` through only with a vault"
             if lazy:  # built when first read
-                return SetValue(vault.lazy_cards())  # type: ignore[arg-type]
+                return SetValue(vault.lazy_cards(release=True))  # type: ignore[arg-type]
             return SetValue(vault.cards)
 
         return lookup

@@ -564,3 +564,51 @@ def test_a_row_reader_reads_the_rows_of_the_catalogue_as_it_is(mixed: Path) -> N
     os.replace(written, path)
     assert set(rows.reader.rows(relpaths) or {}) == set(relpaths[1:])
     assert sent.cards() is None  # a row is missing: the cards are built instead
+
+
+def _live_cards() -> int:
+    import gc
+
+    from hql.vault.model import Card
+
+    gc.collect()
+    return sum(1 for thing in gc.get_objects() if type(thing) is Card)
+
+
+@pytest.mark.parametrize("text", PROGRAMS)
+def test_a_first_load_lets_its_cards_go_for_a_program_that_reads_only_its_hits(
+    mixed: Path, text: str
+) -> None:
+    """The first load of a vault builds every card; a planned ranker that hands on only its
+    hits lets them go and reads the catalogue that load wrote, as the next process would:
+    the answers are a full load's, and the word index is written in this very process."""
+    vault = Vault.open(mixed)  # no catalogue yet: every file read, every card built
+    assert vault._cards is not None
+    full = Vault.open(mixed, use_cache=False)
+    held = _live_cards()  # both vaults' cards
+    for q in QUESTIONS:
+        _assert_same(_run(vault, text, q), _run(full, text, q))
+    if "outlinks" not in text:  # links need the whole vault's table: its cards are built
+        assert vault._cards is None
+        assert _live_cards() <= held - len(full.cards) + 4 * 8  # at most 8 hits a question
+    assert (mixed / ".hql" / TERMS_NAME).is_file()
+    assert [card.name for card in vault.cards] == [card.name for card in full.cards]
+    assert vault.warnings == Vault.open(mixed).warnings
+
+
+def test_a_first_load_whose_cards_were_read_keeps_them(mixed: Path) -> None:
+    vault = Vault.open(mixed)
+    cards = vault.cards
+    answer = _run(vault, PROGRAMS[0], QUESTIONS[0])
+    assert vault._cards is cards
+    _assert_same(answer, _run(Vault.open(mixed, use_cache=False), PROGRAMS[0], QUESTIONS[0]))
+
+
+def test_a_first_load_the_catalogue_could_not_keep_keeps_its_cards(
+    mixed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(catalog.Catalog, "save", lambda *args, **kwargs: None)
+    vault = Vault.open(mixed)
+    answer = _run(vault, PROGRAMS[0], QUESTIONS[1])
+    assert vault._cards is not None
+    _assert_same(answer, _run(Vault.open(mixed, use_cache=False), PROGRAMS[0], QUESTIONS[1]))

@@ -85,6 +85,9 @@ class Vault:
         self._lazy_source: Callable[[], CardSequence | None] | None = None
         self._lazy: CardSequence | None = None
         self._lazy_lock = threading.Lock()
+        # A whole first load's cards, while no one has read them but a planned lazy step:
+        # how to read them from the catalogue the load just wrote instead (`_release`).
+        self._reopen: Callable[[], bool] | None = None
         self._libraries: tuple[Any, ...] | None = None
         self._libraries_lock = threading.Lock()
         self.use_cache = True  # how it was opened: its libraries are opened the same way
@@ -92,6 +95,7 @@ class Vault:
     @property
     def cards(self) -> tuple[Card, ...]:
         """Every card, in name order."""
+        self._reopen = None  # handed out: they stay
         cards = self._cards
         if cards is None:
             with self._cards_lock:
@@ -100,9 +104,17 @@ class Vault:
                     cards = self._materialise()
         return cards
 
-    def lazy_cards(self) -> Sequence[Card]:
+    def lazy_cards(self, release: bool = False) -> Sequence[Card]:
         """The cards in name order, as `cards`; a vault opened from its catalogue that has
-        not built them yet gives a `CardSequence` that builds each card when first read."""
+        not built them yet gives a `CardSequence` that builds each card when first read.
+
+        `release`: the program reads only the cards a step hands on (a planned `lazy-cards`),
+        so a vault whose first load built every card, and whose cards no one has read yet,
+        lets them go and reads them from the catalogue that load wrote, as the next process
+        would: a large vault's first question then does not hold every card while its index
+        is built, and the index is kept as the next process reads it."""
+        if release and self._reopen is not None:
+            self._release()
         cards = self._cards
         if cards is not None and (self._lazy is None or self._lazy.stale):
             return cards
@@ -111,6 +123,13 @@ class Vault:
             if source is not None and self._cards is None:
                 self._lazy = source()
         return self._lazy if self._lazy is not None else self.cards
+
+    def _release(self) -> None:
+        with self._cards_lock, self._lazy_lock:
+            reopen, self._reopen = self._reopen, None
+            if reopen is None or self._cards is None or self._lazy is not None or not reopen():
+                return
+        _free_released_cards()
 
     def holds_all(self, cards: object) -> bool:
         """Whether `cards` is this vault's own sequence of all its cards."""
@@ -307,20 +326,16 @@ class Vault:
             catalog.close()
             return tuple(cards), tuple(rest)
 
-        stored = catalog.listing(key)
-        if stored is None:
-            cards, rest = read_cards()
-            vault = cls(root, cards, None, walked + rest, config, root_text=shown)
-        else:  # the files are as the catalogue last saw them: cards are built when needed
-            rest = tuple(LoadWarning(*warning) for warning in stored.warnings)
-            vault = cls(root, (), None, walked + rest, config, root_text=shown)
-            vault._cards, vault._count, vault._pending = None, stored.cards, read_cards
-            vault._stored_warnings = len(rest)
-            while unrecorded:
-                unrecorded.pop()()
+        stored: Listing | None = None  # the catalogue's listing of this load, once read
+
+        def from_catalogue(vault: Vault, listed: Listing) -> None:
+            """The vault's cards built when needed, from the catalogue's rows of `listed`."""
+            vault._cards, vault._count, vault._pending = None, listed.cards, read_cards
+            vault._names = None
+            vault._stored_warnings = len(listed.warnings)
 
             def sequence() -> CardSequence | None:
-                search = catalog.search_columns(key, stored.cards)
+                search = catalog.search_columns(key, listed.cards)
                 if search is None:
                     return None
                 maker = CardMaker(shown, catalog, search, extension_metadata, dialect, key)
@@ -332,6 +347,32 @@ class Vault:
                 return cards
 
             vault._lazy_source = sequence
+
+        def reopen(vault: Vault) -> bool:
+            """After a whole load: its cards let go for the catalogue it saved (`_release`);
+            False, cards kept, when the catalogue does not hold that load's listing."""
+            nonlocal catalog, stored
+            catalog.close()
+            catalog = _catalogue(state_dir, dialect, declared is None, shown, metadata)[0]
+            stored = catalog.listing(key)
+            if stored is None or not catalog.has_search(key):
+                catalog.close()
+                return False
+            from_catalogue(vault, stored)
+            return True
+
+        stored = catalog.listing(key)
+        if stored is None:
+            cards, rest = read_cards()
+            vault = cls(root, cards, None, walked + rest, config, root_text=shown)
+            if cached and key is not None:
+                vault._reopen = functools.partial(reopen, vault)
+        else:  # the files are as the catalogue last saw them: cards are built when needed
+            rest = tuple(LoadWarning(*warning) for warning in stored.warnings)
+            vault = cls(root, (), None, walked + rest, config, root_text=shown)
+            from_catalogue(vault, stored)
+            while unrecorded:
+                unrecorded.pop()()
         vault.dialect = dialect
         vault.use_cache = use_cache
         vault.dialect_note = note
@@ -410,6 +451,21 @@ class Vault:
 
     def __repr__(self) -> str:
         return f"Vault({self.root_text!r}, {messages.plural(len(self), 'card')})"
+
+
+def _free_released_cards() -> None:
+    """Free the cards a vault let go of and hand their memory back to the system.
+
+    The cards and their link table refer to each other, so only the collector frees them;
+    and glibc keeps the freed pages for later small allocations, which the index built
+    next does not make (its large arrays are mapped afresh): without the trim a large
+    vault's first question would hold the cards' pages and the index's at once."""
+    gc.collect()
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None).malloc_trim(0)
 
 
 @contextlib.contextmanager
