@@ -58,6 +58,28 @@ connection.executemany('INSERT INTO card VALUES (?, ?, ?)', cards(sys.argv[1]))
 connection.commit()
 connection.close()
 """,
+    # Not an engine a user would pick: the least any pure-Python indexer does (every word
+    # lowercased and split at ASCII punctuation, with no stemming, stop words or Unicode
+    # folding; counted per card; each word's postings written out), a floor beside the others.
+    "python": _READ
+    + """
+import marshal
+from collections import Counter
+spaces = str.maketrans({c: ' ' for c in map(chr, range(128)) if not c.isalnum()})
+names, lengths, postings = [], [], {}
+for number, (name, title, body) in enumerate(cards(sys.argv[1])):
+    words = (title + ' ' + body).lower().translate(spaces).split()
+    names.append(name)
+    lengths.append(len(words))
+    for word, count in Counter(words).items():
+        found = postings.get(word)
+        if found is None:
+            found = postings[word] = []
+        found += (number, count)
+os.makedirs(sys.argv[2], exist_ok=True)
+with open(os.path.join(sys.argv[2], 'index.marshal'), 'wb') as out:
+    marshal.dump((names, lengths, postings), out)
+""",
 }
 
 QUERY = {

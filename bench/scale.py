@@ -22,6 +22,8 @@ measured in the same run, and the ratio:
   their difference (what a bm25 query pays beyond opening the vault); then
   the same while `hql vault watch` serves the vault (it answers the commands itself, the
   vault kept open), a new question at each call too, and the watcher's own peak memory;
+* the least a pure-Python indexer does (read, lowercase, split, count, write the postings:
+  bench/engines.py), beside the engines' indexing, against the same HQL figures;
 * cold first load: the first CLI call on a fresh vault (no .hql/), in seconds; before it, a
   fresh vault whose first command is the bm25 query (load and build in one process, as a
   user's first question is), its state then removed;
@@ -344,6 +346,16 @@ def engine_rows(
             f"  memory {peak_mb[0] / megabytes:5.1f}x"
             f"  (one command {built[1] / seconds:5.1f}x, memory {peak_mb[1] / megabytes:5.1f}x)"
         )
+    floor = Path(tempfile.mkdtemp(prefix="hql-scale-python-"))
+    try:
+        seconds, megabytes = engines.build("python", root, floor)
+    finally:
+        shutil.rmtree(floor, ignore_errors=True)
+    print(
+        f"  {'the least a pure-Python indexer does':<45}{seconds:9.2f} s  {megabytes:6.0f} MB"
+        f"  ratio (HQL first load + query) {built[0] / seconds:5.1f}x"
+        f"  (one command {built[1] / seconds:5.1f}x)"
+    )
     return folders
 
 
