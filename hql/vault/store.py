@@ -87,7 +87,7 @@ class Vault:
         self._lazy_lock = threading.Lock()
         # A whole first load's cards, while no one has read them but a planned lazy step:
         # how to read them from the catalogue the load just wrote instead (`_release`).
-        self._reopen: Callable[[], bool] | None = None
+        self._reopen: Callable[[Vault], bool] | None = None
         self._libraries: tuple[Any, ...] | None = None
         self._libraries_lock = threading.Lock()
         self.use_cache = True  # how it was opened: its libraries are opened the same way
@@ -127,7 +127,7 @@ class Vault:
     def _release(self) -> None:
         with self._cards_lock, self._lazy_lock:
             reopen, self._reopen = self._reopen, None
-            if reopen is None or self._cards is None or self._lazy is not None or not reopen():
+            if reopen is None or self._cards is None or self._lazy is not None or not reopen(self):
                 return
         _free_released_cards()
 
@@ -366,7 +366,7 @@ class Vault:
             cards, rest = read_cards()
             vault = cls(root, cards, None, walked + rest, config, root_text=shown)
             if cached and key is not None:
-                vault._reopen = functools.partial(reopen, vault)
+                vault._reopen = reopen  # given the vault when called: no cycle through it
         else:  # the files are as the catalogue last saw them: cards are built when needed
             rest = tuple(LoadWarning(*warning) for warning in stored.warnings)
             vault = cls(root, (), None, walked + rest, config, root_text=shown)
