@@ -612,3 +612,24 @@ def test_a_first_load_the_catalogue_could_not_keep_keeps_its_cards(
     answer = _run(vault, PROGRAMS[0], QUESTIONS[1])
     assert vault._cards is not None
     _assert_same(answer, _run(Vault.open(mixed, use_cache=False), PROGRAMS[0], QUESTIONS[1]))
+
+
+def test_threads_sharing_a_first_load_that_lets_its_cards_go_agree(mixed: Path) -> None:
+    """Threads ask a fresh vault's first questions while another reads every card: whichever
+    comes first, the answers are a full load's and every hit is the vault's own card."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    text = "import bm25\ncards | bm25($q) | take(4) | map(h => [h.card.name, h.score, h.card.path])"
+    expected = {q: _run(Vault.open(mixed, use_cache=False), text, q).text() for q in QUESTIONS}
+    for reader_first in (False, True):
+        shutil.rmtree(mixed / ".hql", ignore_errors=True)
+        vault = Vault.open(mixed)
+        with ThreadPoolExecutor(6) as pool:
+            counted = pool.submit(getattr, vault, "cards") if reader_first else None
+            asked = [pool.submit(_run, vault, text, q) for q in QUESTIONS * 3]
+            counted = counted or pool.submit(getattr, vault, "cards")
+            answers = [future.result().text() for future in asked]
+        assert counted.result() == vault.cards
+        assert answers == [expected[q] for q in QUESTIONS * 3]
+        hits = _run(vault, "import bm25\ncards | bm25($q) | take(4)", QUESTIONS[0]).value
+        assert all(hit.card is vault.card(hit.card.name) for hit in hits)

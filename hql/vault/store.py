@@ -86,7 +86,7 @@ class Vault:
         self._lazy: CardSequence | None = None
         self._lazy_lock = threading.Lock()
         # A whole first load's cards, while no one has read them but a planned lazy step:
-        # how to read them from the catalogue the load just wrote instead (`_release`).
+        # how to read them from the catalogue the load just wrote instead (`_settle`).
         self._reopen: Callable[[Vault], bool] | None = None
         self._libraries: tuple[Any, ...] | None = None
         self._libraries_lock = threading.Lock()
@@ -95,7 +95,8 @@ class Vault:
     @property
     def cards(self) -> tuple[Card, ...]:
         """Every card, in name order."""
-        self._reopen = None  # handed out: they stay
+        if self._reopen is not None:
+            self._settle(release=False)  # handed out: they stay
         cards = self._cards
         if cards is None:
             with self._cards_lock:
@@ -113,8 +114,8 @@ class Vault:
         lets them go and reads them from the catalogue that load wrote, as the next process
         would: a large vault's first question then does not hold every card while its index
         is built, and the index is kept as the next process reads it."""
-        if release and self._reopen is not None:
-            self._release()
+        if self._reopen is not None:
+            self._settle(release)
         cards = self._cards
         if cards is not None and (self._lazy is None or self._lazy.stale):
             return cards
@@ -124,11 +125,20 @@ class Vault:
                 self._lazy = source()
         return self._lazy if self._lazy is not None else self.cards
 
-    def _release(self) -> None:
+    def _settle(self, release: bool) -> None:
+        """Decide, once, whether a first load's cards are let go (`release`) or kept.
+
+        Under the cards lock, so a thread that reads the cards meanwhile waits for the
+        decision: it never gets the cards being let go (the vault would then hold others)."""
         with self._cards_lock, self._lazy_lock:
-            reopen, self._reopen = self._reopen, None
-            if reopen is None or self._cards is None or self._lazy is not None or not reopen(self):
-                return
+            reopen = self._reopen
+            try:
+                if not release or reopen is None or self._cards is None or self._lazy is not None:
+                    return
+                if not reopen(self):
+                    return
+            finally:
+                self._reopen = None  # only now: a reader that finds it gone finds it done
         _free_released_cards()
 
     def holds_all(self, cards: object) -> bool:
@@ -349,7 +359,7 @@ class Vault:
             vault._lazy_source = sequence
 
         def reopen(vault: Vault) -> bool:
-            """After a whole load: its cards let go for the catalogue it saved (`_release`);
+            """After a whole load: its cards let go for the catalogue it saved (`_settle`);
             False, cards kept, when the catalogue does not hold that load's listing."""
             nonlocal catalog, stored
             catalog.close()
