@@ -365,7 +365,8 @@ class Vault:
             catalog.close()
             catalog = _catalogue(state_dir, dialect, declared is None, shown, metadata)[0]
             stored = catalog.listing(key)
-            if stored is None or not catalog.has_search(key):
+            # Search columns that cannot be read would have the vault build every card again.
+            if stored is None or catalog.search_columns(key, stored.cards) is None:
                 catalog.close()
                 return False
             from_catalogue(vault, stored)
